@@ -1,0 +1,379 @@
+//! A Kafka record becomes one Iggy message, and an Iggy message becomes one Kafka record
+//! (docs/spec/mapping.md, docs/spec/envelope.md).
+//!
+//! The Iggy SDK's own message and header types are built here, so the SDK's validation (payload
+//! 1..=64,000,000 bytes, header fields 1..=255 bytes, 100,000 bytes of headers) is the check
+//! applied; the envelope triggers are computed the same way beforehand, so a record the SDK would
+//! refuse never reaches it.
+
+use crate::batch::RecordHeader;
+use crate::envelope::{decode_envelope, encode_envelope, envelope_len, ENVELOPE_VERSION};
+use bytes::Bytes;
+use iggy_common::{
+    HeaderKey, HeaderKind, HeaderValue, IggyError, IggyMessage, MAX_PAYLOAD_SIZE,
+    MAX_USER_HEADERS_SIZE,
+};
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+/// Every header name the gateway reserves starts with this (MAP-RESERVED-1).
+pub const RESERVED_PREFIX: &str = "kafka.";
+/// The Kafka record key (MAP-KEY-1).
+pub const KEY_HEADER: &str = "kafka.key";
+/// Marks a placeholder payload: `null` or `empty` (MAP-VALUE-1).
+pub const VALUE_HEADER: &str = "kafka.value";
+/// Marks an envelope payload; its value is the format version (ENV-MARK-1).
+pub const ENVELOPE_HEADER: &str = "kafka.envelope";
+/// Prefix of a Kafka record header's name (MAP-HEADER-1).
+pub const HEADER_PREFIX: &str = "kafka.h.";
+/// The payload stored for a null or empty value (MAP-VALUE-1).
+pub const PLACEHOLDER_PAYLOAD: &[u8] = &[0x00];
+/// Iggy's limit on one header name or value.
+pub const MAX_HEADER_FIELD_LEN: usize = 255;
+/// Iggy's wire form of one header: kind and length for the name, kind and length for the value.
+pub const HEADER_WIRE_OVERHEAD: usize = 10;
+/// Microseconds per Kafka millisecond.
+const MICROS_PER_MILLI: i64 = 1_000;
+
+/// A Kafka record with its absolute timestamp, as Produce receives it and Fetch emits it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KafkaRecord {
+    /// Milliseconds since the epoch; -1 for "no timestamp".
+    pub timestamp_ms: i64,
+    pub key: Option<Bytes>,
+    pub value: Option<Bytes>,
+    pub headers: Vec<RecordHeader>,
+}
+
+/// Why a record goes into the envelope. The first that holds, in this order, is reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EnvelopeTrigger {
+    /// ENV-TRIGGER-EMPTY-KEY-1
+    EmptyKey,
+    /// ENV-TRIGGER-KEY-LEN-1
+    KeyTooLong,
+    /// ENV-TRIGGER-NAME-1: not UTF-8, so it cannot be an Iggy string key.
+    HeaderNameNotUtf8,
+    /// ENV-TRIGGER-NAME-LEN-1
+    HeaderNameTooLong,
+    /// ENV-TRIGGER-HEADER-VALUE-1
+    HeaderValueNull,
+    /// ENV-TRIGGER-HEADER-VALUE-1
+    HeaderValueEmpty,
+    /// ENV-TRIGGER-HEADER-VALUE-1
+    HeaderValueTooLong,
+    /// ENV-TRIGGER-REPEAT-1
+    RepeatedHeaderName,
+    /// ENV-TRIGGER-BUDGET-1
+    HeaderBudget,
+}
+
+/// How a record is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoredForm {
+    /// Value as payload, key and headers as Iggy headers.
+    Plain,
+    /// Null or empty value: placeholder payload plus `kafka.value`.
+    Placeholder,
+    /// The whole record in the envelope payload.
+    Envelope(EnvelopeTrigger),
+}
+
+/// Why a record cannot be stored at all.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum MapError {
+    /// MAP-TS-4: Kafka allows -1 and non-negative timestamps only.
+    #[error("record timestamp {0} ms is neither -1 nor a representable non-negative time")]
+    InvalidTimestamp(i64),
+    /// LIMIT-PAYLOAD-1: one record becomes one message, and Iggy caps a payload.
+    #[error("stored payload of {len} bytes exceeds Iggy's {MAX_PAYLOAD_SIZE}-byte message limit")]
+    PayloadTooLarge { len: usize },
+    /// The SDK refused a message the triggers let through: a bug in this module, kept typed.
+    #[error("the Iggy SDK refused the mapped message: {0}")]
+    Iggy(IggyError),
+}
+
+fn key(name: &str) -> HeaderKey {
+    HeaderKey::try_from(name).expect("reserved header names are 1..=255 bytes")
+}
+
+fn raw(value: &[u8]) -> Result<HeaderValue, MapError> {
+    HeaderValue::from_raw(HeaderKind::Raw, value).map_err(MapError::Iggy)
+}
+
+fn wire_len(name_len: usize, value_len: usize) -> usize {
+    HEADER_WIRE_OVERHEAD + name_len + value_len
+}
+
+/// The Kafka timestamp in ms as an origin timestamp in µs (MAP-TS-1, MAP-TS-2, MAP-TS-3).
+pub fn origin_timestamp_us(timestamp_ms: i64) -> Result<u64, MapError> {
+    match timestamp_ms {
+        // MAP-TS-2: "no timestamp" is stored as 0, which Fetch reads as "use the server's".
+        -1 => Ok(0),
+        // MAP-TS-3: the epoch itself must not read as "no timestamp"; 1 µs truncates back to 0 ms.
+        0 => Ok(1),
+        ms if ms > 0 => ms
+            .checked_mul(MICROS_PER_MILLI)
+            .map(|us| us as u64)
+            .ok_or(MapError::InvalidTimestamp(ms)),
+        ms => Err(MapError::InvalidTimestamp(ms)),
+    }
+}
+
+/// The stored form of `record`, checking the envelope triggers in a fixed order.
+pub fn classify(record: &KafkaRecord) -> StoredForm {
+    use EnvelopeTrigger::*;
+    let envelope = |trigger| StoredForm::Envelope(trigger);
+    if let Some(k) = &record.key {
+        if k.is_empty() {
+            return envelope(EmptyKey);
+        }
+        if k.len() > MAX_HEADER_FIELD_LEN {
+            return envelope(KeyTooLong);
+        }
+    }
+    let placeholder = record.value.as_ref().is_none_or(Bytes::is_empty);
+    let mut budget = record
+        .key
+        .as_ref()
+        .map_or(0, |k| wire_len(KEY_HEADER.len(), k.len()));
+    if placeholder {
+        let marker_len = if record.value.is_none() {
+            b"null".len()
+        } else {
+            b"empty".len()
+        };
+        budget += wire_len(VALUE_HEADER.len(), marker_len);
+    }
+    for header in &record.headers {
+        if std::str::from_utf8(&header.name).is_err() {
+            return envelope(HeaderNameNotUtf8);
+        }
+        if HEADER_PREFIX.len() + header.name.len() > MAX_HEADER_FIELD_LEN {
+            return envelope(HeaderNameTooLong);
+        }
+        match &header.value {
+            None => return envelope(HeaderValueNull),
+            Some(v) if v.is_empty() => return envelope(HeaderValueEmpty),
+            Some(v) if v.len() > MAX_HEADER_FIELD_LEN => return envelope(HeaderValueTooLong),
+            Some(v) => budget += wire_len(HEADER_PREFIX.len() + header.name.len(), v.len()),
+        }
+    }
+    if has_repeated_name(&record.headers) {
+        return envelope(RepeatedHeaderName);
+    }
+    if budget > MAX_USER_HEADERS_SIZE as usize {
+        return envelope(HeaderBudget);
+    }
+    if placeholder {
+        StoredForm::Placeholder
+    } else {
+        StoredForm::Plain
+    }
+}
+
+fn has_repeated_name(headers: &[RecordHeader]) -> bool {
+    // Quadratic for the common handful of headers, a sort beyond that.
+    if headers.len() <= 8 {
+        return headers
+            .iter()
+            .enumerate()
+            .any(|(i, a)| headers[..i].iter().any(|b| a.name == b.name));
+    }
+    let mut names: Vec<&[u8]> = headers.iter().map(|h| &h.name[..]).collect();
+    names.sort_unstable();
+    names.windows(2).any(|w| w[0] == w[1])
+}
+
+/// Maps one Kafka record to the Iggy message that stores it, and says which form it took.
+pub fn record_to_message(record: &KafkaRecord) -> Result<(IggyMessage, StoredForm), MapError> {
+    let origin_timestamp = origin_timestamp_us(record.timestamp_ms)?;
+    let form = classify(record);
+    let mut headers = BTreeMap::new();
+    let payload = match form {
+        StoredForm::Envelope(_) => {
+            let len = envelope_len(
+                record.key.as_deref(),
+                record.value.as_deref(),
+                &record.headers,
+            );
+            if len > MAX_PAYLOAD_SIZE as usize {
+                return Err(MapError::PayloadTooLarge { len });
+            }
+            // ENV-MARK-1
+            headers.insert(key(ENVELOPE_HEADER), raw(&[ENVELOPE_VERSION])?);
+            encode_envelope(
+                record.key.as_deref(),
+                record.value.as_deref(),
+                &record.headers,
+            )
+        }
+        StoredForm::Plain | StoredForm::Placeholder => {
+            if let Some(k) = &record.key {
+                // MAP-KEY-1
+                headers.insert(key(KEY_HEADER), raw(k)?);
+            }
+            for header in &record.headers {
+                // MAP-HEADER-1: classify() proved the name is UTF-8, short enough and unique.
+                let name = std::str::from_utf8(&header.name).expect("classified as UTF-8");
+                let value = header.value.as_deref().expect("classified as non-null");
+                headers.insert(key(&format!("{HEADER_PREFIX}{name}")), raw(value)?);
+            }
+            match &record.value {
+                // MAP-VALUE-2: the value is the payload, byte for byte.
+                Some(v) if !v.is_empty() => {
+                    if v.len() > MAX_PAYLOAD_SIZE as usize {
+                        return Err(MapError::PayloadTooLarge { len: v.len() });
+                    }
+                    v.clone()
+                }
+                // MAP-VALUE-1
+                value => {
+                    let marker: &[u8] = if value.is_none() { b"null" } else { b"empty" };
+                    headers.insert(key(VALUE_HEADER), raw(marker)?);
+                    Bytes::from_static(PLACEHOLDER_PAYLOAD)
+                }
+            }
+        }
+    };
+    let user_headers = (!headers.is_empty()).then_some(headers);
+    let mut message = IggyMessage::builder()
+        .payload(payload)
+        .maybe_user_headers(user_headers)
+        .build()
+        .map_err(MapError::Iggy)?;
+    message.header.origin_timestamp = origin_timestamp;
+    Ok((message, form))
+}
+
+/// How a stored message was read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadForm {
+    Envelope,
+    Placeholder,
+    Plain,
+    /// No `kafka.*` header: written by an Iggy client (MAP-READ-NATIVE-1).
+    Native,
+    /// `kafka.*` headers that do not parse; served as a native message (MAP-READ-MALFORMED-1).
+    Malformed(String),
+}
+
+/// The Kafka timestamp of a stored message: origin timestamp, or the server's when the origin
+/// is 0, in ms truncated toward zero (MAP-TS-1, MAP-TS-2).
+pub fn record_timestamp_ms(message: &IggyMessage) -> i64 {
+    let us = match message.header.origin_timestamp {
+        0 => message.header.timestamp,
+        origin => origin,
+    };
+    (us / MICROS_PER_MILLI as u64) as i64
+}
+
+fn native_record(
+    timestamp_ms: i64,
+    message: &IggyMessage,
+    headers: &BTreeMap<HeaderKey, HeaderValue>,
+) -> KafkaRecord {
+    KafkaRecord {
+        timestamp_ms,
+        key: None,
+        value: Some(message.payload.clone()),
+        headers: headers
+            .iter()
+            .map(|(k, v)| RecordHeader {
+                name: Bytes::copy_from_slice(k.as_bytes()),
+                value: Some(v.value()),
+            })
+            .collect(),
+    }
+}
+
+/// Maps a stored Iggy message to the Kafka record Fetch serves (MAP-READ-ORDER-1): envelope
+/// first, then placeholder, then plain, then native.
+pub fn message_to_record(message: &IggyMessage) -> (KafkaRecord, ReadForm) {
+    let timestamp_ms = record_timestamp_ms(message);
+    let headers = match message.user_headers_map() {
+        Ok(map) => map.unwrap_or_default(),
+        Err(e) => {
+            let record = native_record(timestamp_ms, message, &BTreeMap::new());
+            return (
+                record,
+                ReadForm::Malformed(format!("user headers do not parse: {e}")),
+            );
+        }
+    };
+    let malformed = |reason: String| {
+        (
+            native_record(timestamp_ms, message, &headers),
+            ReadForm::Malformed(reason),
+        )
+    };
+
+    if let Some(version) = headers.get(&key(ENVELOPE_HEADER)) {
+        if version.as_bytes() != [ENVELOPE_VERSION] {
+            return malformed(format!("unknown envelope version {:?}", version.as_bytes()));
+        }
+        return match decode_envelope(&message.payload) {
+            Ok(env) => (
+                KafkaRecord {
+                    timestamp_ms,
+                    key: env.key,
+                    value: env.value,
+                    headers: env.headers,
+                },
+                ReadForm::Envelope,
+            ),
+            Err(e) => malformed(format!("envelope does not decode: {e}")),
+        };
+    }
+
+    let mut record_key = None;
+    let mut value = Some(message.payload.clone());
+    let mut form = ReadForm::Native;
+    let mut record_headers = Vec::with_capacity(headers.len());
+    for (name, header_value) in &headers {
+        let name_bytes = name.as_bytes();
+        if name_bytes == KEY_HEADER.as_bytes() {
+            record_key = Some(header_value.value());
+            form = ReadForm::Plain;
+        } else if let Some(kafka_name) = name_bytes.strip_prefix(HEADER_PREFIX.as_bytes()) {
+            record_headers.push(RecordHeader {
+                name: Bytes::copy_from_slice(kafka_name),
+                value: Some(header_value.value()),
+            });
+            form = ReadForm::Plain;
+        } else if name_bytes != VALUE_HEADER.as_bytes() {
+            // Headers outside the Kafka mapping are kept under their own names (MAP-READ-NATIVE-1).
+            record_headers.push(RecordHeader {
+                name: Bytes::copy_from_slice(name_bytes),
+                value: Some(header_value.value()),
+            });
+        }
+    }
+    if let Some(marker) = headers.get(&key(VALUE_HEADER)) {
+        value = match marker.as_bytes() {
+            b"null" => None,
+            b"empty" => Some(Bytes::new()),
+            other => return malformed(format!("unknown kafka.value marker {other:?}")),
+        };
+        form = ReadForm::Placeholder;
+    }
+    if form == ReadForm::Native {
+        // An Iggy-written message keeps every header, in stored order, and a null key.
+        return (
+            native_record(timestamp_ms, message, &headers),
+            ReadForm::Native,
+        );
+    }
+    (
+        KafkaRecord {
+            timestamp_ms,
+            key: record_key,
+            value,
+            headers: record_headers,
+        },
+        form,
+    )
+}
+
+#[cfg(test)]
+mod tests;

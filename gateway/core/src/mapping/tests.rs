@@ -1,0 +1,532 @@
+//! Mapping tests: one per rule and per envelope trigger, then round-trip proptests.
+
+use super::*;
+use crate::envelope::EnvelopeRecord;
+use proptest::prelude::*;
+
+fn b(s: &[u8]) -> Bytes {
+    Bytes::copy_from_slice(s)
+}
+
+fn header(name: &[u8], value: Option<&[u8]>) -> RecordHeader {
+    RecordHeader {
+        name: b(name),
+        value: value.map(b),
+    }
+}
+
+fn record(key: Option<&[u8]>, value: Option<&[u8]>, headers: Vec<RecordHeader>) -> KafkaRecord {
+    KafkaRecord {
+        timestamp_ms: 1_700_000_000_123,
+        key: key.map(b),
+        value: value.map(b),
+        headers,
+    }
+}
+
+fn stored_headers(m: &IggyMessage) -> BTreeMap<String, (HeaderKind, Vec<u8>)> {
+    m.user_headers_map()
+        .unwrap()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| {
+            (
+                String::from_utf8(k.as_bytes().to_vec()).unwrap(),
+                (v.kind(), v.as_bytes().to_vec()),
+            )
+        })
+        .collect()
+}
+
+/// Simulates the server: an offset and a server timestamp on a mapped message.
+fn stored(mut m: IggyMessage, server_timestamp_us: u64) -> IggyMessage {
+    m.header.timestamp = server_timestamp_us;
+    m
+}
+
+fn envelope_of(m: &IggyMessage) -> EnvelopeRecord {
+    decode_envelope(&m.payload).unwrap()
+}
+
+#[test]
+fn map_value_2_map_key_1_map_header_1_plain_record() {
+    let r = record(
+        Some(b"k1"),
+        Some(b"value"),
+        vec![header(b"trace", Some(b"abc"))],
+    );
+    let (m, form) = record_to_message(&r).unwrap();
+    assert_eq!(form, StoredForm::Plain);
+    assert_eq!(&m.payload[..], b"value");
+    let h = stored_headers(&m);
+    assert_eq!(h["kafka.key"], (HeaderKind::Raw, b"k1".to_vec()));
+    assert_eq!(h["kafka.h.trace"], (HeaderKind::Raw, b"abc".to_vec()));
+    assert_eq!(h.len(), 2);
+}
+
+#[test]
+fn map_key_1_null_key_writes_no_key_header() {
+    let (m, _) = record_to_message(&record(None, Some(b"v"), vec![])).unwrap();
+    assert!(m.user_headers.is_none());
+    let (back, form) = message_to_record(&stored(m, 5));
+    assert_eq!(
+        form,
+        ReadForm::Native,
+        "no kafka.* header at all reads as native"
+    );
+    assert_eq!(back.key, None);
+}
+
+#[test]
+fn map_ts_1_milliseconds_become_microseconds_and_back() {
+    let (m, _) = record_to_message(&record(None, Some(b"v"), vec![])).unwrap();
+    assert_eq!(m.header.origin_timestamp, 1_700_000_000_123_000);
+    assert_eq!(record_timestamp_ms(&m), 1_700_000_000_123);
+}
+
+#[test]
+fn map_ts_1_microseconds_truncate_toward_zero() {
+    let mut m = IggyMessage::builder().payload(b(b"x")).build().unwrap();
+    m.header.origin_timestamp = 1_999;
+    assert_eq!(record_timestamp_ms(&m), 1);
+}
+
+#[test]
+fn map_ts_2_minus_one_is_stored_as_zero_and_read_as_server_time() {
+    let mut r = record(Some(b"k"), Some(b"v"), vec![]);
+    r.timestamp_ms = -1;
+    let (m, _) = record_to_message(&r).unwrap();
+    assert_eq!(m.header.origin_timestamp, 0);
+    let (back, _) = message_to_record(&stored(m, 42_000_999));
+    assert_eq!(back.timestamp_ms, 42_000);
+}
+
+#[test]
+fn map_ts_3_epoch_zero_survives_the_round_trip() {
+    let mut r = record(Some(b"k"), Some(b"v"), vec![]);
+    r.timestamp_ms = 0;
+    let (m, _) = record_to_message(&r).unwrap();
+    assert_eq!(m.header.origin_timestamp, 1);
+    let (back, _) = message_to_record(&stored(m, 99_000_000));
+    assert_eq!(back.timestamp_ms, 0);
+}
+
+#[test]
+fn map_ts_4_other_negative_timestamps_are_refused() {
+    for ts in [-2, i64::MIN] {
+        let mut r = record(None, Some(b"v"), vec![]);
+        r.timestamp_ms = ts;
+        assert_eq!(
+            record_to_message(&r).unwrap_err(),
+            MapError::InvalidTimestamp(ts)
+        );
+    }
+    let mut r = record(None, Some(b"v"), vec![]);
+    r.timestamp_ms = i64::MAX;
+    assert!(matches!(
+        record_to_message(&r),
+        Err(MapError::InvalidTimestamp(_))
+    ));
+}
+
+#[test]
+fn map_value_1_tombstone_is_placeholder_with_null_marker() {
+    let r = record(Some(b"k"), None, vec![header(b"h", Some(b"1"))]);
+    let (m, form) = record_to_message(&r).unwrap();
+    assert_eq!(form, StoredForm::Placeholder);
+    assert_eq!(&m.payload[..], PLACEHOLDER_PAYLOAD);
+    assert_eq!(stored_headers(&m)["kafka.value"].1, b"null".to_vec());
+    let (back, form) = message_to_record(&stored(m, 1));
+    assert_eq!(form, ReadForm::Placeholder);
+    assert_eq!(back, r);
+}
+
+#[test]
+fn map_value_1_empty_value_is_placeholder_with_empty_marker() {
+    let r = record(Some(b"k"), Some(b""), vec![]);
+    let (m, form) = record_to_message(&r).unwrap();
+    assert_eq!(form, StoredForm::Placeholder);
+    assert_eq!(&m.payload[..], PLACEHOLDER_PAYLOAD);
+    assert_eq!(stored_headers(&m)["kafka.value"].1, b"empty".to_vec());
+    let (back, _) = message_to_record(&stored(m, 1));
+    assert_eq!(back.value, Some(Bytes::new()));
+    assert_eq!(back, r);
+}
+
+#[test]
+fn map_value_1_null_key_tombstone_still_round_trips() {
+    let r = record(None, None, vec![]);
+    let (m, form) = record_to_message(&r).unwrap();
+    assert_eq!(form, StoredForm::Placeholder);
+    let (back, form) = message_to_record(&stored(m, 1));
+    assert_eq!(form, ReadForm::Placeholder);
+    assert_eq!(back, r);
+}
+
+#[test]
+fn map_value_2_a_single_zero_byte_value_is_not_a_placeholder() {
+    let r = record(None, Some(&[0]), vec![]);
+    let (m, form) = record_to_message(&r).unwrap();
+    assert_eq!(form, StoredForm::Plain);
+    let (back, _) = message_to_record(&stored(m, 1));
+    assert_eq!(back.value.as_deref(), Some(&[0u8][..]));
+}
+
+fn assert_envelope(r: KafkaRecord, trigger: EnvelopeTrigger) {
+    assert_eq!(classify(&r), StoredForm::Envelope(trigger));
+    let (m, form) = record_to_message(&r).unwrap();
+    assert_eq!(form, StoredForm::Envelope(trigger));
+    let h = stored_headers(&m);
+    assert_eq!(h.len(), 1, "an envelope message carries only the marker");
+    assert_eq!(
+        h["kafka.envelope"],
+        (HeaderKind::Raw, vec![ENVELOPE_VERSION])
+    );
+    let env = envelope_of(&m);
+    assert_eq!(
+        (env.key.clone(), env.value.clone(), env.headers.clone()),
+        (r.key.clone(), r.value.clone(), r.headers.clone())
+    );
+    let (back, read) = message_to_record(&stored(m, 1));
+    assert_eq!(read, ReadForm::Envelope);
+    assert_eq!(
+        back, r,
+        "the envelope restores the record exactly, header order included"
+    );
+}
+
+#[test]
+fn env_trigger_empty_key_1() {
+    assert_envelope(
+        record(Some(b""), Some(b"v"), vec![]),
+        EnvelopeTrigger::EmptyKey,
+    );
+}
+
+#[test]
+fn env_trigger_key_len_1_key_of_256_bytes() {
+    assert_envelope(
+        record(Some(&[7; 256]), Some(b"v"), vec![]),
+        EnvelopeTrigger::KeyTooLong,
+    );
+    // 255 is still plain.
+    assert_eq!(
+        classify(&record(Some(&[7; 255]), Some(b"v"), vec![])),
+        StoredForm::Plain
+    );
+}
+
+#[test]
+fn env_trigger_key_len_1_a_300_byte_key_tombstone() {
+    assert_envelope(
+        record(Some(&[1; 300]), None, vec![]),
+        EnvelopeTrigger::KeyTooLong,
+    );
+}
+
+#[test]
+fn env_trigger_name_len_1_prefixed_name_over_255() {
+    let name = vec![b'n'; 255 - HEADER_PREFIX.len() + 1];
+    assert_envelope(
+        record(None, Some(b"v"), vec![header(&name, Some(b"x"))]),
+        EnvelopeTrigger::HeaderNameTooLong,
+    );
+    let fits = vec![b'n'; 255 - HEADER_PREFIX.len()];
+    assert_eq!(
+        classify(&record(None, Some(b"v"), vec![header(&fits, Some(b"x"))])),
+        StoredForm::Plain
+    );
+}
+
+#[test]
+fn env_trigger_name_1_non_utf8_name() {
+    assert_envelope(
+        record(None, Some(b"v"), vec![header(&[0xff, 0xfe], Some(b"x"))]),
+        EnvelopeTrigger::HeaderNameNotUtf8,
+    );
+}
+
+#[test]
+fn env_trigger_header_value_1_null_header_value() {
+    assert_envelope(
+        record(Some(b"k"), Some(b"v"), vec![header(b"h", None)]),
+        EnvelopeTrigger::HeaderValueNull,
+    );
+}
+
+#[test]
+fn env_trigger_header_value_1_empty_header_value() {
+    assert_envelope(
+        record(Some(b"k"), Some(b"v"), vec![header(b"h", Some(b""))]),
+        EnvelopeTrigger::HeaderValueEmpty,
+    );
+}
+
+#[test]
+fn env_trigger_header_value_1_header_value_over_255() {
+    assert_envelope(
+        record(None, Some(b"v"), vec![header(b"h", Some(&[3; 256]))]),
+        EnvelopeTrigger::HeaderValueTooLong,
+    );
+}
+
+#[test]
+fn env_trigger_repeat_1_repeated_header_names_keep_their_order() {
+    let headers = vec![
+        header(b"b", Some(b"1")),
+        header(b"a", Some(b"2")),
+        header(b"b", Some(b"3")),
+    ];
+    assert_envelope(
+        record(None, Some(b"v"), headers),
+        EnvelopeTrigger::RepeatedHeaderName,
+    );
+    let many: Vec<_> = (0..20u8)
+        .map(|i| header(&[b'a' + (i % 19)], Some(b"x")))
+        .collect();
+    assert_eq!(
+        classify(&record(None, Some(b"v"), many)),
+        StoredForm::Envelope(EnvelopeTrigger::RepeatedHeaderName)
+    );
+}
+
+#[test]
+fn env_trigger_budget_1_headers_over_100_kb_of_iggy_wire_form() {
+    // Each header: 10 + (8 + 4) name + 255 value = 277 wire bytes; 361 of them = 99,997.
+    let headers = |n: usize| -> Vec<RecordHeader> {
+        (0..n)
+            .map(|i| header(format!("{i:04}").as_bytes(), Some(&[9; 255])))
+            .collect()
+    };
+    assert_eq!(
+        classify(&record(None, Some(b"v"), headers(361))),
+        StoredForm::Plain
+    );
+    let (m, _) = record_to_message(&record(None, Some(b"v"), headers(361))).unwrap();
+    assert_eq!(
+        m.header.user_headers_length, 99_997,
+        "our count is Iggy's wire count"
+    );
+    assert_envelope(
+        record(None, Some(b"v"), headers(362)),
+        EnvelopeTrigger::HeaderBudget,
+    );
+}
+
+#[test]
+fn env_trigger_budget_1_key_and_marker_count_toward_the_budget() {
+    // 360 headers = 99,720 bytes; a 255-byte key adds 10 + 9 + 255 = 274: total 99,994 fits.
+    let hs: Vec<_> = (0..360)
+        .map(|i| header(format!("{i:04}").as_bytes(), Some(&[9; 255])))
+        .collect();
+    assert_eq!(
+        classify(&record(Some(&[1; 255]), Some(b"v"), hs.clone())),
+        StoredForm::Plain
+    );
+    // A tombstone adds kafka.value = null: 10 + 11 + 4 = 25 more, 100,019: envelope.
+    assert_eq!(
+        classify(&record(Some(&[1; 255]), None, hs)),
+        StoredForm::Envelope(EnvelopeTrigger::HeaderBudget)
+    );
+}
+
+#[test]
+fn limit_payload_1_value_over_64_mb_is_refused() {
+    let big = vec![0u8; MAX_PAYLOAD_SIZE as usize + 1];
+    let err = record_to_message(&record(None, Some(&big), vec![])).unwrap_err();
+    assert_eq!(err, MapError::PayloadTooLarge { len: big.len() });
+    let err = record_to_message(&record(Some(b""), Some(&big), vec![])).unwrap_err();
+    assert!(matches!(err, MapError::PayloadTooLarge { .. }));
+}
+
+#[test]
+fn map_read_order_1_envelope_wins_over_other_kafka_headers() {
+    let env = encode_envelope(Some(b"ek"), Some(b"ev"), &[]);
+    let mut headers = BTreeMap::new();
+    headers.insert(key(ENVELOPE_HEADER), raw(&[1]).unwrap());
+    headers.insert(key(KEY_HEADER), raw(b"other").unwrap());
+    headers.insert(key(VALUE_HEADER), raw(b"null").unwrap());
+    let m = IggyMessage::builder()
+        .payload(env)
+        .user_headers(headers)
+        .build()
+        .unwrap();
+    let (r, form) = message_to_record(&m);
+    assert_eq!(form, ReadForm::Envelope);
+    assert_eq!(r.key.as_deref(), Some(&b"ek"[..]));
+}
+
+#[test]
+fn map_read_native_1_iggy_written_message() {
+    let mut headers = BTreeMap::new();
+    headers.insert(
+        HeaderKey::try_from("content-type").unwrap(),
+        HeaderValue::try_from("text/plain").unwrap(),
+    );
+    headers.insert(
+        HeaderKey::try_from("count").unwrap(),
+        HeaderValue::from(7u32),
+    );
+    let mut m = IggyMessage::builder()
+        .payload(b(b"hello"))
+        .user_headers(headers)
+        .build()
+        .unwrap();
+    m.header.origin_timestamp = 0;
+    m.header.timestamp = 1_234_567;
+    let (r, form) = message_to_record(&m);
+    assert_eq!(form, ReadForm::Native);
+    assert_eq!(r.key, None);
+    assert_eq!(r.value.as_deref(), Some(&b"hello"[..]));
+    assert_eq!(
+        r.timestamp_ms, 1_234,
+        "origin 0 falls back to the server timestamp"
+    );
+    assert_eq!(
+        r.headers,
+        vec![
+            header(b"content-type", Some(b"text/plain")),
+            header(b"count", Some(&7u32.to_le_bytes()))
+        ]
+    );
+}
+
+#[test]
+fn map_read_native_1_origin_timestamp_wins_when_set() {
+    let mut m = IggyMessage::builder().payload(b(b"x")).build().unwrap();
+    m.header.origin_timestamp = 5_000_999;
+    m.header.timestamp = 9_000_000;
+    assert_eq!(message_to_record(&m).0.timestamp_ms, 5_000);
+}
+
+#[test]
+fn map_read_malformed_1_unknown_envelope_version_is_served_natively() {
+    let mut headers = BTreeMap::new();
+    headers.insert(key(ENVELOPE_HEADER), raw(&[2]).unwrap());
+    let m = IggyMessage::builder()
+        .payload(b(b"opaque"))
+        .user_headers(headers)
+        .build()
+        .unwrap();
+    let (r, form) = message_to_record(&m);
+    assert!(matches!(form, ReadForm::Malformed(_)));
+    assert_eq!(r.value.as_deref(), Some(&b"opaque"[..]));
+    assert_eq!(r.headers, vec![header(b"kafka.envelope", Some(&[2]))]);
+}
+
+#[test]
+fn map_read_malformed_1_truncated_envelope_and_unknown_marker() {
+    let mut headers = BTreeMap::new();
+    headers.insert(key(ENVELOPE_HEADER), raw(&[1]).unwrap());
+    let m = IggyMessage::builder()
+        .payload(b(&[3, 0, 0]))
+        .user_headers(headers)
+        .build()
+        .unwrap();
+    assert!(matches!(message_to_record(&m).1, ReadForm::Malformed(_)));
+    let mut headers = BTreeMap::new();
+    headers.insert(key(VALUE_HEADER), raw(b"gone").unwrap());
+    let m = IggyMessage::builder()
+        .payload(b(&[0]))
+        .user_headers(headers)
+        .build()
+        .unwrap();
+    assert!(matches!(message_to_record(&m).1, ReadForm::Malformed(_)));
+}
+
+#[test]
+fn map_header_1_plain_headers_come_back_sorted_by_name() {
+    let r = record(
+        None,
+        Some(b"v"),
+        vec![header(b"zeta", Some(b"1")), header(b"alpha", Some(b"2"))],
+    );
+    let (m, _) = record_to_message(&r).unwrap();
+    let (back, _) = message_to_record(&stored(m, 1));
+    assert_eq!(
+        back.headers,
+        vec![header(b"alpha", Some(b"2")), header(b"zeta", Some(b"1"))]
+    );
+}
+
+// --- proptest: the round trip ----------------------------------------------------------------
+
+fn arb_field(max: usize) -> impl Strategy<Value = Bytes> {
+    prop_oneof![
+        3 => proptest::collection::vec(any::<u8>(), 1..24),
+        1 => proptest::collection::vec(any::<u8>(), 0..max),
+    ]
+    .prop_map(Bytes::from)
+}
+
+fn arb_name() -> impl Strategy<Value = Bytes> {
+    prop_oneof![
+        4 => "[a-z.\\-]{0,12}".prop_map(|s| Bytes::from(s.into_bytes())),
+        1 => proptest::collection::vec(any::<u8>(), 0..300).prop_map(Bytes::from),
+    ]
+}
+
+fn arb_kafka_record() -> impl Strategy<Value = KafkaRecord> {
+    (
+        prop_oneof![Just(-1i64), Just(0i64), 0i64..4_000_000_000_000],
+        proptest::option::of(arb_field(300)),
+        proptest::option::of(arb_field(600)),
+        proptest::collection::vec((arb_name(), proptest::option::of(arb_field(300))), 0..5),
+    )
+        .prop_map(|(timestamp_ms, key, value, headers)| KafkaRecord {
+            timestamp_ms,
+            key,
+            value,
+            headers: headers
+                .into_iter()
+                .map(|(name, value)| RecordHeader { name, value })
+                .collect(),
+        })
+}
+
+proptest! {
+    /// Kafka record -> Iggy message -> Kafka record is the identity on what the spec preserves:
+    /// key, value (null vs empty), header names and values, the timestamp in ms; headers come back
+    /// sorted by name unless enveloped, and -1 reads as the server timestamp.
+    #[test]
+    fn map_round_trip_record_message_record(r in arb_kafka_record(), server_ms in 1i64..4_000_000_000_000) {
+        let (m, form) = record_to_message(&r).unwrap();
+        let (back, read) = message_to_record(&stored(m, server_ms as u64 * 1000 + 7));
+        prop_assert_eq!(&back.key, &r.key);
+        prop_assert_eq!(&back.value, &r.value);
+        let expected_ts = if r.timestamp_ms == -1 { server_ms } else { r.timestamp_ms };
+        prop_assert_eq!(back.timestamp_ms, expected_ts);
+        match form {
+            StoredForm::Envelope(_) => {
+                prop_assert_eq!(read, ReadForm::Envelope);
+                prop_assert_eq!(&back.headers, &r.headers);
+            }
+            StoredForm::Plain | StoredForm::Placeholder => {
+                let mut sorted = r.headers.clone();
+                sorted.sort_by(|a, b| a.name.cmp(&b.name));
+                prop_assert_eq!(&back.headers, &sorted);
+                let native = r.key.is_none() && r.headers.is_empty() && form == StoredForm::Plain;
+                prop_assert_eq!(read == ReadForm::Native, native);
+            }
+        }
+    }
+
+    /// Any Iggy message maps to a Kafka record without panicking, whatever its headers say.
+    #[test]
+    fn map_read_arbitrary_messages_never_panic(
+        payload in proptest::collection::vec(any::<u8>(), 1..64),
+        entries in proptest::collection::vec(
+            (prop_oneof![Just("kafka.envelope".to_string()), Just("kafka.value".to_string()),
+                         Just("kafka.key".to_string()), "kafka\\.h\\.[a-z]{1,4}", "[a-z]{1,6}"],
+             proptest::collection::vec(any::<u8>(), 1..16)),
+            0..5),
+        origin in any::<u64>(),
+    ) {
+        let headers: BTreeMap<_, _> = entries.into_iter()
+            .map(|(k, v)| (HeaderKey::try_from(k.as_str()).unwrap(), HeaderValue::try_from(v).unwrap()))
+            .collect();
+        let mut m = IggyMessage::builder().payload(Bytes::from(payload)).user_headers(headers).build().unwrap();
+        m.header.origin_timestamp = origin;
+        let _ = message_to_record(&m);
+    }
+}
