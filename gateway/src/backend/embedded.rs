@@ -1,0 +1,598 @@
+//! The embedded backend: an in-process model of Iggy server 0.9.0-edge.5's semantics and
+//! limits, so the gateway runs with no setup and simulations on it tell the truth about real
+//! Iggy. It answers with the errors the real server answers (docs/spec/real-iggy-differs.md):
+//!
+//! - a send is validated whole before anything is stored: empty payload, payload above
+//!   64,000,000 bytes, headers above 100,000 wire bytes, origin timestamps spreading more than
+//!   `u32::MAX` µs (`InvalidMessageTimestampDelta`);
+//! - partitions are numbered from 0; a missing one is `ResourceNotFound`;
+//! - consumer-group offsets: the storing client must be a member of the group and own the
+//!   partition (Iggy splits partitions among members in contiguous ranges, join order), the
+//!   offset must not pass the partition's last offset, at most 4096 keys per partition, and
+//!   deleting an absent key is `ConsumerOffsetNotFound`;
+//! - message expiry drops messages older than the topic's expiry (per message here; Iggy drops
+//!   whole segments, so it may keep some longer).
+//!
+//! Deterministic for a given clock and call order: nothing here reads the time but the
+//! injected clock, and nothing is random.
+
+use super::{
+    Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks,
+};
+use crate::clock::Clock;
+use iggy_common::{
+    Identifier, IggyError, IggyMessage, IggyMessageHeader, MAX_PAYLOAD_SIZE, MAX_USER_HEADERS_SIZE,
+};
+use kig_core::timestamps::fits_one_send;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::watch;
+
+/// `partition.consumer_offsets_max`'s default.
+pub const DEFAULT_CONSUMER_OFFSETS_MAX: usize = 4096;
+/// Iggy's limit on partitions per topic create call.
+pub const MAX_PARTITIONS: u32 = 1000;
+/// Iggy's limit on a stream, topic or group name.
+pub const MAX_NAME_LEN: usize = 255;
+
+struct StoredMessage {
+    header: IggyMessageHeader,
+    payload: bytes::Bytes,
+    user_headers: Option<bytes::Bytes>,
+}
+
+impl StoredMessage {
+    fn to_message(&self) -> IggyMessage {
+        IggyMessage {
+            header: copy_header(&self.header),
+            payload: self.payload.clone(),
+            user_headers: self.user_headers.clone(),
+        }
+    }
+
+    fn size(&self) -> u64 {
+        (self.payload.len() + self.user_headers.as_ref().map_or(0, |h| h.len())) as u64
+    }
+}
+
+/// `IggyMessageHeader` is not `Clone` in the pinned SDK.
+fn copy_header(h: &IggyMessageHeader) -> IggyMessageHeader {
+    IggyMessageHeader {
+        checksum: h.checksum,
+        id: h.id,
+        offset: h.offset,
+        timestamp: h.timestamp,
+        origin_timestamp: h.origin_timestamp,
+        user_headers_length: h.user_headers_length,
+        payload_length: h.payload_length,
+        reserved: h.reserved,
+    }
+}
+
+#[derive(Default)]
+struct Group {
+    /// Members in join order.
+    members: Vec<ClientId>,
+}
+
+impl Group {
+    /// The partitions `client` owns: Iggy splits them among members in contiguous ranges, the
+    /// first members taking one more when they do not divide evenly.
+    fn owns(&self, client: ClientId, partition: u32, partitions: u32) -> bool {
+        let Some(index) = self.members.iter().position(|&m| m == client) else {
+            return false;
+        };
+        let n = self.members.len() as u32;
+        let (base, extra) = (partitions / n, partitions % n);
+        let i = index as u32;
+        let start = i * base + i.min(extra);
+        let len = base + u32::from(i < extra);
+        (start..start + len).contains(&partition)
+    }
+}
+
+#[derive(Default)]
+struct Partition {
+    messages: VecDeque<StoredMessage>,
+    next_offset: u64,
+    last_timestamp_us: u64,
+    /// Consumer-group offsets by group name.
+    group_offsets: BTreeMap<String, u64>,
+}
+
+struct Topic {
+    partitions: Vec<Partition>,
+    message_expiry_us: Option<u64>,
+    groups: BTreeMap<String, Group>,
+}
+
+#[derive(Default)]
+struct Stream {
+    topics: BTreeMap<String, Topic>,
+}
+
+#[derive(Default)]
+struct Model {
+    streams: BTreeMap<String, Stream>,
+}
+
+fn named(name: &str) -> Identifier {
+    Identifier::named(name).unwrap_or_default()
+}
+
+impl Model {
+    fn stream(&mut self, stream: &str) -> Result<&mut Stream, IggyError> {
+        self.streams
+            .get_mut(stream)
+            .ok_or_else(|| IggyError::StreamNameNotFound(stream.to_string()))
+    }
+
+    fn topic(&mut self, stream: &str, topic: &str) -> Result<&mut Topic, IggyError> {
+        self.stream(stream)?
+            .topics
+            .get_mut(topic)
+            .ok_or_else(|| IggyError::TopicNameNotFound(topic.to_string(), stream.to_string()))
+    }
+
+    fn partition(
+        &mut self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+    ) -> Result<&mut Partition, IggyError> {
+        self.topic(stream, topic)?
+            .partitions
+            .get_mut(partition as usize)
+            .ok_or_else(|| {
+                IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
+            })
+    }
+}
+
+/// Configuration of the model.
+#[derive(Debug, Clone)]
+pub struct EmbeddedConfig {
+    pub username: String,
+    pub password: String,
+    pub consumer_offsets_max: usize,
+}
+
+impl Default for EmbeddedConfig {
+    fn default() -> Self {
+        Self {
+            username: "iggy".into(),
+            password: "iggy".into(),
+            consumer_offsets_max: DEFAULT_CONSUMER_OFFSETS_MAX,
+        }
+    }
+}
+
+/// The in-process Iggy model.
+pub struct EmbeddedBackend {
+    model: Mutex<Model>,
+    clock: Arc<dyn Clock>,
+    config: EmbeddedConfig,
+    appends: watch::Sender<u64>,
+}
+
+impl EmbeddedBackend {
+    pub fn new(clock: Arc<dyn Clock>, config: EmbeddedConfig) -> Self {
+        Self {
+            model: Mutex::new(Model::default()),
+            clock,
+            config,
+            appends: watch::Sender::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Model> {
+        self.model.lock().expect("embedded model lock poisoned")
+    }
+
+    /// Drops messages older than the topic's expiry.
+    fn expire(&self, topic: &mut Topic) {
+        let Some(expiry) = topic.message_expiry_us else {
+            return;
+        };
+        let now = self.clock.now_us();
+        for p in &mut topic.partitions {
+            while p
+                .messages
+                .front()
+                .is_some_and(|m| m.header.timestamp.saturating_add(expiry) < now)
+            {
+                p.messages.pop_front();
+            }
+        }
+    }
+
+    fn validate(messages: &[IggyMessage]) -> Result<(), IggyError> {
+        if messages.is_empty() {
+            return Err(IggyError::InvalidMessagesCount);
+        }
+        for m in messages {
+            if m.payload.is_empty() {
+                return Err(IggyError::InvalidMessagePayloadLength);
+            }
+            if m.payload.len() > MAX_PAYLOAD_SIZE as usize {
+                return Err(IggyError::TooBigMessagePayload);
+            }
+            if m.user_headers.as_ref().map_or(0, |h| h.len()) > MAX_USER_HEADERS_SIZE as usize {
+                return Err(IggyError::TooBigUserHeaders);
+            }
+        }
+        let origins: Vec<u64> = messages.iter().map(|m| m.header.origin_timestamp).collect();
+        if !fits_one_send(&origins) {
+            let min = origins.iter().copied().min().unwrap_or(0);
+            let max = origins.iter().copied().max().unwrap_or(0);
+            return Err(IggyError::InvalidMessageTimestampDelta(max - min));
+        }
+        Ok(())
+    }
+}
+
+impl Backend for EmbeddedBackend {
+    fn kind(&self) -> &'static str {
+        "embedded"
+    }
+
+    async fn login(&self, username: &str, password: &str) -> Result<(), BackendError> {
+        if username == self.config.username && password == self.config.password {
+            Ok(())
+        } else {
+            Err(IggyError::InvalidCredentials.into())
+        }
+    }
+
+    async fn ensure_stream(&self, stream: &str) -> Result<(), BackendError> {
+        if stream.is_empty() || stream.len() > MAX_NAME_LEN {
+            return Err(IggyError::InvalidStreamName.into());
+        }
+        self.lock().streams.entry(stream.to_string()).or_default();
+        Ok(())
+    }
+
+    async fn list_topics(&self, stream: &str) -> Result<Vec<TopicInfo>, BackendError> {
+        let mut model = self.lock();
+        let stream = model.stream(stream)?;
+        Ok(stream
+            .topics
+            .iter()
+            .map(|(name, t)| TopicInfo {
+                name: name.clone(),
+                partitions: t.partitions.len() as u32,
+                message_expiry_us: t.message_expiry_us,
+            })
+            .collect())
+    }
+
+    async fn get_topic(
+        &self,
+        stream: &str,
+        topic: &str,
+    ) -> Result<Option<TopicInfo>, BackendError> {
+        let mut model = self.lock();
+        Ok(model.topic(stream, topic).ok().map(|t| TopicInfo {
+            name: topic.to_string(),
+            partitions: t.partitions.len() as u32,
+            message_expiry_us: t.message_expiry_us,
+        }))
+    }
+
+    async fn create_topic(
+        &self,
+        stream: &str,
+        topic: &str,
+        spec: TopicSpec,
+    ) -> Result<(), BackendError> {
+        if topic.is_empty() || topic.len() > MAX_NAME_LEN {
+            return Err(IggyError::InvalidTopicName.into());
+        }
+        if spec.partitions == 0 || spec.partitions > MAX_PARTITIONS {
+            return Err(IggyError::InvalidPartitionsCount.into());
+        }
+        let mut model = self.lock();
+        let s = model.stream(stream)?;
+        if s.topics.contains_key(topic) {
+            return Err(IggyError::TopicNameAlreadyExists(topic.to_string(), named(stream)).into());
+        }
+        s.topics.insert(
+            topic.to_string(),
+            Topic {
+                partitions: (0..spec.partitions).map(|_| Partition::default()).collect(),
+                message_expiry_us: spec.message_expiry_us,
+                groups: BTreeMap::new(),
+            },
+        );
+        Ok(())
+    }
+
+    async fn delete_topic(&self, stream: &str, topic: &str) -> Result<(), BackendError> {
+        let mut model = self.lock();
+        let s = model.stream(stream)?;
+        s.topics.remove(topic).map(|_| ()).ok_or_else(|| {
+            IggyError::TopicNameNotFound(topic.to_string(), stream.to_string()).into()
+        })
+    }
+
+    async fn append(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        messages: Vec<IggyMessage>,
+    ) -> Result<Option<u64>, BackendError> {
+        Self::validate(&messages)?;
+        let now = self.clock.now_us();
+        let base = {
+            let mut model = self.lock();
+            let p = model.partition(stream, topic, partition)?;
+            let base = p.next_offset;
+            // Iggy's server timestamps never go backwards within a partition.
+            let timestamp = now.max(p.last_timestamp_us);
+            p.last_timestamp_us = timestamp;
+            for m in messages {
+                let mut header = m.header;
+                header.offset = p.next_offset;
+                header.timestamp = timestamp;
+                p.next_offset += 1;
+                p.messages.push_back(StoredMessage {
+                    header,
+                    payload: m.payload,
+                    user_headers: m.user_headers,
+                });
+            }
+            base
+        };
+        self.appends.send_modify(|g| *g += 1);
+        Ok(Some(base))
+    }
+
+    async fn read(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        limits: ReadLimits,
+    ) -> Result<Vec<IggyMessage>, BackendError> {
+        let mut model = self.lock();
+        let t = model.topic(stream, topic)?;
+        self.expire(t);
+        let p = t.partitions.get(partition as usize).ok_or_else(|| {
+            IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
+        })?;
+        let first = p
+            .messages
+            .front()
+            .map_or(p.next_offset, |m| m.header.offset);
+        let start = offset.saturating_sub(first) as usize;
+        let mut out = Vec::new();
+        let mut bytes = 0u64;
+        for m in p
+            .messages
+            .iter()
+            .skip(start)
+            .take(limits.max_messages as usize)
+        {
+            if !out.is_empty() && bytes + m.size() > limits.max_bytes {
+                break;
+            }
+            bytes += m.size();
+            out.push(m.to_message());
+        }
+        Ok(out)
+    }
+
+    async fn watermarks(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+    ) -> Result<Watermarks, BackendError> {
+        let mut model = self.lock();
+        let t = model.topic(stream, topic)?;
+        self.expire(t);
+        let p = t.partitions.get(partition as usize).ok_or_else(|| {
+            IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
+        })?;
+        Ok(Watermarks {
+            log_start_offset: p
+                .messages
+                .front()
+                .map_or(p.next_offset, |m| m.header.offset),
+            high_watermark: p.next_offset,
+        })
+    }
+
+    async fn offset_for_timestamp(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        timestamp_us: u64,
+    ) -> Result<Option<(u64, u64)>, BackendError> {
+        let mut model = self.lock();
+        let t = model.topic(stream, topic)?;
+        self.expire(t);
+        let p = t.partitions.get(partition as usize).ok_or_else(|| {
+            IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
+        })?;
+        // Server timestamps are non-decreasing per partition, so the first match is a binary search.
+        let index = p
+            .messages
+            .partition_point(|m| m.header.timestamp < timestamp_us);
+        Ok(p.messages
+            .get(index)
+            .map(|m| (m.header.offset, m.header.timestamp)))
+    }
+
+    fn append_generation(&self) -> u64 {
+        *self.appends.borrow()
+    }
+
+    async fn wait_for_append(&self, seen: u64) {
+        let mut rx = self.appends.subscribe();
+        // The sender lives as long as `self`, so wait_for only ends when the value moves.
+        let _ = rx.wait_for(|g| *g != seen).await;
+    }
+}
+
+impl ConsumerOffsets for EmbeddedBackend {
+    async fn create_consumer_group(
+        &self,
+        stream: &str,
+        topic: &str,
+        group: &str,
+    ) -> Result<(), BackendError> {
+        if group.is_empty() || group.len() > MAX_NAME_LEN {
+            return Err(IggyError::InvalidConsumerGroupName.into());
+        }
+        let mut model = self.lock();
+        let t = model.topic(stream, topic)?;
+        if t.groups.contains_key(group) {
+            return Err(
+                IggyError::ConsumerGroupNameAlreadyExists(group.to_string(), named(topic)).into(),
+            );
+        }
+        t.groups.insert(group.to_string(), Group::default());
+        Ok(())
+    }
+
+    async fn join_consumer_group(
+        &self,
+        stream: &str,
+        topic: &str,
+        group: &str,
+        client: ClientId,
+    ) -> Result<(), BackendError> {
+        let mut model = self.lock();
+        let t = model.topic(stream, topic)?;
+        let g = t
+            .groups
+            .get_mut(group)
+            .ok_or_else(|| IggyError::ConsumerGroupNameNotFound(group.to_string(), named(topic)))?;
+        if !g.members.contains(&client) {
+            g.members.push(client);
+        }
+        Ok(())
+    }
+
+    async fn leave_consumer_group(
+        &self,
+        stream: &str,
+        topic: &str,
+        group: &str,
+        client: ClientId,
+    ) -> Result<(), BackendError> {
+        let mut model = self.lock();
+        let t = model.topic(stream, topic)?;
+        let g = t
+            .groups
+            .get_mut(group)
+            .ok_or_else(|| IggyError::ConsumerGroupNameNotFound(group.to_string(), named(topic)))?;
+        let before = g.members.len();
+        g.members.retain(|&m| m != client);
+        if g.members.len() == before {
+            return Err(IggyError::ConsumerGroupMemberNotFound(
+                client as u32,
+                named(group),
+                named(topic),
+            )
+            .into());
+        }
+        Ok(())
+    }
+
+    async fn store_consumer_offset(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        group: &str,
+        client: ClientId,
+        offset: u64,
+    ) -> Result<(), BackendError> {
+        let max_keys = self.config.consumer_offsets_max;
+        let mut model = self.lock();
+        let t = model.topic(stream, topic)?;
+        let partitions = t.partitions.len() as u32;
+        // DIFF-1: only a member that owns the partition may store; anyone else is not found.
+        let owns = t
+            .groups
+            .get(group)
+            .is_some_and(|g| g.owns(client, partition, partitions));
+        let p = t.partitions.get_mut(partition as usize).ok_or_else(|| {
+            IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
+        })?;
+        if !owns {
+            return Err(IggyError::ResourceNotFound(format!(
+                "consumer group {group} member {client} for partition {partition}"
+            ))
+            .into());
+        }
+        // DIFF-2: nothing above the partition's last offset; nothing at all on an empty partition.
+        if p.next_offset == 0 || offset > p.next_offset - 1 {
+            return Err(IggyError::InvalidOffset(offset).into());
+        }
+        if !p.group_offsets.contains_key(group) && p.group_offsets.len() >= max_keys {
+            return Err(BackendError::TooManyConsumerOffsets);
+        }
+        p.group_offsets.insert(group.to_string(), offset);
+        Ok(())
+    }
+
+    async fn get_consumer_offset(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        group: &str,
+    ) -> Result<Option<u64>, BackendError> {
+        let mut model = self.lock();
+        let t = model.topic(stream, topic)?;
+        if !t.groups.contains_key(group) {
+            return Err(
+                IggyError::ConsumerGroupNameNotFound(group.to_string(), named(topic)).into(),
+            );
+        }
+        let p = t.partitions.get(partition as usize).ok_or_else(|| {
+            IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
+        })?;
+        Ok(p.group_offsets.get(group).copied())
+    }
+
+    async fn delete_consumer_offset(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        group: &str,
+        client: ClientId,
+    ) -> Result<(), BackendError> {
+        let mut model = self.lock();
+        let t = model.topic(stream, topic)?;
+        let partitions = t.partitions.len() as u32;
+        let owns = t
+            .groups
+            .get(group)
+            .is_some_and(|g| g.owns(client, partition, partitions));
+        let p = t.partitions.get_mut(partition as usize).ok_or_else(|| {
+            IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
+        })?;
+        if !owns {
+            return Err(IggyError::ResourceNotFound(format!(
+                "consumer group {group} member {client} for partition {partition}"
+            ))
+            .into());
+        }
+        // DIFF-3
+        p.group_offsets
+            .remove(group)
+            .map(|_| ())
+            .ok_or_else(|| IggyError::ConsumerOffsetNotFound(partition as usize).into())
+    }
+}
+
+#[cfg(test)]
+mod tests;

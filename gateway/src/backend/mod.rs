@@ -1,0 +1,190 @@
+//! The backend port: exactly the Iggy operations the gateway needs, shaped so the Iggy SDK fits
+//! it. Names are Iggy names (stream, topic); partitions are 0-based on both sides.
+
+pub mod embedded;
+mod error;
+
+pub use error::BackendError;
+
+use iggy_common::IggyMessage;
+use std::future::Future;
+
+/// What CreateTopics asks of a topic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopicSpec {
+    pub partitions: u32,
+    /// `None`: messages never expire.
+    pub message_expiry_us: Option<u64>,
+}
+
+/// A topic as the backend reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicInfo {
+    pub name: String,
+    pub partitions: u32,
+    pub message_expiry_us: Option<u64>,
+}
+
+/// Offsets bounding a partition's retained messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Watermarks {
+    /// Offset of the first retained message; equals `high_watermark` when none is retained.
+    pub log_start_offset: u64,
+    /// Offset the next appended message will get (last offset + 1; 0 when empty).
+    pub high_watermark: u64,
+}
+
+/// Limits of one read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    pub max_messages: u32,
+    /// Stop once this many bytes of payload and headers are returned; the first message is
+    /// always returned whole.
+    pub max_bytes: u64,
+}
+
+/// The Iggy operations the gateway uses.
+pub trait Backend: Send + Sync + 'static {
+    /// A short name for logs: "embedded" or "iggy".
+    fn kind(&self) -> &'static str;
+
+    /// Logs in; the embedded model checks the configured credentials.
+    fn login(
+        &self,
+        username: &str,
+        password: &str,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    /// Creates the stream when it does not exist.
+    fn ensure_stream(&self, stream: &str) -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    fn list_topics(
+        &self,
+        stream: &str,
+    ) -> impl Future<Output = Result<Vec<TopicInfo>, BackendError>> + Send;
+
+    /// `Ok(None)` when the stream or the topic does not exist.
+    fn get_topic(
+        &self,
+        stream: &str,
+        topic: &str,
+    ) -> impl Future<Output = Result<Option<TopicInfo>, BackendError>> + Send;
+
+    fn create_topic(
+        &self,
+        stream: &str,
+        topic: &str,
+        spec: TopicSpec,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    fn delete_topic(
+        &self,
+        stream: &str,
+        topic: &str,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    /// Appends `messages` to one partition in one send. Returns the base offset from the
+    /// confirmation, or `None` when the server sent none.
+    fn append(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        messages: Vec<IggyMessage>,
+    ) -> impl Future<Output = Result<Option<u64>, BackendError>> + Send;
+
+    /// Messages from `offset` on, within `limits`; empty past the end.
+    fn read(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        limits: ReadLimits,
+    ) -> impl Future<Output = Result<Vec<IggyMessage>, BackendError>> + Send;
+
+    fn watermarks(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+    ) -> impl Future<Output = Result<Watermarks, BackendError>> + Send;
+
+    /// The first retained message whose server timestamp is at or after `timestamp_us`:
+    /// its offset and server timestamp.
+    fn offset_for_timestamp(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        timestamp_us: u64,
+    ) -> impl Future<Output = Result<Option<(u64, u64)>, BackendError>> + Send;
+
+    /// A counter that moves whenever any partition gains messages.
+    fn append_generation(&self) -> u64;
+
+    /// Resolves once `append_generation()` differs from `seen`. Fetch long-polls with it under
+    /// its own deadline.
+    fn wait_for_append(&self, seen: u64) -> impl Future<Output = ()> + Send;
+}
+
+/// Identifies the backend client (one SDK connection) a consumer-group operation is made on.
+/// Iggy ties group membership to the connection, so the gateway must say which one it uses.
+pub type ClientId = u64;
+
+/// Consumer groups and consumer offsets, the store of Kafka committed offsets
+/// (docs/spec/consumer-offsets.md). Offsets are always of the consumer-group kind.
+pub trait ConsumerOffsets: Send + Sync + 'static {
+    /// Creates the Iggy consumer group; an existing group is an error
+    /// (`ConsumerGroupNameAlreadyExists`).
+    fn create_consumer_group(
+        &self,
+        stream: &str,
+        topic: &str,
+        group: &str,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    fn join_consumer_group(
+        &self,
+        stream: &str,
+        topic: &str,
+        group: &str,
+        client: ClientId,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    fn leave_consumer_group(
+        &self,
+        stream: &str,
+        topic: &str,
+        group: &str,
+        client: ClientId,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    fn store_consumer_offset(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        group: &str,
+        client: ClientId,
+        offset: u64,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    /// Reading needs no membership. `Ok(None)` when nothing is stored.
+    fn get_consumer_offset(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        group: &str,
+    ) -> impl Future<Output = Result<Option<u64>, BackendError>> + Send;
+
+    fn delete_consumer_offset(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        group: &str,
+        client: ClientId,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+}

@@ -1,0 +1,386 @@
+//! Gateway configuration: flags, `IGGY_KAFKA_*` environment variables and an optional TOML file
+//! (flags and variables win over the file), and the Kafka-topic-to-Iggy mapping it defines.
+
+use anyhow::{bail, Context};
+use clap::{Parser, ValueEnum};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which Iggy the gateway talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// The in-process model of Iggy (default: runs with no setup).
+    #[default]
+    Embedded,
+    /// A real Iggy server, through the SDK.
+    Iggy,
+}
+
+/// Where one Kafka topic lives in Iggy.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
+pub struct IggyTarget {
+    pub stream: String,
+    pub topic: String,
+}
+
+/// Command line; each flag also reads an `IGGY_KAFKA_*` variable.
+#[derive(Debug, Parser, Default)]
+#[command(
+    name = "kafka-iggy-gateway",
+    about = "A Kafka wire-protocol gateway in front of Apache Iggy"
+)]
+pub struct Args {
+    /// TOML configuration file; flags and environment variables override it.
+    #[arg(long, env = "IGGY_KAFKA_CONFIG")]
+    pub config: Option<PathBuf>,
+    #[arg(long, env = "IGGY_KAFKA_LISTEN")]
+    pub listen: Option<SocketAddr>,
+    /// host:port clients are told to connect to (defaults to the listen address).
+    #[arg(long, env = "IGGY_KAFKA_ADVERTISED")]
+    pub advertised: Option<String>,
+    /// 0..=65535; high 16 bits of every producer id, and this gateway's node id.
+    #[arg(long, env = "IGGY_KAFKA_INSTANCE_ID")]
+    pub instance_id: Option<u16>,
+    /// Other gateways fronting the same Iggy, as id=host:port, comma separated.
+    #[arg(long, env = "IGGY_KAFKA_PEERS", value_delimiter = ',')]
+    pub peers: Vec<String>,
+    #[arg(long, env = "IGGY_KAFKA_MAX_FRAME_SIZE")]
+    pub max_frame_size: Option<usize>,
+    #[arg(long, env = "IGGY_KAFKA_BACKEND", value_enum)]
+    pub backend: Option<BackendKind>,
+    #[arg(long, env = "IGGY_KAFKA_IGGY_ADDRESS")]
+    pub iggy_address: Option<String>,
+    #[arg(long, env = "IGGY_KAFKA_IGGY_USERNAME")]
+    pub iggy_username: Option<String>,
+    #[arg(long, env = "IGGY_KAFKA_IGGY_PASSWORD")]
+    pub iggy_password: Option<String>,
+    #[arg(long, env = "IGGY_KAFKA_DEFAULT_STREAM")]
+    pub default_stream: Option<String>,
+    #[arg(long, env = "IGGY_KAFKA_DEFAULT_PARTITIONS")]
+    pub default_partitions: Option<u32>,
+    #[arg(long, env = "IGGY_KAFKA_AUTO_CREATE_TOPICS")]
+    pub auto_create_topics: Option<bool>,
+}
+
+/// The TOML file's shape; every field optional.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    pub listen: Option<SocketAddr>,
+    pub advertised: Option<String>,
+    pub instance_id: Option<u16>,
+    #[serde(default)]
+    pub peers: Vec<String>,
+    pub max_frame_size: Option<usize>,
+    pub backend: Option<BackendKind>,
+    pub iggy_address: Option<String>,
+    pub iggy_username: Option<String>,
+    pub iggy_password: Option<String>,
+    pub default_stream: Option<String>,
+    pub default_partitions: Option<u32>,
+    pub auto_create_topics: Option<bool>,
+    pub idle_timeout_ms: Option<u64>,
+    pub read_timeout_ms: Option<u64>,
+    pub write_timeout_ms: Option<u64>,
+    /// Kafka topic name -> Iggy stream and topic.
+    #[serde(default)]
+    pub topics: BTreeMap<String, IggyTarget>,
+}
+
+/// A gateway node as Metadata reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Node {
+    pub id: i32,
+    pub host: String,
+    pub port: i32,
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub advertised: Node,
+    pub instance_id: u16,
+    /// Every gateway fronting the same Iggy, this one included, sorted by id.
+    pub peers: Vec<Node>,
+    pub max_frame_size: usize,
+    pub backend: BackendKind,
+    pub iggy_address: String,
+    pub iggy_username: String,
+    pub iggy_password: String,
+    pub default_partitions: u32,
+    pub auto_create_topics: bool,
+    pub idle_timeout: Duration,
+    pub read_timeout: Duration,
+    pub write_timeout: Duration,
+    pub topics: TopicMapping,
+}
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
+pub const DEFAULT_MAX_FRAME_SIZE: usize = 8 * 1024 * 1024;
+pub const DEFAULT_STREAM: &str = "kafka";
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::resolve(Args::default(), FileConfig::default()).expect("defaults are valid")
+    }
+}
+
+fn parse_node(spec: &str) -> anyhow::Result<Node> {
+    let (id, addr) = spec
+        .split_once('=')
+        .with_context(|| format!("peer {spec:?} is not id=host:port"))?;
+    let (host, port) = addr
+        .rsplit_once(':')
+        .with_context(|| format!("peer {spec:?} has no port"))?;
+    Ok(Node {
+        id: id.parse().with_context(|| format!("peer id in {spec:?}"))?,
+        host: host.to_string(),
+        port: port
+            .parse()
+            .with_context(|| format!("peer port in {spec:?}"))?,
+    })
+}
+
+impl Config {
+    /// Reads the file named by `args.config`, if any, and resolves.
+    pub fn load(args: Args) -> anyhow::Result<Config> {
+        let file = match &args.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("reading {}", path.display()))?;
+                toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        Config::resolve(args, file)
+    }
+
+    /// Flags and variables over the file over the defaults.
+    pub fn resolve(args: Args, file: FileConfig) -> anyhow::Result<Config> {
+        let listen = args
+            .listen
+            .or(file.listen)
+            .unwrap_or_else(|| DEFAULT_LISTEN.parse().expect("valid"));
+        let instance_id = args.instance_id.or(file.instance_id).unwrap_or(0);
+        let advertised = args
+            .advertised
+            .or(file.advertised)
+            .unwrap_or_else(|| listen.to_string());
+        let advertised = parse_node(&format!("{instance_id}={advertised}"))?;
+        let peer_specs = if args.peers.is_empty() {
+            file.peers
+        } else {
+            args.peers
+        };
+        let mut peers = peer_specs
+            .iter()
+            .map(|p| parse_node(p))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if !peers.iter().any(|p| p.id == advertised.id) {
+            peers.push(advertised.clone());
+        }
+        peers.sort_by_key(|p| p.id);
+        if peers.windows(2).any(|w| w[0].id == w[1].id) {
+            bail!("two peers share a node id");
+        }
+        let max_frame_size = args
+            .max_frame_size
+            .or(file.max_frame_size)
+            .unwrap_or(DEFAULT_MAX_FRAME_SIZE);
+        if !(1024..=i32::MAX as usize).contains(&max_frame_size) {
+            bail!("max_frame_size must be between 1024 and {}", i32::MAX);
+        }
+        let default_partitions = args
+            .default_partitions
+            .or(file.default_partitions)
+            .unwrap_or(1);
+        if default_partitions == 0 {
+            bail!("default_partitions must be at least 1");
+        }
+        let default_stream = args
+            .default_stream
+            .or(file.default_stream)
+            .unwrap_or_else(|| DEFAULT_STREAM.to_string());
+        Ok(Config {
+            listen,
+            advertised,
+            instance_id,
+            peers,
+            max_frame_size,
+            backend: args.backend.or(file.backend).unwrap_or_default(),
+            iggy_address: args
+                .iggy_address
+                .or(file.iggy_address)
+                .unwrap_or_else(|| "127.0.0.1:8090".into()),
+            iggy_username: args
+                .iggy_username
+                .or(file.iggy_username)
+                .unwrap_or_else(|| "iggy".into()),
+            iggy_password: args
+                .iggy_password
+                .or(file.iggy_password)
+                .unwrap_or_else(|| "iggy".into()),
+            default_partitions,
+            auto_create_topics: args
+                .auto_create_topics
+                .or(file.auto_create_topics)
+                .unwrap_or(false),
+            idle_timeout: Duration::from_millis(file.idle_timeout_ms.unwrap_or(600_000)),
+            read_timeout: Duration::from_millis(file.read_timeout_ms.unwrap_or(30_000)),
+            write_timeout: Duration::from_millis(file.write_timeout_ms.unwrap_or(30_000)),
+            topics: TopicMapping::new(default_stream, file.topics)?,
+        })
+    }
+}
+
+/// Kafka topic names to Iggy streams and topics (TOPIC-MAPPING-1).
+#[derive(Debug, Clone)]
+pub struct TopicMapping {
+    default_stream: String,
+    overrides: BTreeMap<String, IggyTarget>,
+    reverse: BTreeMap<IggyTarget, String>,
+}
+
+impl TopicMapping {
+    /// Refuses two overrides that share a target, so the reverse index is a function.
+    pub fn new(
+        default_stream: String,
+        overrides: BTreeMap<String, IggyTarget>,
+    ) -> anyhow::Result<Self> {
+        let mut reverse = BTreeMap::new();
+        for (kafka, target) in &overrides {
+            if let Some(other) = reverse.insert(target.clone(), kafka.clone()) {
+                bail!(
+                    "Kafka topics {other:?} and {kafka:?} both map to Iggy {}/{}",
+                    target.stream,
+                    target.topic
+                );
+            }
+        }
+        Ok(Self {
+            default_stream,
+            overrides,
+            reverse,
+        })
+    }
+
+    pub fn default_stream(&self) -> &str {
+        &self.default_stream
+    }
+
+    /// Every stream a Kafka topic can map to.
+    pub fn streams(&self) -> Vec<String> {
+        let mut streams: Vec<String> = self.overrides.values().map(|t| t.stream.clone()).collect();
+        streams.push(self.default_stream.clone());
+        streams.sort();
+        streams.dedup();
+        streams
+    }
+
+    pub fn resolve(&self, kafka_topic: &str) -> IggyTarget {
+        self.overrides
+            .get(kafka_topic)
+            .cloned()
+            .unwrap_or_else(|| IggyTarget {
+                stream: self.default_stream.clone(),
+                topic: kafka_topic.to_string(),
+            })
+    }
+
+    /// The Kafka name of an Iggy topic, or `None` when no Kafka topic maps to it. An Iggy topic
+    /// in the default stream named like an override's target reverses to the override.
+    pub fn reverse(&self, target: &IggyTarget) -> Option<String> {
+        if let Some(kafka) = self.reverse.get(target) {
+            return Some(kafka.clone());
+        }
+        (target.stream == self.default_stream && !self.overrides.contains_key(&target.topic))
+            .then(|| target.topic.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(s: &str, t: &str) -> IggyTarget {
+        IggyTarget {
+            stream: s.into(),
+            topic: t.into(),
+        }
+    }
+
+    #[test]
+    fn topic_mapping_1_overrides_and_default_stream() {
+        let m = TopicMapping::new(
+            "kafka".into(),
+            BTreeMap::from([("orders".into(), target("shop", "orders-v2"))]),
+        )
+        .unwrap();
+        assert_eq!(m.resolve("orders"), target("shop", "orders-v2"));
+        assert_eq!(m.resolve("clicks"), target("kafka", "clicks"));
+        assert_eq!(
+            m.reverse(&target("shop", "orders-v2")).as_deref(),
+            Some("orders")
+        );
+        assert_eq!(
+            m.reverse(&target("kafka", "clicks")).as_deref(),
+            Some("clicks")
+        );
+        assert_eq!(
+            m.reverse(&target("kafka", "orders")),
+            None,
+            "an overridden name does not reverse to itself"
+        );
+        assert_eq!(m.reverse(&target("other", "x")), None);
+        assert_eq!(m.streams(), vec!["kafka".to_string(), "shop".to_string()]);
+    }
+
+    #[test]
+    fn topic_mapping_1_two_overrides_may_not_share_a_target() {
+        let err = TopicMapping::new(
+            "kafka".into(),
+            BTreeMap::from([
+                ("a".into(), target("s", "t")),
+                ("b".into(), target("s", "t")),
+            ]),
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("both map to"), "{err}");
+    }
+
+    #[test]
+    fn toml_file_with_overrides_resolves_and_flags_win() {
+        let file: FileConfig = toml::from_str(
+            r#"
+            listen = "127.0.0.1:19092"
+            instance_id = 3
+            peers = ["1=10.0.0.1:9092"]
+            default_stream = "main"
+            [topics.orders]
+            stream = "shop"
+            topic = "orders"
+            "#,
+        )
+        .unwrap();
+        let args = Args {
+            instance_id: Some(4),
+            ..Args::default()
+        };
+        let c = Config::resolve(args, file).unwrap();
+        assert_eq!(c.listen, "127.0.0.1:19092".parse().unwrap());
+        assert_eq!(c.instance_id, 4);
+        assert_eq!(c.peers.iter().map(|p| p.id).collect::<Vec<_>>(), vec![1, 4]);
+        assert_eq!(c.topics.resolve("orders"), target("shop", "orders"));
+        assert_eq!(c.topics.default_stream(), "main");
+    }
+
+    #[test]
+    fn unknown_toml_keys_are_refused() {
+        assert!(toml::from_str::<FileConfig>("lisen = \"x\"").is_err());
+    }
+}

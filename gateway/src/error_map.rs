@@ -1,0 +1,124 @@
+//! The one table from backend and core errors to Kafka error codes (ERR-MAP-1). Wherever the
+//! Kafka code says less than the Iggy error, the Iggy error is logged at error level here, so
+//! the log names the real cause.
+
+use crate::backend::BackendError;
+use iggy_common::IggyError;
+use kafka_protocol::error::ResponseError;
+use kig_core::error::DecodeError;
+use kig_core::mapping::MapError;
+
+/// A Kafka error code.
+pub type KafkaCode = i16;
+
+pub const NONE: KafkaCode = 0;
+
+pub fn code(e: ResponseError) -> KafkaCode {
+    e.code()
+}
+
+/// Maps a backend error; `context` names the operation for the log line.
+pub fn backend_error(e: &BackendError, context: &str) -> KafkaCode {
+    use ResponseError::*;
+    let iggy = match e {
+        BackendError::TooManyConsumerOffsets => {
+            tracing::error!(
+                "{context}: {e}; the partition holds the most offset keys Iggy allows; raise the server's partition.consumer_offsets_max"
+            );
+            return UnknownServerError.code();
+        }
+        BackendError::Iggy(iggy) => iggy,
+    };
+    let (kafka, exact) = match iggy {
+        IggyError::StreamNameNotFound(_)
+        | IggyError::StreamIdNotFound(_)
+        | IggyError::TopicNameNotFound(..)
+        | IggyError::TopicIdNotFound(..)
+        | IggyError::PartitionNotFound(..)
+        | IggyError::ResourceNotFound(_) => (UnknownTopicOrPartition, false),
+        IggyError::TooBigMessagePayload | IggyError::TooBigUserHeaders => (MessageTooLarge, false),
+        IggyError::InvalidMessagePayloadLength | IggyError::InvalidHeaderValue => {
+            (CorruptMessage, false)
+        }
+        IggyError::InvalidMessageTimestampDelta(_) => (InvalidTimestamp, false),
+        IggyError::TopicNameAlreadyExists(..) => (TopicAlreadyExists, true),
+        IggyError::InvalidTopicName => (InvalidTopicException, false),
+        IggyError::InvalidPartitionsCount | IggyError::TooManyPartitions => {
+            (InvalidPartitions, false)
+        }
+        IggyError::InvalidOffset(_) => (OffsetOutOfRange, false),
+        IggyError::Unauthenticated | IggyError::InvalidCredentials => {
+            (SaslAuthenticationFailed, false)
+        }
+        // The client should refresh metadata and retry against a gateway that reaches Iggy.
+        IggyError::Disconnected
+        | IggyError::NotConnected
+        | IggyError::StaleClient
+        | IggyError::CannotEstablishConnection
+        | IggyError::ClientShutdown => (NotLeaderOrFollower, false),
+        _ => (UnknownServerError, false),
+    };
+    if !exact {
+        tracing::error!("{context}: {e} (answered as Kafka {kafka:?})");
+    }
+    kafka.code()
+}
+
+/// Maps a record-batch decode error (BATCH-MAGIC-1, BATCH-CRC-1, BATCH-BUDGET-2).
+pub fn decode_error(e: &DecodeError) -> KafkaCode {
+    use ResponseError::*;
+    match e {
+        DecodeError::UnsupportedMagic(_) => UnsupportedForMessageFormat.code(),
+        DecodeError::Budget(_) => MessageTooLarge.code(),
+        _ => CorruptMessage.code(),
+    }
+}
+
+/// Maps a record-mapping error (MAP-TS-4, LIMIT-PAYLOAD-1).
+pub fn map_error(e: &MapError) -> KafkaCode {
+    use ResponseError::*;
+    match e {
+        MapError::InvalidTimestamp(_) => InvalidTimestamp.code(),
+        MapError::PayloadTooLarge { .. } => MessageTooLarge.code(),
+        MapError::Iggy(_) => CorruptMessage.code(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn err_map_1_table() {
+        let cases: Vec<(BackendError, i16)> = vec![
+            (
+                IggyError::TopicNameNotFound("t".into(), "s".into()).into(),
+                3,
+            ),
+            (IggyError::ResourceNotFound("p".into()).into(), 3),
+            (IggyError::TooBigMessagePayload.into(), 10),
+            (IggyError::InvalidMessageTimestampDelta(1).into(), 32),
+            (IggyError::InvalidOffset(4).into(), 1),
+            (IggyError::Disconnected.into(), 6),
+            (BackendError::TooManyConsumerOffsets, -1),
+            (IggyError::Error.into(), -1),
+        ];
+        for (e, expected) in cases {
+            assert_eq!(backend_error(&e, "test"), expected, "{e}");
+        }
+    }
+
+    #[test]
+    fn batch_budget_2_and_batch_magic_1_codes() {
+        let budget = DecodeError::Budget(kig_core::budget::DecompressionBudget::new(1).exceeded(2));
+        assert_eq!(decode_error(&budget), 10);
+        assert_eq!(decode_error(&DecodeError::UnsupportedMagic(1)), 43);
+        assert_eq!(
+            decode_error(&DecodeError::CrcMismatch {
+                stored: 1,
+                computed: 2
+            }),
+            2
+        );
+    }
+}

@@ -1,0 +1,181 @@
+//! CreateTopics and the topic rules (TOPIC-NAME-1, TOPIC-PARTITIONS-1, TOPIC-REPLICATION-1,
+//! TOPIC-CONFIG-1, TOPIC-EXISTS-1).
+
+use crate::backend::{Backend, TopicSpec};
+use crate::error_map;
+use crate::gateway::Gateway;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
+use kafka_protocol::messages::{CreateTopicsRequest, CreateTopicsResponse};
+use kafka_protocol::protocol::StrBytes;
+
+/// Kafka's longest topic name.
+pub const MAX_TOPIC_NAME_LEN: usize = 249;
+
+/// TOPIC-NAME-1: Kafka's topic-name rules.
+pub fn validate_topic_name(name: &str) -> Result<(), String> {
+    if name.is_empty() || name == "." || name == ".." {
+        return Err(format!("topic name {name:?} is not allowed"));
+    }
+    if name.len() > MAX_TOPIC_NAME_LEN {
+        return Err(format!(
+            "topic name is {} bytes, longer than {MAX_TOPIC_NAME_LEN}",
+            name.len()
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-')))
+    {
+        return Err(format!(
+            "topic name contains {c:?}; only ASCII letters, digits, '.', '_' and '-' are allowed"
+        ));
+    }
+    Ok(())
+}
+
+/// TOPIC-CONFIG-1: `retention.ms` becomes the message expiry; any other config is refused.
+fn message_expiry(topic: &CreatableTopic) -> Result<Option<u64>, String> {
+    let mut expiry = None;
+    for config in &topic.configs {
+        let value = config.value.as_ref().map(|v| v.as_str());
+        match config.name.as_str() {
+            "retention.ms" => {
+                let ms: i64 = value
+                    .ok_or("retention.ms needs a value")?
+                    .parse()
+                    .map_err(|_| format!("retention.ms {value:?} is not a number"))?;
+                expiry = match ms {
+                    -1 => None,
+                    ms if ms > 0 => Some(ms as u64 * 1_000),
+                    ms => return Err(format!("retention.ms {ms} must be positive or -1")),
+                };
+            }
+            other => {
+                return Err(format!(
+                    "config {other} is not supported by this gateway (only retention.ms)"
+                ))
+            }
+        }
+    }
+    Ok(expiry)
+}
+
+/// Creates the Iggy topic a Kafka topic maps to, creating its stream when missing.
+pub(crate) async fn create_kafka_topic<B: Backend>(
+    gateway: &Gateway<B>,
+    name: &str,
+    partitions: u32,
+    message_expiry_us: Option<u64>,
+) -> Result<(), i16> {
+    let target = gateway.config.topics.resolve(name);
+    let context = format!("creating topic {name}");
+    gateway
+        .backend
+        .ensure_stream(&target.stream)
+        .await
+        .map_err(|e| error_map::backend_error(&e, &context))?;
+    gateway
+        .backend
+        .create_topic(
+            &target.stream,
+            &target.topic,
+            TopicSpec {
+                partitions,
+                message_expiry_us,
+            },
+        )
+        .await
+        .map_err(|e| error_map::backend_error(&e, &context))
+}
+
+async fn create_one<B: Backend>(
+    gateway: &Gateway<B>,
+    topic: &CreatableTopic,
+    validate_only: bool,
+) -> Result<u32, (i16, String)> {
+    let name = topic.name.0.as_str();
+    validate_topic_name(name).map_err(|m| (ResponseError::InvalidTopicException.code(), m))?;
+    let partitions = match topic.num_partitions {
+        -1 => gateway.config.default_partitions,
+        n if n > 0 => n as u32,
+        n => {
+            return Err((
+                ResponseError::InvalidPartitions.code(),
+                format!("{n} partitions"),
+            ))
+        }
+    };
+    if topic.replication_factor == 0 || topic.replication_factor < -1 {
+        return Err((
+            ResponseError::InvalidReplicationFactor.code(),
+            format!("replication factor {}", topic.replication_factor),
+        ));
+    }
+    if !topic.assignments.is_empty() {
+        return Err((
+            ResponseError::InvalidReplicaAssignment.code(),
+            "manual replica assignment is not supported".into(),
+        ));
+    }
+    let expiry = message_expiry(topic).map_err(|m| (ResponseError::InvalidConfig.code(), m))?;
+    if validate_only {
+        let target = gateway.config.topics.resolve(name);
+        return match gateway
+            .backend
+            .get_topic(&target.stream, &target.topic)
+            .await
+        {
+            Ok(Some(_)) => Err((
+                ResponseError::TopicAlreadyExists.code(),
+                format!("topic {name} exists"),
+            )),
+            _ => Ok(partitions),
+        };
+    }
+    create_kafka_topic(gateway, name, partitions, expiry)
+        .await
+        .map_err(|code| (code, format!("topic {name} not created")))?;
+    Ok(partitions)
+}
+
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    request: CreateTopicsRequest,
+    _version: i16,
+) -> CreateTopicsResponse {
+    let mut results = Vec::with_capacity(request.topics.len());
+    for topic in &request.topics {
+        let result = CreatableTopicResult::default().with_name(topic.name.clone());
+        results.push(
+            match create_one(gateway, topic, request.validate_only).await {
+                Ok(partitions) => result
+                    .with_num_partitions(partitions as i32)
+                    .with_replication_factor(1)
+                    .with_configs(Some(vec![])),
+                Err((code, message)) => result
+                    .with_error_code(code)
+                    .with_error_message(Some(StrBytes::from_string(message)))
+                    .with_num_partitions(-1)
+                    .with_replication_factor(-1),
+            },
+        );
+    }
+    CreateTopicsResponse::default().with_topics(results)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_name_1_kafka_rules() {
+        for ok in ["a", "orders.v2", "A_b-c", &"x".repeat(249)] {
+            assert!(validate_topic_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", ".", "..", "a b", "ä", "a/b", &"x".repeat(250)] {
+            assert!(validate_topic_name(bad).is_err(), "{bad}");
+        }
+    }
+}

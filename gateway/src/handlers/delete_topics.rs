@@ -1,0 +1,46 @@
+//! DeleteTopics: deletes the Iggy topic each named Kafka topic maps to.
+
+use crate::backend::Backend;
+use crate::error_map;
+use crate::gateway::Gateway;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::delete_topics_response::DeletableTopicResult;
+use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicName};
+
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    request: DeleteTopicsRequest,
+    _version: i16,
+) -> DeleteTopicsResponse {
+    // v0-5 name topics in `topic_names`, v6 in `topics` (by name or by id).
+    let mut names: Vec<Option<TopicName>> = request.topic_names.into_iter().map(Some).collect();
+    names.extend(request.topics.into_iter().map(|t| t.name));
+    let mut responses = Vec::with_capacity(names.len());
+    for name in names {
+        let result = DeletableTopicResult::default().with_name(name.clone());
+        let Some(name) = name else {
+            responses.push(result.with_error_code(ResponseError::UnknownTopicId.code()));
+            continue;
+        };
+        let kafka = name.0.as_str();
+        let target = gateway.config.topics.resolve(kafka);
+        let code = match gateway
+            .backend
+            .get_topic(&target.stream, &target.topic)
+            .await
+        {
+            Ok(None) => ResponseError::UnknownTopicOrPartition.code(),
+            Ok(Some(_)) => match gateway
+                .backend
+                .delete_topic(&target.stream, &target.topic)
+                .await
+            {
+                Ok(()) => 0,
+                Err(e) => error_map::backend_error(&e, &format!("deleting topic {kafka}")),
+            },
+            Err(e) => error_map::backend_error(&e, &format!("deleting topic {kafka}")),
+        };
+        responses.push(result.with_error_code(code));
+    }
+    DeleteTopicsResponse::default().with_responses(responses)
+}

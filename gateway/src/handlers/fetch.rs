@@ -1,0 +1,211 @@
+//! Fetch: reads each partition from its explicit offset (OFFSET-IDENTITY-1), maps messages back
+//! to Kafka records and builds one uncompressed batch per partition (FETCH-BATCH-1) within
+//! the request's byte limits (FETCH-LIMIT-1), long-polling on the backend's append signal until
+//! `min_bytes` arrive or `max_wait_ms` passes (FETCH-WAIT-1).
+
+use crate::backend::{Backend, ReadLimits, Watermarks};
+use crate::config::IggyTarget;
+use crate::error_map;
+use crate::gateway::Gateway;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
+use kafka_protocol::messages::{FetchRequest, FetchResponse};
+use kig_core::fetch_batch::FetchBatchBuilder;
+use kig_core::mapping::{message_to_record, ReadForm};
+use std::time::Duration;
+
+/// The most messages one partition read asks the backend for.
+pub const MAX_MESSAGES_PER_READ: u32 = 10_000;
+
+struct Slot {
+    topic: usize,
+    partition: i32,
+    offset: i64,
+    max_bytes: usize,
+    target: Result<IggyTarget, i16>,
+}
+
+/// One pass over every requested partition. Returns the response and its record bytes.
+async fn read_pass<B: Backend>(
+    gateway: &Gateway<B>,
+    request: &FetchRequest,
+    slots: &[Slot],
+) -> (Vec<FetchableTopicResponse>, usize) {
+    let mut topics: Vec<FetchableTopicResponse> = request
+        .topics
+        .iter()
+        .map(|t| {
+            FetchableTopicResponse::default()
+                .with_topic(t.topic.clone())
+                .with_topic_id(t.topic_id)
+        })
+        .collect();
+    let request_max = usize::try_from(request.max_bytes).unwrap_or(0);
+    let mut total = 0usize;
+    for slot in slots {
+        let data =
+            read_partition(gateway, slot, request_max.saturating_sub(total), total == 0).await;
+        total += data.records.as_ref().map_or(0, |r| r.len());
+        topics[slot.topic].partitions.push(data);
+    }
+    (topics, total)
+}
+
+fn partition_error(partition: i32, code: i16, marks: Option<Watermarks>) -> PartitionData {
+    let (start, hw) = marks.map_or((-1, -1), |m| {
+        (m.log_start_offset as i64, m.high_watermark as i64)
+    });
+    PartitionData::default()
+        .with_partition_index(partition)
+        .with_error_code(code)
+        .with_high_watermark(hw)
+        .with_last_stable_offset(hw)
+        .with_log_start_offset(start)
+}
+
+async fn read_partition<B: Backend>(
+    gateway: &Gateway<B>,
+    slot: &Slot,
+    response_room: usize,
+    first_in_response: bool,
+) -> PartitionData {
+    let target = match &slot.target {
+        Ok(target) => target,
+        Err(code) => return partition_error(slot.partition, *code, None),
+    };
+    let context = || {
+        format!(
+            "Fetch from {}/{}-{}",
+            target.stream, target.topic, slot.partition
+        )
+    };
+    let partition = slot.partition as u32;
+    let marks = match gateway
+        .backend
+        .watermarks(&target.stream, &target.topic, partition)
+        .await
+    {
+        Ok(marks) => marks,
+        Err(e) => {
+            return partition_error(
+                slot.partition,
+                error_map::backend_error(&e, &context()),
+                None,
+            )
+        }
+    };
+    // FETCH-RANGE-1
+    if slot.offset < marks.log_start_offset as i64 || slot.offset > marks.high_watermark as i64 {
+        return partition_error(
+            slot.partition,
+            ResponseError::OffsetOutOfRange.code(),
+            Some(marks),
+        );
+    }
+    let mut data =
+        partition_error(slot.partition, 0, Some(marks)).with_aborted_transactions(Some(vec![]));
+    let limit = slot.max_bytes.min(response_room);
+    if slot.offset == marks.high_watermark as i64 || (limit == 0 && !first_in_response) {
+        return data;
+    }
+    let limits = ReadLimits {
+        max_messages: MAX_MESSAGES_PER_READ,
+        max_bytes: limit as u64,
+    };
+    let messages = match gateway
+        .backend
+        .read(
+            &target.stream,
+            &target.topic,
+            partition,
+            slot.offset as u64,
+            limits,
+        )
+        .await
+    {
+        Ok(messages) => messages,
+        Err(e) => {
+            return partition_error(
+                slot.partition,
+                error_map::backend_error(&e, &context()),
+                Some(marks),
+            )
+        }
+    };
+    let mut builder = FetchBatchBuilder::new();
+    for message in &messages {
+        let (record, form) = message_to_record(message);
+        if let ReadForm::Malformed(reason) = &form {
+            // MAP-READ-MALFORMED-1
+            tracing::warn!(
+                "{}: offset {} served as a native message: {reason}",
+                context(),
+                message.header.offset
+            );
+        }
+        if !builder.push_within(message.header.offset, &record, limit) {
+            break;
+        }
+    }
+    // KIP-74: only the response's first batch may exceed the limits.
+    if !first_in_response && builder.encoded_len() > limit {
+        return data;
+    }
+    if let Some(batch) = builder.finish() {
+        data = data.with_records(Some(batch));
+    }
+    data
+}
+
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    request: FetchRequest,
+    _version: i16,
+) -> FetchResponse {
+    let mut slots = Vec::new();
+    for (i, topic) in request.topics.iter().enumerate() {
+        let name = topic.topic.0.as_str();
+        let target = match super::resolve_topic(gateway, name).await {
+            Ok((target, info)) => Ok((target, info.partitions)),
+            Err(code) => Err(code),
+        };
+        for p in &topic.partitions {
+            let target = match &target {
+                Ok((_, count)) if p.partition < 0 || p.partition as u32 >= *count => {
+                    Err(ResponseError::UnknownTopicOrPartition.code())
+                }
+                Ok((target, _)) => Ok(target.clone()),
+                Err(code) => Err(*code),
+            };
+            slots.push(Slot {
+                topic: i,
+                partition: p.partition,
+                offset: p.fetch_offset,
+                max_bytes: usize::try_from(p.partition_max_bytes).unwrap_or(0),
+                target,
+            });
+        }
+    }
+    let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
+    let wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        // Take the generation before reading, so an append during the pass is not missed.
+        let generation = gateway.backend.append_generation();
+        let (topics, bytes) = read_pass(gateway, &request, &slots).await;
+        let any_error = topics
+            .iter()
+            .flat_map(|t| &t.partitions)
+            .any(|p| p.error_code != 0);
+        if bytes >= min_bytes || any_error || tokio::time::Instant::now() >= deadline {
+            return FetchResponse::default().with_responses(topics);
+        }
+        if tokio::time::timeout_at(deadline, gateway.backend.wait_for_append(generation))
+            .await
+            .is_err()
+        {
+            let (topics, _) = read_pass(gateway, &request, &slots).await;
+            return FetchResponse::default().with_responses(topics);
+        }
+    }
+}

@@ -1,0 +1,36 @@
+//! InitProducerId: allocate-only producer ids (PID-ALLOC-1); transactions refused (PID-TXN-1).
+
+use crate::backend::Backend;
+use crate::gateway::Gateway;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
+
+pub fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    request: InitProducerIdRequest,
+) -> InitProducerIdResponse {
+    let response = InitProducerIdResponse::default()
+        .with_producer_id(ProducerId(-1))
+        .with_producer_epoch(-1);
+    if let Some(txn) = &request.transactional_id {
+        // PID-TXN-1: 35 is fatal to a transactional producer; 42 would be abortable, 15 retried forever.
+        tracing::warn!(
+            "InitProducerId for transactional id {:?} refused: transactions are not supported",
+            txn.0.as_str()
+        );
+        return response.with_error_code(ResponseError::UnsupportedVersion.code());
+    }
+    match gateway.producer_ids.allocate() {
+        // PID-ALLOC-1: epoch 0, always; the id is not a deduplication identity (DELIVERY-1).
+        Some(id) => response
+            .with_producer_id(ProducerId(id))
+            .with_producer_epoch(0),
+        None => {
+            tracing::error!(
+                "InitProducerId: instance {} has allocated all 2^47 producer ids",
+                gateway.config.instance_id
+            );
+            response.with_error_code(ResponseError::UnknownServerError.code())
+        }
+    }
+}

@@ -1,0 +1,186 @@
+//! Produce: decode every batch under the request's one decompression budget (BATCH-BUDGET-1),
+//! map every record (docs/spec/mapping.md), and append each partition's records in the fewest
+//! sends Iggy accepts (MAP-TS-SPLIT-1).
+//!
+//! A partition's data is decoded and mapped whole before anything is sent, so a bad record
+//! rejects its partition and writes nothing (PRODUCE-ATOMIC-1). Producer id, epoch and sequence
+//! are accepted and ignored (PID-IGNORE-1): this handler never answers 45 or 46.
+
+use super::resolve_topic;
+use crate::backend::Backend;
+use crate::error_map;
+use crate::gateway::Gateway;
+use bytes::Bytes;
+use iggy_common::IggyMessage;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
+use kafka_protocol::protocol::StrBytes;
+use kig_core::batch::parse_batches;
+use kig_core::budget::DecompressionBudget;
+use kig_core::mapping::{record_to_message, KafkaRecord};
+use kig_core::timestamps::send_runs;
+
+/// A partition's outcome: a Kafka error code and a message for the client, or the base offset.
+type PartitionResult = Result<i64, (i16, String)>;
+
+fn refused(code: ResponseError, message: impl Into<String>) -> (i16, String) {
+    (code.code(), message.into())
+}
+
+/// Decodes and maps one partition's records blob. Nothing is written here.
+fn map_records(
+    records: Option<&Bytes>,
+    budget: &mut DecompressionBudget,
+) -> Result<Vec<IggyMessage>, (i16, String)> {
+    let records = records.ok_or_else(|| refused(ResponseError::CorruptMessage, "no records"))?;
+    let batches =
+        parse_batches(records).map_err(|e| (error_map::decode_error(&e), e.to_string()))?;
+    let mut messages = Vec::new();
+    for raw in &batches {
+        let attributes = raw.header.attributes;
+        if attributes.is_transactional() || attributes.is_control() {
+            // PRODUCE-TXN-1: transactions are not supported; refuse before spending any budget.
+            return Err(refused(
+                ResponseError::InvalidRecord,
+                "transactional and control batches are not supported",
+            ));
+        }
+        let batch = raw
+            .decode(budget)
+            .map_err(|e| (error_map::decode_error(&e), e.to_string()))?;
+        messages.reserve(batch.records.len());
+        for record in &batch.records {
+            let kafka = KafkaRecord {
+                timestamp_ms: batch.record_timestamp_ms(record),
+                key: record.key.clone(),
+                value: record.value.clone(),
+                headers: record.headers.clone(),
+            };
+            let (message, _form) =
+                record_to_message(&kafka).map_err(|e| (error_map::map_error(&e), e.to_string()))?;
+            messages.push(message);
+        }
+    }
+    if messages.is_empty() {
+        return Err(refused(
+            ResponseError::CorruptMessage,
+            "the records hold no record",
+        ));
+    }
+    Ok(messages)
+}
+
+/// Appends `messages` in consecutive sends; the base offset is the first send's confirmation.
+async fn append<B: Backend>(
+    gateway: &Gateway<B>,
+    stream: &str,
+    topic: &str,
+    partition: u32,
+    mut messages: Vec<IggyMessage>,
+    context: &str,
+) -> PartitionResult {
+    let origins: Vec<u64> = messages.iter().map(|m| m.header.origin_timestamp).collect();
+    let runs = send_runs(&origins);
+    let mut base_offset = None;
+    // Split from the back so each run is moved out without copying the messages.
+    let mut sends: Vec<Vec<IggyMessage>> = runs
+        .iter()
+        .rev()
+        .map(|run| messages.split_off(run.start))
+        .collect();
+    sends.reverse();
+    for (i, send) in sends.into_iter().enumerate() {
+        match gateway.backend.append(stream, topic, partition, send).await {
+            // OFFSET-BASE-1: the first send's confirmation, or -1 when the server sent none.
+            Ok(confirmed) if i == 0 => base_offset = confirmed,
+            Ok(_) => {}
+            Err(e) => {
+                if i > 0 {
+                    tracing::warn!("{context}: send {} of a split batch failed after earlier sends were written (DELIVERY-1)", i + 1);
+                }
+                return Err((error_map::backend_error(&e, context), e.to_string()));
+            }
+        }
+    }
+    Ok(base_offset.map_or(-1, |o| o as i64))
+}
+
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    request: ProduceRequest,
+    _version: i16,
+) -> Option<ProduceResponse> {
+    let acks = request.acks;
+    let request_refusal = if !matches!(acks, 0 | 1 | -1) {
+        Some(refused(
+            ResponseError::InvalidRequiredAcks,
+            format!("acks {acks}"),
+        ))
+    } else if request.transactional_id.is_some() {
+        Some(refused(
+            ResponseError::InvalidRecord,
+            "transactional produce is not supported",
+        ))
+    } else {
+        None
+    };
+    let mut budget = DecompressionBudget::new(gateway.config.max_frame_size);
+    let mut responses = Vec::with_capacity(request.topic_data.len());
+    for topic_data in &request.topic_data {
+        let kafka_topic = topic_data.name.0.as_str();
+        let resolved = match &request_refusal {
+            Some(refusal) => Err(refusal.clone()),
+            None => resolve_topic(gateway, kafka_topic)
+                .await
+                .map_err(|code| (code, format!("topic {kafka_topic}"))),
+        };
+        let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
+        for data in &topic_data.partition_data {
+            let index = data.index;
+            let result: PartitionResult = match &resolved {
+                Err(refusal) => Err(refusal.clone()),
+                Ok((_, info)) if index < 0 || index as u32 >= info.partitions => Err(refused(
+                    ResponseError::UnknownTopicOrPartition,
+                    format!("partition {index} of {kafka_topic}"),
+                )),
+                Ok((target, _)) => match map_records(data.records.as_ref(), &mut budget) {
+                    Err(refusal) => Err(refusal),
+                    Ok(messages) => {
+                        let context = format!("Produce to {kafka_topic}-{index}");
+                        append(
+                            gateway,
+                            &target.stream,
+                            &target.topic,
+                            index as u32,
+                            messages,
+                            &context,
+                        )
+                        .await
+                    }
+                },
+            };
+            let response = PartitionProduceResponse::default()
+                .with_index(index)
+                .with_log_append_time_ms(-1)
+                .with_log_start_offset(-1);
+            partitions.push(match result {
+                Ok(base_offset) => response.with_base_offset(base_offset),
+                Err((code, message)) => {
+                    tracing::warn!("Produce to {kafka_topic}-{index} refused with Kafka error {code}: {message}");
+                    response
+                        .with_error_code(code)
+                        .with_base_offset(-1)
+                        .with_error_message(Some(StrBytes::from_string(message)))
+                }
+            });
+        }
+        responses.push(
+            TopicProduceResponse::default()
+                .with_name(topic_data.name.clone())
+                .with_partition_responses(partitions),
+        );
+    }
+    // PRODUCE-ACKS-1: acks=0 gets no response at all.
+    (acks != 0).then(|| ProduceResponse::default().with_responses(responses))
+}

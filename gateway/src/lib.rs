@@ -1,0 +1,46 @@
+//! The reference Kafka-to-Iggy gateway: a Kafka wire-protocol server over a backend port, with
+//! an embedded in-process model of Iggy as the default backend.
+//!
+//! - [`server`]: accept loop and per-connection request loop, generic over the stream type.
+//! - [`gateway`]: shared state and the dispatch of one request to its handler.
+//! - [`handlers`]: one module per Kafka API.
+//! - [`backend`]: the Iggy operations the gateway needs, and the embedded model.
+//! - [`error_map`]: the one table from backend and core errors to Kafka codes.
+
+pub mod backend;
+pub mod clock;
+pub mod config;
+pub mod error_map;
+pub mod gateway;
+pub mod handlers;
+pub mod producer_id;
+pub mod protocol;
+pub mod server;
+
+use backend::embedded::{EmbeddedBackend, EmbeddedConfig};
+use clock::{Clock, SharedRng};
+use config::Config;
+use gateway::Gateway;
+use std::sync::Arc;
+
+/// A gateway on a fresh embedded backend: the default setup, and what tests start.
+pub fn embedded_gateway(
+    config: Config,
+    clock: Arc<dyn Clock>,
+    seed: u64,
+) -> Arc<Gateway<EmbeddedBackend>> {
+    let backend = EmbeddedBackend::new(
+        clock.clone(),
+        EmbeddedConfig {
+            username: config.iggy_username.clone(),
+            password: config.iggy_password.clone(),
+            ..EmbeddedConfig::default()
+        },
+    );
+    Arc::new(Gateway::new(
+        Arc::new(config),
+        Arc::new(backend),
+        clock,
+        SharedRng::seeded(seed),
+    ))
+}

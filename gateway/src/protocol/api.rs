@@ -1,0 +1,93 @@
+//! The API keys and versions the gateway advertises (PROTO-VERSION-1) and answers.
+
+use kafka_protocol::messages::ApiKey;
+
+/// One advertised API: its key and version range. `min_served` is the first version the gateway
+/// really decodes; versions from `min_advertised` below it are advertised only because clients
+/// gate features on them (Produce v0-2: librdkafka, KAFKA-18659) and are refused when sent
+/// (PROTO-VERSION-2).
+#[derive(Debug, Clone, Copy)]
+pub struct Advertised {
+    pub key: ApiKey,
+    pub min_advertised: i16,
+    pub min_served: i16,
+    pub max: i16,
+}
+
+const fn api(key: ApiKey, min_advertised: i16, min_served: i16, max: i16) -> Advertised {
+    Advertised {
+        key,
+        min_advertised,
+        min_served,
+        max,
+    }
+}
+
+/// Every API the gateway answers.
+pub const ADVERTISED: &[Advertised] = &[
+    api(ApiKey::Produce, 0, 3, 11),
+    api(ApiKey::Fetch, 4, 4, 12),
+    api(ApiKey::ListOffsets, 1, 1, 8),
+    api(ApiKey::Metadata, 0, 0, 12),
+    api(ApiKey::ApiVersions, 0, 0, 3),
+    api(ApiKey::CreateTopics, 2, 2, 7),
+    api(ApiKey::DeleteTopics, 1, 1, 6),
+    api(ApiKey::InitProducerId, 0, 0, 4),
+    api(ApiKey::DescribeConfigs, 1, 1, 4),
+];
+
+/// The advertised entry for `key`, if the gateway answers it.
+pub fn advertised(key: ApiKey) -> Option<&'static Advertised> {
+    ADVERTISED.iter().find(|a| a.key == key)
+}
+
+/// Whether the gateway decodes and answers `key` at `version`.
+pub fn serves(key: ApiKey, version: i16) -> bool {
+    advertised(key).is_some_and(|a| (a.min_served..=a.max).contains(&version))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proto_version_1_librdkafka_feature_gates_are_inside_the_ranges() {
+        let contains =
+            |key, v| advertised(key).is_some_and(|a| (a.min_advertised..=a.max).contains(&v));
+        assert!(
+            contains(ApiKey::Produce, 3) && contains(ApiKey::Fetch, 4),
+            "MsgVer2"
+        );
+        assert!(
+            contains(ApiKey::Produce, 0) && contains(ApiKey::Produce, 2),
+            "KAFKA-18659"
+        );
+        assert!(
+            contains(ApiKey::Produce, 7) && contains(ApiKey::Fetch, 10),
+            "zstd"
+        );
+        assert!(contains(ApiKey::InitProducerId, 0), "idempotence");
+    }
+
+    #[test]
+    fn proto_version_1_every_served_range_is_decodable_by_kafka_protocol() {
+        for a in ADVERTISED {
+            let valid = a.key.valid_versions();
+            assert!(
+                a.min_served >= valid.min && a.max <= valid.max,
+                "{:?}",
+                a.key
+            );
+        }
+    }
+
+    #[test]
+    fn proto_version_2_produce_v0_to_v2_are_advertised_but_not_served() {
+        assert!(!serves(ApiKey::Produce, 2));
+        assert!(serves(ApiKey::Produce, 3));
+        assert!(
+            !serves(ApiKey::Fetch, 13),
+            "topic-id Fetch is not advertised"
+        );
+    }
+}

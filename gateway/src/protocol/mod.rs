@@ -1,0 +1,5 @@
+//! The Kafka wire: frames, request and response headers, and the advertised API versions.
+
+pub mod api;
+pub mod frame;
+pub mod request;

@@ -1,0 +1,137 @@
+//! The accept loop and the per-connection request loop, generic over the listener and stream
+//! types so the same code runs over tokio sockets and turmoil's simulated ones.
+//!
+//! A connection answers its requests one at a time, in order (PROTO-ORDER-1), as a Kafka broker
+//! does; clients pipeline across connections. Shutdown stops accepting, lets every connection
+//! finish the request it is in, then closes (PROTO-SHUTDOWN-1).
+
+use crate::backend::Backend;
+use crate::gateway::{Gateway, Reply};
+use crate::protocol::frame::{read_frame, write_frame, FrameError};
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+/// A source of connections.
+pub trait Listener: Send + 'static {
+    type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
+    fn accept(
+        &mut self,
+    ) -> impl Future<Output = std::io::Result<(Self::Stream, SocketAddr)>> + Send;
+}
+
+impl Listener for tokio::net::TcpListener {
+    type Stream = tokio::net::TcpStream;
+    async fn accept(&mut self) -> std::io::Result<(Self::Stream, SocketAddr)> {
+        let (stream, peer) = tokio::net::TcpListener::accept(self).await?;
+        stream.set_nodelay(true)?;
+        Ok((stream, peer))
+    }
+}
+
+/// Tells a running server to shut down.
+#[derive(Debug, Clone)]
+pub struct Shutdown(watch::Sender<bool>);
+
+impl Default for Shutdown {
+    fn default() -> Self {
+        Self(watch::Sender::new(false))
+    }
+}
+
+impl Shutdown {
+    pub fn trigger(&self) {
+        self.0.send_replace(true);
+    }
+
+    fn subscribe(&self) -> watch::Receiver<bool> {
+        self.0.subscribe()
+    }
+}
+
+async fn stopped(rx: &mut watch::Receiver<bool>) {
+    let _ = rx.wait_for(|stop| *stop).await;
+}
+
+/// Serves connections from `listener` until `shutdown` triggers, then waits for every
+/// connection to finish its current request.
+pub async fn serve<B: Backend, L: Listener>(
+    mut listener: L,
+    gateway: Arc<Gateway<B>>,
+    shutdown: Shutdown,
+) {
+    let mut stop = shutdown.subscribe();
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stopped(&mut stop) => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    tracing::debug!(%peer, "connection accepted");
+                    connections.spawn(connection(stream, peer, gateway.clone(), shutdown.subscribe()));
+                }
+                Err(e) => tracing::warn!("accept failed: {e}"),
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+    drop(listener);
+    while connections.join_next().await.is_some() {}
+}
+
+async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    peer: SocketAddr,
+    gateway: Arc<Gateway<B>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let config = gateway.config.clone();
+    loop {
+        let frame = tokio::select! {
+            _ = stopped(&mut stop) => break,
+            read = tokio::time::timeout(config.idle_timeout, read_frame(&mut stream, config.max_frame_size, config.read_timeout)) => match read {
+                Err(_) => {
+                    tracing::debug!(%peer, "closing idle connection after {:?}", config.idle_timeout);
+                    break;
+                }
+                Ok(Ok(Some(frame))) => frame,
+                Ok(Ok(None)) => break,
+                Ok(Err(FrameError::Io(e))) => {
+                    tracing::debug!(%peer, "connection read failed: {e}");
+                    break;
+                }
+                Ok(Err(e)) => {
+                    // PROTO-FRAME-1, PROTO-TIMEOUT-1
+                    tracing::error!(%peer, "closing connection: {e}");
+                    break;
+                }
+            },
+        };
+        match gateway.handle_frame(frame).await {
+            Ok(Reply::Frame(body)) => {
+                match tokio::time::timeout(config.write_timeout, write_frame(&mut stream, &body))
+                    .await
+                {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        tracing::debug!(%peer, "connection write failed: {e}");
+                        break;
+                    }
+                    Err(_) => {
+                        tracing::error!(%peer, "closing connection: response not written within {:?}", config.write_timeout);
+                        break;
+                    }
+                }
+            }
+            Ok(Reply::Nothing) => {}
+            Err(e) => {
+                // PROTO-VERSION-2, PROTO-MALFORMED-1
+                tracing::error!(%peer, "closing connection: {e}");
+                break;
+            }
+        }
+    }
+}
