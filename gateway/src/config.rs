@@ -86,6 +86,11 @@ pub struct FileConfig {
     pub idle_timeout_ms: Option<u64>,
     pub read_timeout_ms: Option<u64>,
     pub write_timeout_ms: Option<u64>,
+    /// Kafka's group.min.session.timeout.ms (default 6000).
+    pub group_min_session_timeout_ms: Option<u64>,
+    pub group_max_session_timeout_ms: Option<u64>,
+    pub group_max_members: Option<usize>,
+    pub max_groups: Option<usize>,
     /// Kafka topic name -> Iggy stream and topic.
     #[serde(default)]
     pub topics: BTreeMap<String, IggyTarget>,
@@ -118,6 +123,7 @@ pub struct Config {
     pub read_timeout: Duration,
     pub write_timeout: Duration,
     pub topics: TopicMapping,
+    pub group_limits: crate::groups::GroupLimits,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
@@ -234,6 +240,22 @@ impl Config {
             read_timeout: Duration::from_millis(file.read_timeout_ms.unwrap_or(30_000)),
             write_timeout: Duration::from_millis(file.write_timeout_ms.unwrap_or(30_000)),
             topics: TopicMapping::new(default_stream, file.topics)?,
+            group_limits: {
+                let d = crate::groups::GroupLimits::default();
+                crate::groups::GroupLimits {
+                    max_groups: file.max_groups.unwrap_or(d.max_groups),
+                    max_members_per_group: file
+                        .group_max_members
+                        .unwrap_or(d.max_members_per_group),
+                    max_metadata_bytes: d.max_metadata_bytes,
+                    min_session_timeout: file
+                        .group_min_session_timeout_ms
+                        .map_or(d.min_session_timeout, Duration::from_millis),
+                    max_session_timeout: file
+                        .group_max_session_timeout_ms
+                        .map_or(d.max_session_timeout, Duration::from_millis),
+                }
+            },
         })
     }
 }

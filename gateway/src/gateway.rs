@@ -1,9 +1,10 @@
 //! The shared state every connection of one gateway instance uses, and the dispatch of one
 //! request frame to its handler.
 
-use crate::backend::Backend;
+use crate::backend::{Backend, ClientId};
 use crate::clock::{Clock, SharedRng};
-use crate::config::Config;
+use crate::config::{Config, Node};
+use crate::groups::{coordinator_index, GroupCoordinator};
 use crate::handlers;
 use crate::producer_id::ProducerIdAllocator;
 use crate::protocol::api::serves;
@@ -22,6 +23,9 @@ pub struct Gateway<B> {
     pub clock: Arc<dyn Clock>,
     pub rng: SharedRng,
     pub producer_ids: ProducerIdAllocator,
+    pub groups: GroupCoordinator,
+    /// The backend client that stores committed offsets (CO-MEMBER-1).
+    pub offsets_client: ClientId,
 }
 
 /// What a request gets back.
@@ -41,13 +45,28 @@ impl<B: Backend> Gateway<B> {
         rng: SharedRng,
     ) -> Self {
         let producer_ids = ProducerIdAllocator::new(config.instance_id);
+        let groups = GroupCoordinator::new(config.group_limits.clone(), rng.clone());
+        let offsets_client = rng.next_u64();
         Self {
             config,
             backend,
             clock,
             rng,
             producer_ids,
+            groups,
+            offsets_client,
         }
+    }
+
+    /// The gateway that coordinates `group_id` (GROUP-COORDINATOR-1).
+    pub fn coordinator(&self, group_id: &str) -> &Node {
+        let peers = &self.config.peers;
+        &peers[coordinator_index(group_id, peers.len())]
+    }
+
+    /// Whether this gateway coordinates `group_id`.
+    pub fn is_coordinator(&self, group_id: &str) -> bool {
+        self.coordinator(group_id).id == self.config.advertised.id
     }
 
     /// Answers one request frame. An error means the connection must close (PROTO-VERSION-2,

@@ -64,6 +64,11 @@ pub async fn serve<B: Backend, L: Listener>(
     shutdown: Shutdown,
 ) {
     let mut stop = shutdown.subscribe();
+    let timers = tokio::spawn({
+        let gateway = gateway.clone();
+        let stop = shutdown.subscribe();
+        async move { gateway.groups.run_timers(stop).await }
+    });
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -80,6 +85,9 @@ pub async fn serve<B: Backend, L: Listener>(
     }
     drop(listener);
     while connections.join_next().await.is_some() {}
+    let _ = timers.await;
+    // The offsets client's connection ends with the server: Iggy drops its memberships.
+    gateway.backend.release_client(gateway.offsets_client);
 }
 
 async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(

@@ -206,6 +206,17 @@ impl EmbeddedBackend {
         }
     }
 
+    fn disconnect(&self, client: ClientId) {
+        let mut model = self.lock();
+        for stream in model.streams.values_mut() {
+            for topic in stream.topics.values_mut() {
+                for group in topic.groups.values_mut() {
+                    group.members.retain(|&m| m != client);
+                }
+            }
+        }
+    }
+
     fn validate(messages: &[IggyMessage]) -> Result<(), IggyError> {
         if messages.is_empty() {
             return Err(IggyError::InvalidMessagesCount);
@@ -457,6 +468,38 @@ impl ConsumerOffsets for EmbeddedBackend {
         }
         t.groups.insert(group.to_string(), Group::default());
         Ok(())
+    }
+
+    fn release_client(&self, client: ClientId) {
+        self.disconnect(client);
+    }
+
+    async fn delete_consumer_group(
+        &self,
+        stream: &str,
+        topic: &str,
+        group: &str,
+    ) -> Result<(), BackendError> {
+        let mut model = self.lock();
+        let t = model.topic(stream, topic)?;
+        if t.groups.remove(group).is_none() {
+            return Err(
+                IggyError::ConsumerGroupNameNotFound(group.to_string(), named(topic)).into(),
+            );
+        }
+        for p in &mut t.partitions {
+            p.group_offsets.remove(group);
+        }
+        Ok(())
+    }
+
+    async fn list_consumer_groups(
+        &self,
+        stream: &str,
+        topic: &str,
+    ) -> Result<Vec<String>, BackendError> {
+        let mut model = self.lock();
+        Ok(model.topic(stream, topic)?.groups.keys().cloned().collect())
     }
 
     async fn join_consumer_group(

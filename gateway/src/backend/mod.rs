@@ -44,7 +44,7 @@ pub struct ReadLimits {
 }
 
 /// The Iggy operations the gateway uses.
-pub trait Backend: Send + Sync + 'static {
+pub trait Backend: ConsumerOffsets + Send + Sync + 'static {
     /// A short name for logs: "embedded" or "iggy".
     fn kind(&self) -> &'static str;
 
@@ -143,6 +143,25 @@ pub trait ConsumerOffsets: Send + Sync + 'static {
         topic: &str,
         group: &str,
     ) -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    /// Deletes the Iggy consumer group and every offset stored under it.
+    /// The client's connection ended (gateway shutdown): Iggy drops its group memberships. The
+    /// SDK backend closes the connection; the embedded model drops them itself.
+    fn release_client(&self, client: ClientId);
+
+    fn delete_consumer_group(
+        &self,
+        stream: &str,
+        topic: &str,
+        group: &str,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+
+    /// The names of the topic's consumer groups.
+    fn list_consumer_groups(
+        &self,
+        stream: &str,
+        topic: &str,
+    ) -> impl Future<Output = Result<Vec<String>, BackendError>> + Send;
 
     fn join_consumer_group(
         &self,

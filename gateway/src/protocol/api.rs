@@ -34,6 +34,16 @@ pub const ADVERTISED: &[Advertised] = &[
     api(ApiKey::DeleteTopics, 1, 1, 6),
     api(ApiKey::InitProducerId, 0, 0, 4),
     api(ApiKey::DescribeConfigs, 1, 1, 4),
+    api(ApiKey::FindCoordinator, 0, 0, 4),
+    api(ApiKey::JoinGroup, 0, 0, 9),
+    api(ApiKey::SyncGroup, 0, 0, 5),
+    api(ApiKey::Heartbeat, 0, 0, 4),
+    api(ApiKey::LeaveGroup, 0, 0, 5),
+    api(ApiKey::OffsetCommit, 2, 2, 8),
+    api(ApiKey::OffsetFetch, 1, 1, 7),
+    api(ApiKey::DescribeGroups, 0, 0, 5),
+    api(ApiKey::ListGroups, 0, 0, 4),
+    api(ApiKey::DeleteGroups, 0, 0, 2),
 ];
 
 /// The advertised entry for `key`, if the gateway answers it.
@@ -67,6 +77,20 @@ mod tests {
             "zstd"
         );
         assert!(contains(ApiKey::InitProducerId, 0), "idempotence");
+        assert!(
+            contains(ApiKey::FindCoordinator, 0)
+                && contains(ApiKey::OffsetCommit, 2)
+                && contains(ApiKey::OffsetFetch, 1),
+            "groups"
+        );
+        for key in [
+            ApiKey::JoinGroup,
+            ApiKey::SyncGroup,
+            ApiKey::Heartbeat,
+            ApiKey::LeaveGroup,
+        ] {
+            assert!(contains(key, 0), "broker-balanced groups need {key:?} v0");
+        }
     }
 
     #[test]

@@ -1,0 +1,287 @@
+//! The group coordinator: Kafka's classic group membership protocol, kept by the gateway itself
+//! (docs/spec/groups.md). Iggy's consumer groups are not used for membership, only as the key of
+//! committed offsets (`offset_store`).
+//!
+//! State lives in memory, per gateway; FindCoordinator sends each group to one gateway
+//! (GROUP-COORDINATOR-1), so membership never splits. Session, rebalance and pending-member
+//! deadlines are enforced by a timer task on tokio's clock, which turmoil drives in simulations
+//! (GROUP-TIMEOUT-1), not lazily on the next request.
+
+mod state;
+
+pub use state::{
+    DescribedGroup, DescribedMember, GroupState, JoinOutcome, JoinRequest, MemberLeave, SyncOutcome,
+};
+
+use crate::clock::SharedRng;
+use kafka_protocol::error::ResponseError;
+use state::Group;
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::{oneshot, Notify};
+use tokio::time::Instant;
+
+/// Limits of the coordinator (GROUP-LIMIT-1).
+#[derive(Debug, Clone)]
+pub struct GroupLimits {
+    pub max_groups: usize,
+    pub max_members_per_group: usize,
+    /// All protocol metadata of one JoinGroup, and one member's assignment.
+    pub max_metadata_bytes: usize,
+    pub min_session_timeout: Duration,
+    pub max_session_timeout: Duration,
+}
+
+impl Default for GroupLimits {
+    fn default() -> Self {
+        Self {
+            max_groups: 10_000,
+            max_members_per_group: 1_000,
+            max_metadata_bytes: 1024 * 1024,
+            // Kafka's group.min.session.timeout.ms and group.max.session.timeout.ms.
+            min_session_timeout: Duration::from_millis(6_000),
+            max_session_timeout: Duration::from_millis(1_800_000),
+        }
+    }
+}
+
+/// Every group this gateway coordinates.
+pub struct GroupCoordinator {
+    groups: Mutex<BTreeMap<String, Group>>,
+    limits: GroupLimits,
+    rng: SharedRng,
+    /// Wakes the timer task when a deadline may have moved earlier.
+    deadlines_changed: Notify,
+}
+
+fn code(e: ResponseError) -> i16 {
+    e.code()
+}
+
+impl GroupCoordinator {
+    pub fn new(limits: GroupLimits, rng: SharedRng) -> Self {
+        Self {
+            groups: Mutex::new(BTreeMap::new()),
+            limits,
+            rng,
+            deadlines_changed: Notify::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Group>> {
+        self.groups.lock().expect("group lock poisoned")
+    }
+
+    fn new_member_id(&self, client_id: &str) -> String {
+        format!(
+            "{client_id}-{:016x}{:016x}",
+            self.rng.next_u64(),
+            self.rng.next_u64()
+        )
+    }
+
+    /// JoinGroup. Returns at once for errors and KIP-394's MEMBER_ID_REQUIRED, otherwise when the
+    /// rebalance completes (all members rejoined, or the rebalance timeout removed the rest).
+    pub async fn join(&self, request: JoinRequest) -> JoinOutcome {
+        let limits = &self.limits;
+        if !(limits.min_session_timeout..=limits.max_session_timeout)
+            .contains(&request.session_timeout)
+        {
+            return JoinOutcome::error(
+                code(ResponseError::InvalidSessionTimeout),
+                &request.member_id,
+            );
+        }
+        if request.protocol_type.is_empty() || request.protocols.is_empty() {
+            return JoinOutcome::error(
+                code(ResponseError::InconsistentGroupProtocol),
+                &request.member_id,
+            );
+        }
+        if request
+            .protocols
+            .iter()
+            .map(|(n, m)| n.len() + m.len())
+            .sum::<usize>()
+            > limits.max_metadata_bytes
+        {
+            tracing::error!(
+                "JoinGroup for {}: protocol metadata above {} bytes refused",
+                request.group_id,
+                limits.max_metadata_bytes
+            );
+            return JoinOutcome::error(code(ResponseError::InvalidRequest), &request.member_id);
+        }
+        let receiver = {
+            let mut groups = self.lock();
+            if !groups.contains_key(&request.group_id) && groups.len() >= limits.max_groups {
+                tracing::error!(
+                    "JoinGroup for {}: this gateway coordinates {} groups already",
+                    request.group_id,
+                    groups.len()
+                );
+                return JoinOutcome::error(
+                    code(ResponseError::CoordinatorNotAvailable),
+                    &request.member_id,
+                );
+            }
+            let group = groups
+                .entry(request.group_id.clone())
+                .or_insert_with(|| Group::new(request.group_id.clone()));
+            let new_id = self.new_member_id(&request.client_id);
+            match group.join(request, new_id, limits, Instant::now()) {
+                Ok(receiver) => receiver,
+                Err(outcome) => return outcome,
+            }
+        };
+        self.deadlines_changed.notify_one();
+        receiver
+            .await
+            .unwrap_or_else(|_| JoinOutcome::error(code(ResponseError::UnknownMemberId), ""))
+    }
+
+    /// SyncGroup: the leader's assignments are relayed to every member.
+    pub async fn sync(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        assignments: Vec<(String, bytes::Bytes)>,
+    ) -> SyncOutcome {
+        if assignments
+            .iter()
+            .any(|(_, a)| a.len() > self.limits.max_metadata_bytes)
+        {
+            tracing::error!(
+                "SyncGroup for {group_id}: an assignment above {} bytes refused",
+                self.limits.max_metadata_bytes
+            );
+            return SyncOutcome::error(code(ResponseError::InvalidRequest));
+        }
+        let receiver: oneshot::Receiver<SyncOutcome> = {
+            let mut groups = self.lock();
+            let Some(group) = groups.get_mut(group_id) else {
+                return SyncOutcome::error(code(ResponseError::UnknownMemberId));
+            };
+            match group.sync(generation, member_id, instance_id, assignments) {
+                Ok(receiver) => receiver,
+                Err(outcome) => return outcome,
+            }
+        };
+        receiver
+            .await
+            .unwrap_or_else(|_| SyncOutcome::error(code(ResponseError::RebalanceInProgress)))
+    }
+
+    /// Heartbeat: extends the member's session; REBALANCE_IN_PROGRESS tells it to rejoin.
+    pub fn heartbeat(
+        &self,
+        group_id: &str,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+    ) -> i16 {
+        let mut groups = self.lock();
+        match groups.get_mut(group_id) {
+            None => code(ResponseError::UnknownMemberId),
+            Some(group) => group.heartbeat(generation, member_id, instance_id, Instant::now()),
+        }
+    }
+
+    /// LeaveGroup for each member; returns a code per member.
+    pub fn leave(&self, group_id: &str, members: &[MemberLeave]) -> Vec<i16> {
+        let codes = {
+            let mut groups = self.lock();
+            match groups.get_mut(group_id) {
+                None => vec![code(ResponseError::UnknownMemberId); members.len()],
+                Some(group) => members
+                    .iter()
+                    .map(|m| group.leave(m, Instant::now()))
+                    .collect(),
+            }
+        };
+        self.deadlines_changed.notify_one();
+        codes
+    }
+
+    /// A group's state for DescribeGroups; `None` when this gateway knows no such group.
+    pub fn describe(&self, group_id: &str) -> Option<DescribedGroup> {
+        self.lock().get(group_id).map(Group::describe)
+    }
+
+    /// (group id, protocol type, state) of every group.
+    pub fn list(&self) -> Vec<(String, String, GroupState)> {
+        self.lock()
+            .values()
+            .map(|g| {
+                (
+                    g.id().to_string(),
+                    g.protocol_type().unwrap_or_default().to_string(),
+                    g.state(),
+                )
+            })
+            .collect()
+    }
+
+    /// Whether the group has members right now; OffsetCommit and DeleteGroups ask.
+    pub fn member_generation(&self, group_id: &str) -> Option<(GroupState, i32, Vec<String>)> {
+        self.lock()
+            .get(group_id)
+            .map(|g| (g.state(), g.generation(), g.member_ids()))
+    }
+
+    /// Forgets an empty group; returns false when it has members.
+    pub fn remove_if_empty(&self, group_id: &str) -> bool {
+        let mut groups = self.lock();
+        match groups.get(group_id) {
+            Some(g) if !g.member_ids().is_empty() => false,
+            _ => {
+                groups.remove(group_id);
+                true
+            }
+        }
+    }
+
+    /// Enforces every deadline that has passed; returns the next one.
+    pub fn expire(&self, now: Instant) -> Option<Instant> {
+        let mut groups = self.lock();
+        for group in groups.values_mut() {
+            group.expire(now);
+        }
+        groups.values().filter_map(Group::next_deadline).min()
+    }
+
+    /// The timer task: sleeps until the next deadline or until one may have moved earlier.
+    pub async fn run_timers(&self, mut stop: tokio::sync::watch::Receiver<bool>) {
+        loop {
+            let next = self.expire(Instant::now());
+            let sleep = async {
+                match next {
+                    Some(deadline) => tokio::time::sleep_until(deadline).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = sleep => {}
+                _ = self.deadlines_changed.notified() => {}
+                _ = stop.wait_for(|s| *s) => return,
+            }
+        }
+    }
+}
+
+/// The gateway coordinating `group_id` among `node_ids` (sorted): FNV-1a of the id, modulo the
+/// node count (GROUP-COORDINATOR-1). Every gateway with the same peer list agrees.
+pub fn coordinator_index(group_id: &str, nodes: usize) -> usize {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in group_id.as_bytes() {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (hash % nodes.max(1) as u64) as usize
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,624 @@
+//! One group's membership state machine: Empty, PreparingRebalance, CompletingRebalance,
+//! Stable, as Kafka's classic protocol defines them. No I/O: callers pass the time, and waiting
+//! members get their answers through oneshot channels.
+
+use super::GroupLimits;
+use bytes::Bytes;
+use kafka_protocol::error::ResponseError;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupState {
+    Empty,
+    PreparingRebalance,
+    CompletingRebalance,
+    Stable,
+}
+
+impl GroupState {
+    /// Kafka's name for the state, as DescribeGroups and ListGroups report it.
+    pub fn name(self) -> &'static str {
+        match self {
+            GroupState::Empty => "Empty",
+            GroupState::PreparingRebalance => "PreparingRebalance",
+            GroupState::CompletingRebalance => "CompletingRebalance",
+            GroupState::Stable => "Stable",
+        }
+    }
+}
+
+/// What JoinGroup asks.
+#[derive(Debug, Clone)]
+pub struct JoinRequest {
+    pub group_id: String,
+    pub member_id: String,
+    pub instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub session_timeout: Duration,
+    pub rebalance_timeout: Duration,
+    pub protocol_type: String,
+    pub protocols: Vec<(String, Bytes)>,
+    /// JoinGroup v4+: a member without an id is given one and asked to rejoin (KIP-394).
+    pub require_known_member_id: bool,
+}
+
+/// What JoinGroup answers.
+#[derive(Debug, Clone, Default)]
+pub struct JoinOutcome {
+    pub error_code: i16,
+    pub generation: i32,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub leader: String,
+    pub member_id: String,
+    /// Filled for the leader only: every member's id, instance id and metadata.
+    pub members: Vec<(String, Option<String>, Bytes)>,
+}
+
+impl JoinOutcome {
+    pub fn error(error_code: i16, member_id: &str) -> Self {
+        Self {
+            error_code,
+            generation: -1,
+            member_id: member_id.to_string(),
+            ..Self::default()
+        }
+    }
+}
+
+/// What SyncGroup answers.
+#[derive(Debug, Clone, Default)]
+pub struct SyncOutcome {
+    pub error_code: i16,
+    pub protocol_type: Option<String>,
+    pub protocol_name: Option<String>,
+    pub assignment: Bytes,
+}
+
+impl SyncOutcome {
+    pub fn error(error_code: i16) -> Self {
+        Self {
+            error_code,
+            ..Self::default()
+        }
+    }
+}
+
+/// One member named by LeaveGroup.
+#[derive(Debug, Clone)]
+pub struct MemberLeave {
+    pub member_id: String,
+    pub instance_id: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct DescribedMember {
+    pub member_id: String,
+    pub instance_id: Option<String>,
+    pub client_id: String,
+    pub client_host: String,
+    pub metadata: Bytes,
+    pub assignment: Bytes,
+}
+
+#[derive(Debug, Clone)]
+pub struct DescribedGroup {
+    pub state: GroupState,
+    pub protocol_type: String,
+    pub protocol: String,
+    pub members: Vec<DescribedMember>,
+}
+
+struct Member {
+    id: String,
+    instance_id: Option<String>,
+    client_id: String,
+    client_host: String,
+    session_timeout: Duration,
+    rebalance_timeout: Duration,
+    protocols: Vec<(String, Bytes)>,
+    assignment: Bytes,
+    session_deadline: Instant,
+    join_waiter: Option<oneshot::Sender<JoinOutcome>>,
+    sync_waiter: Option<oneshot::Sender<SyncOutcome>>,
+}
+
+pub(super) struct Group {
+    id: String,
+    state: GroupState,
+    generation: i32,
+    protocol_type: Option<String>,
+    protocol: Option<String>,
+    leader: Option<String>,
+    /// In join order: the first member leads when the leader is gone.
+    members: Vec<Member>,
+    /// KIP-394 ids handed out, each with the time it lapses if its member never rejoins.
+    pending: BTreeMap<String, Instant>,
+    rebalance_deadline: Option<Instant>,
+}
+
+fn code(e: ResponseError) -> i16 {
+    e.code()
+}
+
+impl Group {
+    pub(super) fn new(id: String) -> Self {
+        Self {
+            id,
+            state: GroupState::Empty,
+            generation: 0,
+            protocol_type: None,
+            protocol: None,
+            leader: None,
+            members: Vec::new(),
+            pending: BTreeMap::new(),
+            rebalance_deadline: None,
+        }
+    }
+
+    pub(super) fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub(super) fn state(&self) -> GroupState {
+        self.state
+    }
+
+    pub(super) fn generation(&self) -> i32 {
+        self.generation
+    }
+
+    pub(super) fn protocol_type(&self) -> Option<&str> {
+        self.protocol_type.as_deref()
+    }
+
+    pub(super) fn member_ids(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.id.clone()).collect()
+    }
+
+    fn member(&mut self, id: &str) -> Option<&mut Member> {
+        self.members.iter_mut().find(|m| m.id == id)
+    }
+
+    /// FENCED_INSTANCE_ID when `instance_id` belongs to another member id (GROUP-STATIC-1).
+    fn fenced(&self, member_id: &str, instance_id: Option<&str>) -> bool {
+        instance_id.is_some_and(|i| {
+            self.members
+                .iter()
+                .any(|m| m.instance_id.as_deref() == Some(i) && m.id != member_id)
+        })
+    }
+
+    /// Whether every member supports one protocol of `protocols`.
+    fn supports(&self, protocols: &[(String, Bytes)]) -> bool {
+        self.members.is_empty()
+            || protocols.iter().any(|(name, _)| {
+                self.members
+                    .iter()
+                    .all(|m| m.protocols.iter().any(|(n, _)| n == name))
+            })
+    }
+
+    pub(super) fn join(
+        &mut self,
+        request: JoinRequest,
+        new_id: String,
+        limits: &GroupLimits,
+        now: Instant,
+    ) -> Result<oneshot::Receiver<JoinOutcome>, JoinOutcome> {
+        let err = |c: ResponseError, id: &str| Err(JoinOutcome::error(code(c), id));
+        if let Some(t) = &self.protocol_type {
+            if !self.members.is_empty() && *t != request.protocol_type {
+                return err(ResponseError::InconsistentGroupProtocol, &request.member_id);
+            }
+        }
+        let mut member_id = request.member_id.clone();
+        if member_id.is_empty() {
+            let static_member = request.instance_id.as_deref().and_then(|i| {
+                self.members
+                    .iter()
+                    .position(|m| m.instance_id.as_deref() == Some(i))
+            });
+            if let Some(index) = static_member {
+                // GROUP-STATIC-1: a static member rejoining without its id takes a new one; the
+                // old id is fenced from then on.
+                let old = std::mem::replace(&mut self.members[index].id, new_id.clone());
+                if self.leader.as_deref() == Some(old.as_str()) {
+                    self.leader = Some(new_id.clone());
+                }
+                member_id = new_id;
+            } else if request.require_known_member_id && request.instance_id.is_none() {
+                // GROUP-JOIN-1 (KIP-394)
+                self.pending
+                    .insert(new_id.clone(), now + request.session_timeout);
+                return err(ResponseError::MemberIdRequired, &new_id);
+            } else {
+                member_id = new_id;
+            }
+        } else if self.fenced(&member_id, request.instance_id.as_deref()) {
+            return err(ResponseError::FencedInstanceId, &member_id);
+        } else if self.pending.remove(&member_id).is_none()
+            && !self.members.iter().any(|m| m.id == member_id)
+        {
+            return err(ResponseError::UnknownMemberId, &member_id);
+        }
+        if !self.members.iter().any(|m| m.id == member_id) {
+            if !self.supports(&request.protocols) {
+                return err(ResponseError::InconsistentGroupProtocol, &member_id);
+            }
+            if self.members.len() >= limits.max_members_per_group {
+                return err(ResponseError::GroupMaxSizeReached, &member_id);
+            }
+            self.members.push(Member {
+                id: member_id.clone(),
+                instance_id: request.instance_id.clone(),
+                client_id: request.client_id.clone(),
+                client_host: request.client_host.clone(),
+                session_timeout: request.session_timeout,
+                rebalance_timeout: request.rebalance_timeout,
+                protocols: Vec::new(),
+                assignment: Bytes::new(),
+                session_deadline: now + request.session_timeout,
+                join_waiter: None,
+                sync_waiter: None,
+            });
+        } else {
+            let others_ok = {
+                let others: Vec<&Member> =
+                    self.members.iter().filter(|m| m.id != member_id).collect();
+                others.is_empty()
+                    || request.protocols.iter().any(|(name, _)| {
+                        others
+                            .iter()
+                            .all(|m| m.protocols.iter().any(|(n, _)| n == name))
+                    })
+            };
+            if !others_ok {
+                return err(ResponseError::InconsistentGroupProtocol, &member_id);
+            }
+        }
+        let (tx, rx) = oneshot::channel();
+        let member = self.member(&member_id).expect("member present");
+        member.protocols = request.protocols;
+        member.session_timeout = request.session_timeout;
+        member.rebalance_timeout = request.rebalance_timeout;
+        member.session_deadline = now + request.session_timeout;
+        if let Some(previous) = member.join_waiter.replace(tx) {
+            let _ = previous.send(JoinOutcome::error(
+                code(ResponseError::UnknownMemberId),
+                &member_id,
+            ));
+        }
+        self.protocol_type = Some(request.protocol_type);
+        if self.state != GroupState::PreparingRebalance {
+            self.prepare_rebalance(now);
+        }
+        self.try_complete_join(now);
+        Ok(rx)
+    }
+
+    /// Starts a rebalance: every member must rejoin within the longest rebalance timeout.
+    fn prepare_rebalance(&mut self, now: Instant) {
+        for m in &mut self.members {
+            if let Some(waiter) = m.sync_waiter.take() {
+                let _ = waiter.send(SyncOutcome::error(code(ResponseError::RebalanceInProgress)));
+            }
+        }
+        let timeout = self
+            .members
+            .iter()
+            .map(|m| m.rebalance_timeout)
+            .max()
+            .unwrap_or_default();
+        self.state = GroupState::PreparingRebalance;
+        self.rebalance_deadline = Some(now + timeout);
+    }
+
+    /// Completes the join phase once every member has rejoined.
+    fn try_complete_join(&mut self, now: Instant) {
+        if self.state != GroupState::PreparingRebalance
+            || self.members.iter().any(|m| m.join_waiter.is_none())
+        {
+            return;
+        }
+        self.rebalance_deadline = None;
+        self.generation += 1;
+        if self.members.is_empty() {
+            self.state = GroupState::Empty;
+            self.protocol = None;
+            self.leader = None;
+            return;
+        }
+        self.protocol = Some(self.select_protocol());
+        if !self
+            .leader
+            .as_ref()
+            .is_some_and(|l| self.members.iter().any(|m| &m.id == l))
+        {
+            self.leader = Some(self.members[0].id.clone());
+        }
+        self.state = GroupState::CompletingRebalance;
+        let protocol = self.protocol.clone().expect("selected");
+        let leader = self.leader.clone().expect("chosen");
+        let all: Vec<(String, Option<String>, Bytes)> = self
+            .members
+            .iter()
+            .map(|m| {
+                let metadata = m
+                    .protocols
+                    .iter()
+                    .find(|(n, _)| *n == protocol)
+                    .map(|(_, md)| md.clone())
+                    .unwrap_or_default();
+                (m.id.clone(), m.instance_id.clone(), metadata)
+            })
+            .collect();
+        for m in &mut self.members {
+            m.assignment = Bytes::new();
+            m.session_deadline = now + m.session_timeout;
+            let outcome = JoinOutcome {
+                error_code: 0,
+                generation: self.generation,
+                protocol_type: self.protocol_type.clone(),
+                protocol_name: Some(protocol.clone()),
+                leader: leader.clone(),
+                member_id: m.id.clone(),
+                members: if m.id == leader {
+                    all.clone()
+                } else {
+                    Vec::new()
+                },
+            };
+            if let Some(waiter) = m.join_waiter.take() {
+                let _ = waiter.send(outcome);
+            }
+        }
+    }
+
+    /// Each member votes for its most preferred protocol that every member supports.
+    fn select_protocol(&self) -> String {
+        let common: Vec<&String> = self.members[0]
+            .protocols
+            .iter()
+            .map(|(n, _)| n)
+            .filter(|n| {
+                self.members
+                    .iter()
+                    .all(|m| m.protocols.iter().any(|(p, _)| p == *n))
+            })
+            .collect();
+        let mut votes: BTreeMap<&String, usize> = BTreeMap::new();
+        for m in &self.members {
+            if let Some((n, _)) = m.protocols.iter().find(|(n, _)| common.contains(&n)) {
+                *votes.entry(n).or_default() += 1;
+            }
+        }
+        // Most votes; ties go to the first member's preference order.
+        common
+            .iter()
+            .max_by_key(|n| {
+                (
+                    votes.get(*n).copied().unwrap_or(0),
+                    std::cmp::Reverse(common.iter().position(|c| c == *n)),
+                )
+            })
+            .map(|n| (*n).clone())
+            .unwrap_or_default()
+    }
+
+    pub(super) fn sync(
+        &mut self,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        assignments: Vec<(String, Bytes)>,
+    ) -> Result<oneshot::Receiver<SyncOutcome>, SyncOutcome> {
+        if self.fenced(member_id, instance_id) {
+            return Err(SyncOutcome::error(code(ResponseError::FencedInstanceId)));
+        }
+        if !self.members.iter().any(|m| m.id == member_id) {
+            return Err(SyncOutcome::error(code(ResponseError::UnknownMemberId)));
+        }
+        if generation != self.generation {
+            return Err(SyncOutcome::error(code(ResponseError::IllegalGeneration)));
+        }
+        let answer = |g: &Group, assignment: Bytes| SyncOutcome {
+            error_code: 0,
+            protocol_type: g.protocol_type.clone(),
+            protocol_name: g.protocol.clone(),
+            assignment,
+        };
+        match self.state {
+            GroupState::Empty => Err(SyncOutcome::error(code(ResponseError::UnknownMemberId))),
+            GroupState::PreparingRebalance => {
+                Err(SyncOutcome::error(code(ResponseError::RebalanceInProgress)))
+            }
+            GroupState::Stable => {
+                let assignment = self
+                    .members
+                    .iter()
+                    .find(|m| m.id == member_id)
+                    .map(|m| m.assignment.clone())
+                    .unwrap_or_default();
+                Err(answer(self, assignment))
+            }
+            GroupState::CompletingRebalance => {
+                let (tx, rx) = oneshot::channel();
+                self.member(member_id).expect("present").sync_waiter = Some(tx);
+                if self.leader.as_deref() == Some(member_id) {
+                    // GROUP-SYNC-1: the leader's assignments go to every member.
+                    let mut given: BTreeMap<String, Bytes> = assignments.into_iter().collect();
+                    for m in &mut self.members {
+                        m.assignment = given.remove(&m.id).unwrap_or_default();
+                    }
+                    self.state = GroupState::Stable;
+                    let replies: Vec<(oneshot::Sender<SyncOutcome>, Bytes)> = self
+                        .members
+                        .iter_mut()
+                        .filter_map(|m| m.sync_waiter.take().map(|w| (w, m.assignment.clone())))
+                        .collect();
+                    for (waiter, assignment) in replies {
+                        let _ = waiter.send(answer(self, assignment));
+                    }
+                }
+                Ok(rx)
+            }
+        }
+    }
+
+    pub(super) fn heartbeat(
+        &mut self,
+        generation: i32,
+        member_id: &str,
+        instance_id: Option<&str>,
+        now: Instant,
+    ) -> i16 {
+        if self.fenced(member_id, instance_id) {
+            return code(ResponseError::FencedInstanceId);
+        }
+        let state = self.state;
+        let current = self.generation;
+        let Some(member) = self.member(member_id) else {
+            return code(ResponseError::UnknownMemberId);
+        };
+        if generation != current {
+            return code(ResponseError::IllegalGeneration);
+        }
+        member.session_deadline = now + member.session_timeout;
+        match state {
+            GroupState::PreparingRebalance => code(ResponseError::RebalanceInProgress),
+            GroupState::Empty => code(ResponseError::UnknownMemberId),
+            GroupState::CompletingRebalance | GroupState::Stable => 0,
+        }
+    }
+
+    fn remove_member(&mut self, index: usize, now: Instant) {
+        let member = self.members.remove(index);
+        if let Some(w) = member.join_waiter {
+            let _ = w.send(JoinOutcome::error(
+                code(ResponseError::UnknownMemberId),
+                &member.id,
+            ));
+        }
+        if let Some(w) = member.sync_waiter {
+            let _ = w.send(SyncOutcome::error(code(ResponseError::UnknownMemberId)));
+        }
+        if self.leader.as_deref() == Some(member.id.as_str()) {
+            self.leader = None;
+        }
+        match self.state {
+            GroupState::Stable | GroupState::CompletingRebalance => self.prepare_rebalance(now),
+            GroupState::PreparingRebalance | GroupState::Empty => {}
+        }
+        self.try_complete_join(now);
+    }
+
+    pub(super) fn leave(&mut self, leave: &MemberLeave, now: Instant) -> i16 {
+        let index = match (&leave.instance_id, leave.member_id.is_empty()) {
+            // A static member may leave by instance id alone.
+            (Some(instance), true) => self
+                .members
+                .iter()
+                .position(|m| m.instance_id.as_ref() == Some(instance)),
+            (instance, _) => {
+                if self.fenced(&leave.member_id, instance.as_deref()) {
+                    return code(ResponseError::FencedInstanceId);
+                }
+                self.members.iter().position(|m| m.id == leave.member_id)
+            }
+        };
+        match index {
+            Some(index) => {
+                self.remove_member(index, now);
+                0
+            }
+            None => code(ResponseError::UnknownMemberId),
+        }
+    }
+
+    /// Removes members whose session lapsed, lapsed pending ids, and, when the rebalance
+    /// deadline passed, every member that did not rejoin (GROUP-TIMEOUT-1).
+    pub(super) fn expire(&mut self, now: Instant) {
+        self.pending.retain(|_, deadline| *deadline > now);
+        let lapsed: Vec<String> = self
+            .members
+            .iter()
+            .filter(|m| m.session_deadline <= now && m.join_waiter.is_none())
+            .map(|m| m.id.clone())
+            .collect();
+        for id in lapsed {
+            // Re-check: a join completed by an earlier eviction restarts every session.
+            if let Some(index) = self
+                .members
+                .iter()
+                .position(|m| m.id == id && m.session_deadline <= now && m.join_waiter.is_none())
+            {
+                tracing::info!(
+                    "group {}: member {id} evicted: no heartbeat within its session timeout",
+                    self.id
+                );
+                self.remove_member(index, now);
+            }
+        }
+        if self.rebalance_deadline.is_some_and(|d| d <= now) {
+            // Decide who is late before removing anyone: completing the join clears the waiters
+            // of the members that did rejoin.
+            let late: Vec<String> = self
+                .members
+                .iter()
+                .filter(|m| m.join_waiter.is_none())
+                .map(|m| m.id.clone())
+                .collect();
+            for id in late {
+                if let Some(index) = self.members.iter().position(|m| m.id == id) {
+                    tracing::info!("group {}: member {id} removed: it did not rejoin within the rebalance timeout", self.id);
+                    self.remove_member(index, now);
+                }
+            }
+            self.try_complete_join(now);
+        }
+    }
+
+    /// The earliest deadline this group waits on.
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        let sessions = self
+            .members
+            .iter()
+            .filter(|m| m.join_waiter.is_none())
+            .map(|m| m.session_deadline);
+        sessions
+            .chain(self.pending.values().copied())
+            .chain(self.rebalance_deadline)
+            .min()
+    }
+
+    pub(super) fn describe(&self) -> DescribedGroup {
+        let protocol = self.protocol.clone().unwrap_or_default();
+        DescribedGroup {
+            state: self.state,
+            protocol_type: self.protocol_type.clone().unwrap_or_default(),
+            protocol: protocol.clone(),
+            members: self
+                .members
+                .iter()
+                .map(|m| DescribedMember {
+                    member_id: m.id.clone(),
+                    instance_id: m.instance_id.clone(),
+                    client_id: m.client_id.clone(),
+                    client_host: m.client_host.clone(),
+                    metadata: m
+                        .protocols
+                        .iter()
+                        .find(|(n, _)| *n == protocol)
+                        .map(|(_, md)| md.clone())
+                        .unwrap_or_default(),
+                    assignment: m.assignment.clone(),
+                })
+                .collect(),
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! DeleteGroups (GROUP-DELETE-1): an empty group is forgotten and everything it stored in Iggy
+//! (its offsets key and zero markers on every mapped topic) is deleted.
+
+use crate::backend::Backend;
+use crate::config::IggyTarget;
+use crate::error_map;
+use crate::gateway::Gateway;
+use crate::offset_store::OffsetStore;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
+use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
+
+/// Every Iggy topic a Kafka topic maps to.
+pub(crate) async fn mapped_topics<B: Backend>(gateway: &Gateway<B>) -> Vec<(String, IggyTarget)> {
+    let mut out = Vec::new();
+    for stream in gateway.config.topics.streams() {
+        let Ok(topics) = gateway.backend.list_topics(&stream).await else {
+            continue;
+        };
+        for info in topics {
+            let target = IggyTarget {
+                stream: stream.clone(),
+                topic: info.name,
+            };
+            if let Some(kafka) = gateway.config.topics.reverse(&target) {
+                out.push((kafka, target));
+            }
+        }
+    }
+    out
+}
+
+async fn delete_one<B: Backend>(gateway: &Gateway<B>, group_id: &str) -> i16 {
+    if !gateway.is_coordinator(group_id) {
+        return ResponseError::NotCoordinator.code();
+    }
+    if !gateway.groups.remove_if_empty(group_id) {
+        return ResponseError::NonEmptyGroup.code();
+    }
+    let store = OffsetStore {
+        backend: gateway.backend.as_ref(),
+        client: gateway.offsets_client,
+    };
+    for (kafka, target) in mapped_topics(gateway).await {
+        if let Err(e) = store.delete_group(&target, group_id).await {
+            return error_map::backend_error(
+                &e,
+                &format!("DeleteGroups {group_id} on topic {kafka}"),
+            );
+        }
+    }
+    0
+}
+
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    request: DeleteGroupsRequest,
+) -> DeleteGroupsResponse {
+    let mut results = Vec::with_capacity(request.groups_names.len());
+    for group_id in request.groups_names {
+        let code = delete_one(gateway, group_id.0.as_str()).await;
+        results.push(
+            DeletableGroupResult::default()
+                .with_group_id(group_id)
+                .with_error_code(code),
+        );
+    }
+    DeleteGroupsResponse::default().with_results(results)
+}

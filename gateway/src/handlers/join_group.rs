@@ -1,0 +1,95 @@
+//! JoinGroup (GROUP-JOIN-1): KIP-394 member ids from v4, protocol selection by vote,
+//! generations, the leader gets the member list.
+
+use crate::backend::Backend;
+use crate::gateway::Gateway;
+use crate::groups::{JoinOutcome, JoinRequest};
+use crate::offset_store::MAX_GROUP_ID_LEN;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
+use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse, RequestHeader};
+use kafka_protocol::protocol::StrBytes;
+use std::time::Duration;
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+/// GROUP-ID-1 and CO-GROUP-ID-1: an empty id, or one too long for its Iggy key, is refused.
+pub(crate) fn valid_group_id(group_id: &str) -> bool {
+    !group_id.is_empty() && group_id.len() <= MAX_GROUP_ID_LEN
+}
+
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    request: JoinGroupRequest,
+    header: &RequestHeader,
+    version: i16,
+) -> JoinGroupResponse {
+    let group_id = request.group_id.0.as_str().to_string();
+    let outcome = if !valid_group_id(&group_id) {
+        JoinOutcome::error(
+            ResponseError::InvalidGroupId.code(),
+            request.member_id.as_str(),
+        )
+    } else if !gateway.is_coordinator(&group_id) {
+        JoinOutcome::error(
+            ResponseError::NotCoordinator.code(),
+            request.member_id.as_str(),
+        )
+    } else {
+        // v0 has no rebalance timeout: Kafka uses the session timeout.
+        let rebalance_ms = if version == 0 {
+            request.session_timeout_ms
+        } else {
+            request.rebalance_timeout_ms
+        };
+        let join = JoinRequest {
+            group_id,
+            member_id: request.member_id.as_str().to_string(),
+            instance_id: request
+                .group_instance_id
+                .as_ref()
+                .map(|i| i.as_str().to_string()),
+            client_id: header
+                .client_id
+                .as_ref()
+                .map_or(String::new(), |c| c.as_str().to_string()),
+            client_host: String::new(),
+            session_timeout: Duration::from_millis(
+                u64::try_from(request.session_timeout_ms).unwrap_or(0),
+            ),
+            rebalance_timeout: Duration::from_millis(u64::try_from(rebalance_ms).unwrap_or(0)),
+            protocol_type: request.protocol_type.as_str().to_string(),
+            protocols: request
+                .protocols
+                .iter()
+                .map(|p| (p.name.as_str().to_string(), p.metadata.clone()))
+                .collect(),
+            require_known_member_id: version >= 4,
+        };
+        gateway.groups.join(join).await
+    };
+    JoinGroupResponse::default()
+        .with_error_code(outcome.error_code)
+        .with_generation_id(outcome.generation)
+        .with_protocol_type(outcome.protocol_type.as_deref().map(s))
+        .with_protocol_name(Some(s(outcome
+            .protocol_name
+            .as_deref()
+            .unwrap_or_default())))
+        .with_leader(s(&outcome.leader))
+        .with_member_id(s(&outcome.member_id))
+        .with_members(
+            outcome
+                .members
+                .into_iter()
+                .map(|(id, instance, metadata)| {
+                    JoinGroupResponseMember::default()
+                        .with_member_id(s(&id))
+                        .with_group_instance_id(instance.as_deref().map(s))
+                        .with_metadata(metadata)
+                })
+                .collect(),
+        )
+}

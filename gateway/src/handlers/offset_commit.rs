@@ -1,0 +1,109 @@
+//! OffsetCommit: membership and generation checked as Kafka does, then each offset stored in
+//! Iggy per docs/spec/consumer-offsets.md. Metadata and leader epoch are dropped (CO-METADATA-1).
+
+use super::join_group::valid_group_id;
+use crate::backend::{Backend, BackendError};
+use crate::error_map;
+use crate::gateway::Gateway;
+use crate::groups::GroupState;
+use crate::offset_store::{offsets_group, CommitError, OffsetStore};
+use iggy_common::IggyError;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_commit_response::{
+    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
+};
+use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
+
+/// The code every partition gets when the request as a whole is refused, or `None`.
+fn request_error<B: Backend>(gateway: &Gateway<B>, request: &OffsetCommitRequest) -> Option<i16> {
+    let group_id = request.group_id.0.as_str();
+    if !valid_group_id(group_id) {
+        return Some(ResponseError::InvalidGroupId.code());
+    }
+    if !gateway.is_coordinator(group_id) {
+        return Some(ResponseError::NotCoordinator.code());
+    }
+    let member_id = request.member_id.as_str();
+    let generation = request.generation_id_or_member_epoch;
+    match gateway.groups.member_generation(group_id) {
+        // A standalone commit (no member, generation -1) is for a group without members.
+        None => (generation >= 0 || !member_id.is_empty())
+            .then(|| ResponseError::UnknownMemberId.code()),
+        Some((_, _, members)) if members.is_empty() => (generation >= 0 || !member_id.is_empty())
+            .then(|| ResponseError::UnknownMemberId.code()),
+        Some((state, current, members)) => {
+            if !members.iter().any(|m| m == member_id) {
+                Some(ResponseError::UnknownMemberId.code())
+            } else if generation != current {
+                Some(ResponseError::IllegalGeneration.code())
+            } else if state == GroupState::PreparingRebalance {
+                Some(ResponseError::RebalanceInProgress.code())
+            } else {
+                None
+            }
+        }
+    }
+}
+
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    request: OffsetCommitRequest,
+) -> OffsetCommitResponse {
+    let refused = request_error(gateway, &request);
+    let group_id = request.group_id.0.as_str();
+    let store = OffsetStore {
+        backend: gateway.backend.as_ref(),
+        client: gateway.offsets_client,
+    };
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for topic in &request.topics {
+        let name = topic.name.0.as_str();
+        let resolved = match refused {
+            Some(code) => Err(code),
+            None => super::resolve_topic(gateway, name).await,
+        };
+        let mut partitions = Vec::with_capacity(topic.partitions.len());
+        for p in &topic.partitions {
+            let index = p.partition_index;
+            let code = match &resolved {
+                Err(code) => *code,
+                Ok((_, info)) if index < 0 || index as u32 >= info.partitions => {
+                    ResponseError::UnknownTopicOrPartition.code()
+                }
+                Ok((target, _)) => match store
+                    .commit(target, index as u32, group_id, p.committed_offset)
+                    .await
+                {
+                    Ok(()) => 0,
+                    Err(CommitError::OutOfRange) => ResponseError::OffsetOutOfRange.code(),
+                    Err(CommitError::Backend(BackendError::Iggy(IggyError::ResourceNotFound(
+                        reason,
+                    )))) => {
+                        // CO-MEMBER-1: even after joining, another Iggy client owns the partition in
+                        // the offsets group: another gateway coordinates this group too.
+                        tracing::error!(
+                            "OffsetCommit {group_id} {name}-{index}: Iggy refused the store ({reason}); another client owns this partition of {}. Do all gateways share one peer list?",
+                            offsets_group(group_id)
+                        );
+                        ResponseError::NotCoordinator.code()
+                    }
+                    Err(CommitError::Backend(e)) => error_map::backend_error(
+                        &e,
+                        &format!("OffsetCommit {group_id} {name}-{index}"),
+                    ),
+                },
+            };
+            partitions.push(
+                OffsetCommitResponsePartition::default()
+                    .with_partition_index(index)
+                    .with_error_code(code),
+            );
+        }
+        topics.push(
+            OffsetCommitResponseTopic::default()
+                .with_name(topic.name.clone())
+                .with_partitions(partitions),
+        );
+    }
+    OffsetCommitResponse::default().with_topics(topics)
+}

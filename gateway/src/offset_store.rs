@@ -1,0 +1,312 @@
+//! Kafka committed offsets stored in Iggy (docs/spec/consumer-offsets.md).
+//!
+//! One Iggy consumer-group offset per Kafka (group, topic, partition), under the Iggy consumer
+//! group `kafka.cg.<group>` on the Iggy topic the Kafka topic maps to (CO-KEY-1). The real
+//! server only stores an offset for a member of that group that owns the partition, and never
+//! above the partition's last offset (DIFF-1, DIFF-2), so:
+//!
+//! - the coordinator's one offsets client joins the group before it stores (CO-MEMBER-1);
+//! - a Kafka commit C >= 1 is stored as C - 1, Iggy's own "last processed" convention, which is
+//!   always at or below the last offset for a commit at or below the high watermark
+//!   (CO-ENCODE-1);
+//! - a commit of 0, which no stored value can express (and which an empty partition refuses
+//!   outright), is a zero marker: an Iggy consumer group named `kafka.c0.<partition>.<group>` on
+//!   the same topic (CO-ZERO-1). A marker wins over a stored key, so a crash between the two
+//!   steps of a commit can only make a consumer re-read, never skip.
+
+use crate::backend::{Backend, BackendError, ClientId};
+use crate::config::IggyTarget;
+use iggy_common::IggyError;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeSet;
+
+/// Prefix of the Iggy consumer group holding a Kafka group's offsets (CO-KEY-1).
+pub const GROUP_PREFIX: &str = "kafka.cg.";
+/// Prefix of a zero marker (CO-ZERO-1).
+pub const ZERO_MARKER_PREFIX: &str = "kafka.c0.";
+/// Iggy's limit on a name.
+pub const MAX_IGGY_NAME_LEN: usize = 255;
+/// The longest Kafka group id whose key fits an Iggy name (CO-GROUP-ID-1).
+pub const MAX_GROUP_ID_LEN: usize = MAX_IGGY_NAME_LEN - GROUP_PREFIX.len();
+
+/// What a Kafka commit becomes in Iggy (pure; CO-ENCODE-1, CO-ZERO-1, CO-DELETE-1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoredCommit {
+    /// Store this value under the key and drop any zero marker.
+    Offset(u64),
+    /// Create the zero marker and drop the key.
+    Zero,
+    /// Drop both: the group has no committed offset for the partition.
+    Absent,
+}
+
+/// The stored form of a Kafka committed offset, or `None` when Kafka's value is invalid.
+pub fn stored_for_commit(committed: i64) -> Option<StoredCommit> {
+    match committed {
+        -1 => Some(StoredCommit::Absent),
+        0 => Some(StoredCommit::Zero),
+        c if c > 0 => Some(StoredCommit::Offset(c as u64 - 1)),
+        _ => None,
+    }
+}
+
+/// The Kafka committed offset from what Iggy holds; -1 when nothing is committed.
+pub fn committed_from(stored: Option<u64>, zero_marker: bool) -> i64 {
+    match (zero_marker, stored) {
+        (true, _) => 0,
+        (false, Some(s)) => s as i64 + 1,
+        (false, None) => -1,
+    }
+}
+
+/// The Iggy consumer group that holds a Kafka group's offsets.
+pub fn offsets_group(group: &str) -> String {
+    format!("{GROUP_PREFIX}{group}")
+}
+
+/// The zero marker's name; a group id too long to fit is replaced by 128 bits of its SHA-256.
+pub fn zero_marker(group: &str, partition: u32) -> String {
+    let name = format!("{ZERO_MARKER_PREFIX}{partition}.{group}");
+    if name.len() <= MAX_IGGY_NAME_LEN {
+        return name;
+    }
+    let digest = Sha256::digest(group.as_bytes());
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("{ZERO_MARKER_PREFIX}{partition}.~{hex}")
+}
+
+/// Why a commit failed.
+#[derive(Debug)]
+pub enum CommitError {
+    /// Negative offsets other than -1 (CO-DELETE-1), or a commit past the high watermark.
+    OutOfRange,
+    Backend(BackendError),
+}
+
+fn is_not_member(e: &BackendError) -> bool {
+    matches!(
+        e,
+        BackendError::Iggy(
+            IggyError::ResourceNotFound(_)
+                | IggyError::ConsumerGroupNameNotFound(..)
+                | IggyError::ConsumerGroupMemberNotFound(..)
+        )
+    )
+}
+
+fn is_absent(e: &BackendError) -> bool {
+    matches!(
+        e,
+        BackendError::Iggy(
+            IggyError::ConsumerOffsetNotFound(_) | IggyError::ConsumerGroupNameNotFound(..)
+        )
+    )
+}
+
+fn is_exists(e: &BackendError) -> bool {
+    matches!(
+        e,
+        BackendError::Iggy(IggyError::ConsumerGroupNameAlreadyExists(..))
+    )
+}
+
+/// Reads and writes committed offsets through one backend client.
+pub struct OffsetStore<'a, B> {
+    pub backend: &'a B,
+    pub client: ClientId,
+}
+
+impl<B: Backend> OffsetStore<'_, B> {
+    /// Creates `kafka.cg.<group>` when missing and joins it (CO-MEMBER-1).
+    async fn ensure_member(&self, t: &IggyTarget, key: &str) -> Result<(), BackendError> {
+        if let Err(e) = self
+            .backend
+            .create_consumer_group(&t.stream, &t.topic, key)
+            .await
+        {
+            if !is_exists(&e) {
+                return Err(e);
+            }
+        }
+        self.backend
+            .join_consumer_group(&t.stream, &t.topic, key, self.client)
+            .await
+    }
+
+    /// Runs a membership-bound operation, joining and retrying once when the server says this
+    /// client is not (or no longer) a member owning the partition.
+    async fn as_member<F, Fut>(&self, t: &IggyTarget, key: &str, op: F) -> Result<(), BackendError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<(), BackendError>>,
+    {
+        match op().await {
+            Err(e) if is_not_member(&e) => {
+                self.ensure_member(t, key).await?;
+                op().await
+            }
+            other => other,
+        }
+    }
+
+    /// Stores one Kafka commit.
+    pub async fn commit(
+        &self,
+        t: &IggyTarget,
+        partition: u32,
+        group: &str,
+        committed: i64,
+    ) -> Result<(), CommitError> {
+        let stored = stored_for_commit(committed).ok_or(CommitError::OutOfRange)?;
+        let key = offsets_group(group);
+        let marker = zero_marker(group, partition);
+        let (s, tp) = (&t.stream, &t.topic);
+        let delete_key = || async {
+            match self
+                .backend
+                .delete_consumer_offset(s, tp, partition, &key, self.client)
+                .await
+            {
+                Err(e) if is_absent(&e) => Ok(()),
+                other => other,
+            }
+        };
+        let delete_marker = || async {
+            match self.backend.delete_consumer_group(s, tp, &marker).await {
+                Err(e) if is_absent(&e) => Ok(()),
+                other => other,
+            }
+        };
+        match stored {
+            StoredCommit::Offset(value) => {
+                let store = || {
+                    self.backend
+                        .store_consumer_offset(s, tp, partition, &key, self.client, value)
+                };
+                match self.as_member(t, &key, store).await {
+                    Err(BackendError::Iggy(IggyError::InvalidOffset(_))) => {
+                        return Err(CommitError::OutOfRange)
+                    }
+                    other => other.map_err(CommitError::Backend)?,
+                }
+                delete_marker().await.map_err(CommitError::Backend)
+            }
+            StoredCommit::Zero => {
+                match self.backend.create_consumer_group(s, tp, &marker).await {
+                    Err(e) if !is_exists(&e) => return Err(CommitError::Backend(e)),
+                    _ => {}
+                }
+                self.as_member(t, &key, delete_key)
+                    .await
+                    .map_err(CommitError::Backend)
+            }
+            StoredCommit::Absent => {
+                self.as_member(t, &key, delete_key)
+                    .await
+                    .map_err(CommitError::Backend)?;
+                delete_marker().await.map_err(CommitError::Backend)
+            }
+        }
+    }
+
+    /// The committed offsets of `partitions`, reading no more than one group list per topic.
+    /// Reading needs no membership.
+    pub async fn fetch(
+        &self,
+        t: &IggyTarget,
+        partitions: &[u32],
+        group: &str,
+    ) -> Result<Vec<i64>, BackendError> {
+        let groups: BTreeSet<String> = self
+            .backend
+            .list_consumer_groups(&t.stream, &t.topic)
+            .await?
+            .into_iter()
+            .collect();
+        let key = offsets_group(group);
+        let mut out = Vec::with_capacity(partitions.len());
+        for &p in partitions {
+            let stored = if groups.contains(&key) {
+                self.backend
+                    .get_consumer_offset(&t.stream, &t.topic, p, &key)
+                    .await?
+            } else {
+                None
+            };
+            out.push(committed_from(
+                stored,
+                groups.contains(&zero_marker(group, p)),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Deletes everything a Kafka group stored on one Iggy topic (DeleteGroups).
+    pub async fn delete_group(&self, t: &IggyTarget, group: &str) -> Result<(), BackendError> {
+        let groups = self
+            .backend
+            .list_consumer_groups(&t.stream, &t.topic)
+            .await?;
+        let key = offsets_group(group);
+        for name in groups {
+            let is_marker = name
+                .strip_prefix(ZERO_MARKER_PREFIX)
+                .and_then(|rest| rest.split_once('.'))
+                .is_some_and(|(p, g)| {
+                    p.parse::<u32>().is_ok_and(|p| {
+                        zero_marker(group, p) == format!("{ZERO_MARKER_PREFIX}{p}.{g}")
+                    })
+                });
+            if name == key || is_marker {
+                match self
+                    .backend
+                    .delete_consumer_group(&t.stream, &t.topic, &name)
+                    .await
+                {
+                    Err(e) if !is_absent(&e) => return Err(e),
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn co_encode_1_co_zero_1_co_delete_1_commit_encoding() {
+        assert_eq!(stored_for_commit(-1), Some(StoredCommit::Absent));
+        assert_eq!(stored_for_commit(0), Some(StoredCommit::Zero));
+        assert_eq!(stored_for_commit(1), Some(StoredCommit::Offset(0)));
+        assert_eq!(stored_for_commit(-2), None);
+        assert_eq!(committed_from(None, false), -1);
+        assert_eq!(committed_from(None, true), 0);
+        assert_eq!(committed_from(Some(4), true), 0, "a marker wins over a key");
+    }
+
+    #[test]
+    fn co_zero_1_marker_names_fit_iggy_names() {
+        assert_eq!(zero_marker("orders", 3), "kafka.c0.3.orders");
+        let long = "g".repeat(MAX_GROUP_ID_LEN);
+        let marker = zero_marker(&long, 4095);
+        assert!(marker.len() <= MAX_IGGY_NAME_LEN);
+        assert_ne!(marker, zero_marker(&"h".repeat(MAX_GROUP_ID_LEN), 4095));
+        assert_eq!(offsets_group(&long).len(), MAX_IGGY_NAME_LEN);
+    }
+
+    proptest! {
+        #[test]
+        fn co_encode_1_every_valid_commit_round_trips(c in -1i64..i64::MAX) {
+            let back = match stored_for_commit(c).unwrap() {
+                StoredCommit::Offset(s) => committed_from(Some(s), false),
+                StoredCommit::Zero => committed_from(None, true),
+                StoredCommit::Absent => committed_from(None, false),
+            };
+            prop_assert_eq!(back, c);
+        }
+    }
+}
