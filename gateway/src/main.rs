@@ -2,6 +2,7 @@
 
 use anyhow::Context;
 use clap::Parser;
+use kafka_iggy_gateway::backend::Backend;
 use kafka_iggy_gateway::clock::SystemClock;
 use kafka_iggy_gateway::config::{Args, BackendKind, Config};
 use kafka_iggy_gateway::server::{serve, Shutdown};
@@ -26,7 +27,7 @@ async fn main() -> anyhow::Result<()> {
         kafka_iggy_gateway::embedded_gateway(config, Arc::new(SystemClock), rand::random());
     println!(
         "kafka-iggy-gateway listening on {local} (backend: {})",
-        "embedded"
+        gateway.backend.kind()
     );
     let shutdown = Shutdown::default();
     let trigger = shutdown.clone();

@@ -2,7 +2,9 @@
 //! next to a plain memory copy of the same bytes as the limit. Prints figures; asserts nothing.
 
 use bytes::Bytes;
-use kig_core::batch::{decode_batches, encode_batch, BatchAttributes, BatchHeader, Record, RecordBatch, RecordHeader};
+use kig_core::batch::{
+    decode_batches, encode_batch, BatchAttributes, BatchHeader, Record, RecordBatch, RecordHeader,
+};
 use kig_core::budget::DecompressionBudget;
 use kig_core::compression::Compression;
 use kig_core::fetch_batch::FetchBatchBuilder;
@@ -16,7 +18,11 @@ const MEASURE: Duration = Duration::from_millis(700);
 
 fn value(i: usize) -> Bytes {
     // Text-like, so the codecs see realistic redundancy rather than zeros or noise.
-    let line = format!("{{\"order\":{i},\"customer\":\"c-{}\",\"items\":[{}],\"note\":\"", i % 977, i % 13);
+    let line = format!(
+        "{{\"order\":{i},\"customer\":\"c-{}\",\"items\":[{}],\"note\":\"",
+        i % 977,
+        i % 13
+    );
     let mut v = line.into_bytes();
     let mut x = i as u64 * 2_654_435_761;
     while v.len() < RECORD_BYTES {
@@ -50,7 +56,9 @@ fn batch(codec: Compression) -> RecordBatch {
                 value: Some(value(i)),
                 headers: vec![RecordHeader {
                     name: Bytes::from_static(b"trace"),
-                    value: Some(Bytes::from_static(b"00-4bf92f3577b34da6-00f067aa0ba902b7-01")),
+                    value: Some(Bytes::from_static(
+                        b"00-4bf92f3577b34da6-00f067aa0ba902b7-01",
+                    )),
                 }],
             })
             .collect(),
@@ -72,7 +80,9 @@ fn per_second(mut f: impl FnMut()) -> f64 {
 fn report(name: &str, iterations_per_s: f64, payload_bytes: usize, baseline_per_s: Option<f64>) {
     let mb_s = iterations_per_s * payload_bytes as f64 / 1e6;
     let records_s = iterations_per_s * RECORDS_PER_BATCH as f64;
-    let ratio = baseline_per_s.map_or(String::new(), |b| format!("  ({:.1}% of memcpy)", 100.0 * iterations_per_s / b));
+    let ratio = baseline_per_s.map_or(String::new(), |b| {
+        format!("  ({:.1}% of memcpy)", 100.0 * iterations_per_s / b)
+    });
     println!("{name:<34} {mb_s:>10.1} MB/s {records_s:>13.0} records/s{ratio}");
 }
 
@@ -85,14 +95,24 @@ fn main() {
     });
     report("memcpy of the encoded batch", copy, payload, None);
     let unencoded = batch(Compression::None);
-    report("encode batch (none)", per_second(|| drop(black_box(encode_batch(&unencoded).unwrap()))), payload, Some(copy));
+    report(
+        "encode batch (none)",
+        per_second(|| drop(black_box(encode_batch(&unencoded).unwrap()))),
+        payload,
+        Some(copy),
+    );
     for codec in Compression::ALL {
         let bytes = encode_batch(&batch(codec)).unwrap();
         let decode = per_second(|| {
             let mut budget = DecompressionBudget::new(8 << 20);
             black_box(decode_batches(&bytes, &mut budget).unwrap());
         });
-        report(&format!("decode batch ({})", codec.name()), decode, payload, Some(copy));
+        report(
+            &format!("decode batch ({})", codec.name()),
+            decode,
+            payload,
+            Some(copy),
+        );
         let decode_map = per_second(|| {
             let mut budget = DecompressionBudget::new(8 << 20);
             for b in decode_batches(&bytes, &mut budget).unwrap() {
@@ -107,7 +127,12 @@ fn main() {
                 }
             }
         });
-        report(&format!("decode + map ({})", codec.name()), decode_map, payload, Some(copy));
+        report(
+            &format!("decode + map ({})", codec.name()),
+            decode_map,
+            payload,
+            Some(copy),
+        );
     }
     let mut budget = DecompressionBudget::new(8 << 20);
     let decoded = decode_batches(&plain, &mut budget).unwrap().remove(0);
@@ -135,5 +160,10 @@ fn main() {
         }
         black_box(builder.finish());
     });
-    report("map back + fetch batch (read path)", fetch, payload, Some(copy));
+    report(
+        "map back + fetch batch (read path)",
+        fetch,
+        payload,
+        Some(copy),
+    );
 }

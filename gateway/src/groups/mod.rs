@@ -132,7 +132,7 @@ impl GroupCoordinator {
             let new_id = self.new_member_id(&request.client_id);
             match group.join(request, new_id, limits, Instant::now()) {
                 Ok(receiver) => receiver,
-                Err(outcome) => return outcome,
+                Err(outcome) => return *outcome,
             }
         };
         self.deadlines_changed.notify_one();

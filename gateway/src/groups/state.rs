@@ -209,8 +209,8 @@ impl Group {
         new_id: String,
         limits: &GroupLimits,
         now: Instant,
-    ) -> Result<oneshot::Receiver<JoinOutcome>, JoinOutcome> {
-        let err = |c: ResponseError, id: &str| Err(JoinOutcome::error(code(c), id));
+    ) -> Result<oneshot::Receiver<JoinOutcome>, Box<JoinOutcome>> {
+        let err = |c: ResponseError, id: &str| Err(Box::new(JoinOutcome::error(code(c), id)));
         if let Some(t) = &self.protocol_type {
             if !self.members.is_empty() && *t != request.protocol_type {
                 return err(ResponseError::InconsistentGroupProtocol, &request.member_id);

@@ -112,7 +112,7 @@ pub async fn handle<B: Backend>(
     _version: i16,
 ) -> Option<ProduceResponse> {
     let acks = request.acks;
-    let request_refusal = if !matches!(acks, 0 | 1 | -1) {
+    let request_refusal = if !(-1..=1).contains(&acks) {
         Some(refused(
             ResponseError::InvalidRequiredAcks,
             format!("acks {acks}"),

@@ -25,9 +25,8 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     read_timeout: Duration,
 ) -> Result<Option<Bytes>, FrameError> {
     let mut size = [0u8; 4];
-    match reader.read(&mut size[..1]).await? {
-        0 => return Ok(None),
-        _ => {}
+    if reader.read(&mut size[..1]).await? == 0 {
+        return Ok(None);
     }
     let rest = async {
         reader.read_exact(&mut size[1..]).await?;
