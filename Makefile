@@ -57,3 +57,4 @@ real-iggy-tier:
 
 bench: setup
 	cargo bench -p kig-core --bench core
+	cargo bench -p kafka-iggy-conformance --bench gateway

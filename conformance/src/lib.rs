@@ -1,1 +1,12 @@
-//! placeholder
+//! The conformance suite: cases that cite spec rule IDs, runnable against any Kafka endpoint.
+//!
+//! - [`endpoint`]: what a case runs against: a bootstrap address plus what is known of it.
+//! - [`wire`]: a raw Kafka wire client on kafka-protocol's client side, for what a high-level
+//!   client cannot express.
+//! - [`cases`]: the cases, one file per area, each naming the rules it checks.
+//! - [`runner`]: runs a selection of cases and prints one line per case and a closing count.
+
+pub mod cases;
+pub mod endpoint;
+pub mod runner;
+pub mod wire;

@@ -146,9 +146,7 @@ fn parse_node(spec: &str) -> anyhow::Result<Node> {
     Ok(Node {
         id: id.parse().with_context(|| format!("peer id in {spec:?}"))?,
         host: host.to_string(),
-        port: port
-            .parse()
-            .with_context(|| format!("peer port in {spec:?}"))?,
+        port: port.parse().with_context(|| format!("peer port in {spec:?}"))?,
     })
 }
 
@@ -157,8 +155,7 @@ impl Config {
     pub fn load(args: Args) -> anyhow::Result<Config> {
         let file = match &args.config {
             Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("reading {}", path.display()))?;
+                let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
                 toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?
             }
             None => FileConfig::default(),
@@ -178,11 +175,7 @@ impl Config {
             .or(file.advertised)
             .unwrap_or_else(|| listen.to_string());
         let advertised = parse_node(&format!("{instance_id}={advertised}"))?;
-        let peer_specs = if args.peers.is_empty() {
-            file.peers
-        } else {
-            args.peers
-        };
+        let peer_specs = if args.peers.is_empty() { file.peers } else { args.peers };
         let mut peers = peer_specs
             .iter()
             .map(|p| parse_node(p))
@@ -201,10 +194,7 @@ impl Config {
         if !(1024..=i32::MAX as usize).contains(&max_frame_size) {
             bail!("max_frame_size must be between 1024 and {}", i32::MAX);
         }
-        let default_partitions = args
-            .default_partitions
-            .or(file.default_partitions)
-            .unwrap_or(1);
+        let default_partitions = args.default_partitions.or(file.default_partitions).unwrap_or(1);
         if default_partitions == 0 {
             bail!("default_partitions must be at least 1");
         }
@@ -232,10 +222,7 @@ impl Config {
                 .or(file.iggy_password)
                 .unwrap_or_else(|| "iggy".into()),
             default_partitions,
-            auto_create_topics: args
-                .auto_create_topics
-                .or(file.auto_create_topics)
-                .unwrap_or(false),
+            auto_create_topics: args.auto_create_topics.or(file.auto_create_topics).unwrap_or(false),
             idle_timeout: Duration::from_millis(file.idle_timeout_ms.unwrap_or(600_000)),
             read_timeout: Duration::from_millis(file.read_timeout_ms.unwrap_or(30_000)),
             write_timeout: Duration::from_millis(file.write_timeout_ms.unwrap_or(30_000)),
@@ -244,9 +231,7 @@ impl Config {
                 let d = crate::groups::GroupLimits::default();
                 crate::groups::GroupLimits {
                     max_groups: file.max_groups.unwrap_or(d.max_groups),
-                    max_members_per_group: file
-                        .group_max_members
-                        .unwrap_or(d.max_members_per_group),
+                    max_members_per_group: file.group_max_members.unwrap_or(d.max_members_per_group),
                     max_metadata_bytes: d.max_metadata_bytes,
                     min_session_timeout: file
                         .group_min_session_timeout_ms
@@ -270,10 +255,7 @@ pub struct TopicMapping {
 
 impl TopicMapping {
     /// Refuses two overrides that share a target, so the reverse index is a function.
-    pub fn new(
-        default_stream: String,
-        overrides: BTreeMap<String, IggyTarget>,
-    ) -> anyhow::Result<Self> {
+    pub fn new(default_stream: String, overrides: BTreeMap<String, IggyTarget>) -> anyhow::Result<Self> {
         let mut reverse = BTreeMap::new();
         for (kafka, target) in &overrides {
             if let Some(other) = reverse.insert(target.clone(), kafka.clone()) {
@@ -305,13 +287,10 @@ impl TopicMapping {
     }
 
     pub fn resolve(&self, kafka_topic: &str) -> IggyTarget {
-        self.overrides
-            .get(kafka_topic)
-            .cloned()
-            .unwrap_or_else(|| IggyTarget {
-                stream: self.default_stream.clone(),
-                topic: kafka_topic.to_string(),
-            })
+        self.overrides.get(kafka_topic).cloned().unwrap_or_else(|| IggyTarget {
+            stream: self.default_stream.clone(),
+            topic: kafka_topic.to_string(),
+        })
     }
 
     /// The Kafka name of an Iggy topic, or `None` when no Kafka topic maps to it. An Iggy topic
@@ -345,14 +324,8 @@ mod tests {
         .unwrap();
         assert_eq!(m.resolve("orders"), target("shop", "orders-v2"));
         assert_eq!(m.resolve("clicks"), target("kafka", "clicks"));
-        assert_eq!(
-            m.reverse(&target("shop", "orders-v2")).as_deref(),
-            Some("orders")
-        );
-        assert_eq!(
-            m.reverse(&target("kafka", "clicks")).as_deref(),
-            Some("clicks")
-        );
+        assert_eq!(m.reverse(&target("shop", "orders-v2")).as_deref(), Some("orders"));
+        assert_eq!(m.reverse(&target("kafka", "clicks")).as_deref(), Some("clicks"));
         assert_eq!(
             m.reverse(&target("kafka", "orders")),
             None,
@@ -366,10 +339,7 @@ mod tests {
     fn topic_mapping_1_two_overrides_may_not_share_a_target() {
         let err = TopicMapping::new(
             "kafka".into(),
-            BTreeMap::from([
-                ("a".into(), target("s", "t")),
-                ("b".into(), target("s", "t")),
-            ]),
+            BTreeMap::from([("a".into(), target("s", "t")), ("b".into(), target("s", "t"))]),
         )
         .unwrap_err();
         assert!(err.to_string().contains("both map to"), "{err}");

@@ -37,19 +37,13 @@ pub fn backend_error(e: &BackendError, context: &str) -> KafkaCode {
         | IggyError::PartitionNotFound(..)
         | IggyError::ResourceNotFound(_) => (UnknownTopicOrPartition, false),
         IggyError::TooBigMessagePayload | IggyError::TooBigUserHeaders => (MessageTooLarge, false),
-        IggyError::InvalidMessagePayloadLength | IggyError::InvalidHeaderValue => {
-            (CorruptMessage, false)
-        }
+        IggyError::InvalidMessagePayloadLength | IggyError::InvalidHeaderValue => (CorruptMessage, false),
         IggyError::InvalidMessageTimestampDelta(_) => (InvalidTimestamp, false),
         IggyError::TopicNameAlreadyExists(..) => (TopicAlreadyExists, true),
         IggyError::InvalidTopicName => (InvalidTopicException, false),
-        IggyError::InvalidPartitionsCount | IggyError::TooManyPartitions => {
-            (InvalidPartitions, false)
-        }
+        IggyError::InvalidPartitionsCount | IggyError::TooManyPartitions => (InvalidPartitions, false),
         IggyError::InvalidOffset(_) => (OffsetOutOfRange, false),
-        IggyError::Unauthenticated | IggyError::InvalidCredentials => {
-            (SaslAuthenticationFailed, false)
-        }
+        IggyError::Unauthenticated | IggyError::InvalidCredentials => (SaslAuthenticationFailed, false),
         // The client should refresh metadata and retry against a gateway that reaches Iggy.
         IggyError::Disconnected
         | IggyError::NotConnected
@@ -91,10 +85,7 @@ mod tests {
     #[test]
     fn err_map_1_table() {
         let cases: Vec<(BackendError, i16)> = vec![
-            (
-                IggyError::TopicNameNotFound("t".into(), "s".into()).into(),
-                3,
-            ),
+            (IggyError::TopicNameNotFound("t".into(), "s".into()).into(), 3),
             (IggyError::ResourceNotFound("p".into()).into(), 3),
             (IggyError::TooBigMessagePayload.into(), 10),
             (IggyError::InvalidMessageTimestampDelta(1).into(), 32),
@@ -113,12 +104,6 @@ mod tests {
         let budget = DecodeError::Budget(kig_core::budget::DecompressionBudget::new(1).exceeded(2));
         assert_eq!(decode_error(&budget), 10);
         assert_eq!(decode_error(&DecodeError::UnsupportedMagic(1)), 43);
-        assert_eq!(
-            decode_error(&DecodeError::CrcMismatch {
-                stored: 1,
-                computed: 2
-            }),
-            2
-        );
+        assert_eq!(decode_error(&DecodeError::CrcMismatch { stored: 1, computed: 2 }), 2);
     }
 }

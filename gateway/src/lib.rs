@@ -26,11 +26,7 @@ use gateway::Gateway;
 use std::sync::Arc;
 
 /// A gateway on a fresh embedded backend: the default setup, and what tests start.
-pub fn embedded_gateway(
-    config: Config,
-    clock: Arc<dyn Clock>,
-    seed: u64,
-) -> Arc<Gateway<EmbeddedBackend>> {
+pub fn embedded_gateway(config: Config, clock: Arc<dyn Clock>, seed: u64) -> Arc<Gateway<EmbeddedBackend>> {
     let backend = EmbeddedBackend::new(
         clock.clone(),
         EmbeddedConfig {

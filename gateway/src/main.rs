@@ -11,20 +11,19 @@ use std::sync::Arc;
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
         .init();
     let config = Config::load(Args::parse())?;
     if config.backend == BackendKind::Iggy {
-        anyhow::bail!("--backend iggy needs the real-Iggy backend, which this build does not include yet; use --backend embedded");
+        anyhow::bail!(
+            "--backend iggy needs the real-Iggy backend, which this build does not include yet; use --backend embedded"
+        );
     }
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     let local = listener.local_addr()?;
-    let gateway =
-        kafka_iggy_gateway::embedded_gateway(config, Arc::new(SystemClock), rand::random());
+    let gateway = kafka_iggy_gateway::embedded_gateway(config, Arc::new(SystemClock), rand::random());
     println!(
         "kafka-iggy-gateway listening on {local} (backend: {})",
         gateway.backend.kind()

@@ -97,17 +97,12 @@ fn is_not_member(e: &BackendError) -> bool {
 fn is_absent(e: &BackendError) -> bool {
     matches!(
         e,
-        BackendError::Iggy(
-            IggyError::ConsumerOffsetNotFound(_) | IggyError::ConsumerGroupNameNotFound(..)
-        )
+        BackendError::Iggy(IggyError::ConsumerOffsetNotFound(_) | IggyError::ConsumerGroupNameNotFound(..))
     )
 }
 
 fn is_exists(e: &BackendError) -> bool {
-    matches!(
-        e,
-        BackendError::Iggy(IggyError::ConsumerGroupNameAlreadyExists(..))
-    )
+    matches!(e, BackendError::Iggy(IggyError::ConsumerGroupNameAlreadyExists(..)))
 }
 
 /// Reads and writes committed offsets through one backend client.
@@ -119,11 +114,7 @@ pub struct OffsetStore<'a, B> {
 impl<B: Backend> OffsetStore<'_, B> {
     /// Creates `kafka.cg.<group>` when missing and joins it (CO-MEMBER-1).
     async fn ensure_member(&self, t: &IggyTarget, key: &str) -> Result<(), BackendError> {
-        if let Err(e) = self
-            .backend
-            .create_consumer_group(&t.stream, &t.topic, key)
-            .await
-        {
+        if let Err(e) = self.backend.create_consumer_group(&t.stream, &t.topic, key).await {
             if !is_exists(&e) {
                 return Err(e);
             }
@@ -150,13 +141,7 @@ impl<B: Backend> OffsetStore<'_, B> {
     }
 
     /// Stores one Kafka commit.
-    pub async fn commit(
-        &self,
-        t: &IggyTarget,
-        partition: u32,
-        group: &str,
-        committed: i64,
-    ) -> Result<(), CommitError> {
+    pub async fn commit(&self, t: &IggyTarget, partition: u32, group: &str, committed: i64) -> Result<(), CommitError> {
         let stored = stored_for_commit(committed).ok_or(CommitError::OutOfRange)?;
         let key = offsets_group(group);
         let marker = zero_marker(group, partition);
@@ -184,9 +169,7 @@ impl<B: Backend> OffsetStore<'_, B> {
                         .store_consumer_offset(s, tp, partition, &key, self.client, value)
                 };
                 match self.as_member(t, &key, store).await {
-                    Err(BackendError::Iggy(IggyError::InvalidOffset(_))) => {
-                        return Err(CommitError::OutOfRange)
-                    }
+                    Err(BackendError::Iggy(IggyError::InvalidOffset(_))) => return Err(CommitError::OutOfRange),
                     other => other.map_err(CommitError::Backend)?,
                 }
                 delete_marker().await.map_err(CommitError::Backend)
@@ -196,9 +179,7 @@ impl<B: Backend> OffsetStore<'_, B> {
                     Err(e) if !is_exists(&e) => return Err(CommitError::Backend(e)),
                     _ => {}
                 }
-                self.as_member(t, &key, delete_key)
-                    .await
-                    .map_err(CommitError::Backend)
+                self.as_member(t, &key, delete_key).await.map_err(CommitError::Backend)
             }
             StoredCommit::Absent => {
                 self.as_member(t, &key, delete_key)
@@ -211,12 +192,7 @@ impl<B: Backend> OffsetStore<'_, B> {
 
     /// The committed offsets of `partitions`, reading no more than one group list per topic.
     /// Reading needs no membership.
-    pub async fn fetch(
-        &self,
-        t: &IggyTarget,
-        partitions: &[u32],
-        group: &str,
-    ) -> Result<Vec<i64>, BackendError> {
+    pub async fn fetch(&self, t: &IggyTarget, partitions: &[u32], group: &str) -> Result<Vec<i64>, BackendError> {
         let groups: BTreeSet<String> = self
             .backend
             .list_consumer_groups(&t.stream, &t.topic)
@@ -227,42 +203,29 @@ impl<B: Backend> OffsetStore<'_, B> {
         let mut out = Vec::with_capacity(partitions.len());
         for &p in partitions {
             let stored = if groups.contains(&key) {
-                self.backend
-                    .get_consumer_offset(&t.stream, &t.topic, p, &key)
-                    .await?
+                self.backend.get_consumer_offset(&t.stream, &t.topic, p, &key).await?
             } else {
                 None
             };
-            out.push(committed_from(
-                stored,
-                groups.contains(&zero_marker(group, p)),
-            ));
+            out.push(committed_from(stored, groups.contains(&zero_marker(group, p))));
         }
         Ok(out)
     }
 
     /// Deletes everything a Kafka group stored on one Iggy topic (DeleteGroups).
     pub async fn delete_group(&self, t: &IggyTarget, group: &str) -> Result<(), BackendError> {
-        let groups = self
-            .backend
-            .list_consumer_groups(&t.stream, &t.topic)
-            .await?;
+        let groups = self.backend.list_consumer_groups(&t.stream, &t.topic).await?;
         let key = offsets_group(group);
         for name in groups {
             let is_marker = name
                 .strip_prefix(ZERO_MARKER_PREFIX)
                 .and_then(|rest| rest.split_once('.'))
                 .is_some_and(|(p, g)| {
-                    p.parse::<u32>().is_ok_and(|p| {
-                        zero_marker(group, p) == format!("{ZERO_MARKER_PREFIX}{p}.{g}")
-                    })
+                    p.parse::<u32>()
+                        .is_ok_and(|p| zero_marker(group, p) == format!("{ZERO_MARKER_PREFIX}{p}.{g}"))
                 });
             if name == key || is_marker {
-                match self
-                    .backend
-                    .delete_consumer_group(&t.stream, &t.topic, &name)
-                    .await
-                {
+                match self.backend.delete_consumer_group(&t.stream, &t.topic, &name).await {
                     Err(e) if !is_absent(&e) => return Err(e),
                     _ => {}
                 }

@@ -23,8 +23,7 @@ impl ProducerIdAllocator {
     /// The next id, or `None` once this instance's 2^47 ids are spent.
     pub fn allocate(&self) -> Option<i64> {
         let counter = self.next.fetch_add(1, Ordering::Relaxed);
-        (counter <= COUNTER_MAX)
-            .then(|| ((u64::from(self.instance_id) << COUNTER_BITS) | counter) as i64)
+        (counter <= COUNTER_MAX).then(|| ((u64::from(self.instance_id) << COUNTER_BITS) | counter) as i64)
     }
 
     /// The instance id encoded in `producer_id`.

@@ -18,9 +18,7 @@ use tokio::task::JoinSet;
 /// A source of connections.
 pub trait Listener: Send + 'static {
     type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
-    fn accept(
-        &mut self,
-    ) -> impl Future<Output = std::io::Result<(Self::Stream, SocketAddr)>> + Send;
+    fn accept(&mut self) -> impl Future<Output = std::io::Result<(Self::Stream, SocketAddr)>> + Send;
 }
 
 impl Listener for tokio::net::TcpListener {
@@ -58,11 +56,7 @@ async fn stopped(rx: &mut watch::Receiver<bool>) {
 
 /// Serves connections from `listener` until `shutdown` triggers, then waits for every
 /// connection to finish its current request.
-pub async fn serve<B: Backend, L: Listener>(
-    mut listener: L,
-    gateway: Arc<Gateway<B>>,
-    shutdown: Shutdown,
-) {
+pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gateway<B>>, shutdown: Shutdown) {
     let mut stop = shutdown.subscribe();
     let timers = tokio::spawn({
         let gateway = gateway.clone();
@@ -120,9 +114,7 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
         };
         match gateway.handle_frame(frame).await {
             Ok(Reply::Frame(body)) => {
-                match tokio::time::timeout(config.write_timeout, write_frame(&mut stream, &body))
-                    .await
-                {
+                match tokio::time::timeout(config.write_timeout, write_frame(&mut stream, &body)).await {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => {
                         tracing::debug!(%peer, "connection write failed: {e}");

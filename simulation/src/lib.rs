@@ -1,1 +1,82 @@
-//! placeholder
+//! Deterministic simulations of the gateway under [turmoil].
+//!
+//! The gateway host runs the very server code the binary runs — [`serve`] with its accept loop
+//! and per-connection request loop — over turmoil's simulated TCP instead of tokio's sockets,
+//! on the embedded Iggy model. Nothing in it reads the machine: the clock is a [`TokioClock`]
+//! at the fixed epoch [`EPOCH_US`], which follows the host's simulated tokio time, and the RNG is
+//! [`SharedRng::seeded`] from the simulation seed. Given the seed, turmoil decides message
+//! latencies and scheduling, so one seed always plays out the same way: the same offsets, the
+//! same server timestamps, the same timeouts.
+//!
+//! - [`TurmoilListener`]: the server's [`Listener`] over `turmoil::net::TcpListener`.
+//! - [`gateway_config`], [`run_gateway`], [`gateway_host`]: a gateway host listening on
+//!   `0.0.0.0:9092` and advertising `gateway:9092`.
+//! - [`connect`]: a raw [`WireClient`] over a simulated connection to that host.
+//!
+//! A client in the simulation speaks to the gateway with the conformance suite's raw client, so
+//! the requests are byte for byte what a conformance case would send over a real socket.
+
+use kafka_iggy_conformance::wire::WireClient;
+use kafka_iggy_gateway::clock::{Clock, TokioClock};
+use kafka_iggy_gateway::config::{Args, Config, FileConfig};
+use kafka_iggy_gateway::embedded_gateway;
+use kafka_iggy_gateway::server::{serve, Listener, Shutdown};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use turmoil::net::{TcpListener, TcpStream};
+
+/// The gateway's host name in the simulated network.
+pub const GATEWAY_HOST: &str = "gateway";
+/// The port the gateway listens on.
+pub const GATEWAY_PORT: u16 = 9092;
+/// What the gateway's clock reads when the simulation starts: 2023-11-14T22:13:20Z, in µs.
+pub const EPOCH_US: u64 = 1_700_000_000_000_000;
+
+/// turmoil's TCP listener as a source of connections for [`serve`]. turmoil's `TcpStream`
+/// implements tokio's `AsyncRead` and `AsyncWrite`, so the server's connection loop runs on it
+/// unchanged.
+pub struct TurmoilListener(pub TcpListener);
+
+impl Listener for TurmoilListener {
+    type Stream = TcpStream;
+
+    async fn accept(&mut self) -> std::io::Result<(Self::Stream, SocketAddr)> {
+        self.0.accept().await
+    }
+}
+
+/// The gateway's configuration in a simulation: listening on every address of its host at
+/// [`GATEWAY_PORT`] and advertising `gateway:9092`; everything else at its default.
+pub fn gateway_config() -> Config {
+    let args = Args {
+        listen: Some(SocketAddr::from(([0, 0, 0, 0], GATEWAY_PORT))),
+        advertised: Some(format!("{GATEWAY_HOST}:{GATEWAY_PORT}")),
+        ..Args::default()
+    };
+    Config::resolve(args, FileConfig::default()).expect("the simulation's configuration is valid")
+}
+
+/// Runs one gateway until `shutdown` triggers: binds the listener, builds a gateway on a fresh
+/// embedded backend with a [`TokioClock`] at [`EPOCH_US`] and an RNG seeded with `seed`, and
+/// serves. Call it inside a turmoil host, whose runtime the clock then follows.
+pub async fn run_gateway(seed: u64, shutdown: Shutdown) -> turmoil::Result {
+    let config = gateway_config();
+    let listener = TcpListener::bind(config.listen).await?;
+    let clock: Arc<dyn Clock> = Arc::new(TokioClock::new(EPOCH_US));
+    let gateway = embedded_gateway(config, clock, seed);
+    serve(TurmoilListener(listener), gateway, shutdown).await;
+    Ok(())
+}
+
+/// Registers the host [`GATEWAY_HOST`] running a gateway seeded with `seed`. A restarted
+/// (bounced) host starts again on an empty backend, as a process restart of the embedded model
+/// would.
+pub fn gateway_host(sim: &mut turmoil::Sim<'_>, seed: u64) {
+    sim.host(GATEWAY_HOST, move || run_gateway(seed, Shutdown::default()));
+}
+
+/// Opens a new connection to the gateway host. Call it inside a turmoil client or host.
+pub async fn connect() -> std::io::Result<WireClient<TcpStream>> {
+    let stream = TcpStream::connect((GATEWAY_HOST, GATEWAY_PORT)).await?;
+    Ok(WireClient::new(stream))
+}

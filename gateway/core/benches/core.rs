@@ -2,9 +2,7 @@
 //! next to a plain memory copy of the same bytes as the limit. Prints figures; asserts nothing.
 
 use bytes::Bytes;
-use kig_core::batch::{
-    decode_batches, encode_batch, BatchAttributes, BatchHeader, Record, RecordBatch, RecordHeader,
-};
+use kig_core::batch::{decode_batches, encode_batch, BatchAttributes, BatchHeader, Record, RecordBatch, RecordHeader};
 use kig_core::budget::DecompressionBudget;
 use kig_core::compression::Compression;
 use kig_core::fetch_batch::FetchBatchBuilder;
@@ -56,9 +54,7 @@ fn batch(codec: Compression) -> RecordBatch {
                 value: Some(value(i)),
                 headers: vec![RecordHeader {
                     name: Bytes::from_static(b"trace"),
-                    value: Some(Bytes::from_static(
-                        b"00-4bf92f3577b34da6-00f067aa0ba902b7-01",
-                    )),
+                    value: Some(Bytes::from_static(b"00-4bf92f3577b34da6-00f067aa0ba902b7-01")),
                 }],
             })
             .collect(),
@@ -88,7 +84,9 @@ fn report(name: &str, iterations_per_s: f64, payload_bytes: usize, baseline_per_
 
 fn main() {
     let payload = RECORDS_PER_BATCH * RECORD_BYTES;
-    println!("kig-core bench: batches of {RECORDS_PER_BATCH} records of {RECORD_BYTES} B values (MB/s counts value bytes)");
+    println!(
+        "kig-core bench: batches of {RECORDS_PER_BATCH} records of {RECORD_BYTES} B values (MB/s counts value bytes)"
+    );
     let plain = encode_batch(&batch(Compression::None)).unwrap();
     let copy = per_second(|| {
         black_box(plain.to_vec());
@@ -107,12 +105,7 @@ fn main() {
             let mut budget = DecompressionBudget::new(8 << 20);
             black_box(decode_batches(&bytes, &mut budget).unwrap());
         });
-        report(
-            &format!("decode batch ({})", codec.name()),
-            decode,
-            payload,
-            Some(copy),
-        );
+        report(&format!("decode batch ({})", codec.name()), decode, payload, Some(copy));
         let decode_map = per_second(|| {
             let mut budget = DecompressionBudget::new(8 << 20);
             for b in decode_batches(&bytes, &mut budget).unwrap() {
@@ -160,10 +153,5 @@ fn main() {
         }
         black_box(builder.finish());
     });
-    report(
-        "map back + fetch batch (read path)",
-        fetch,
-        payload,
-        Some(copy),
-    );
+    report("map back + fetch batch (read path)", fetch, payload, Some(copy));
 }

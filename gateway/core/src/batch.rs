@@ -37,9 +37,7 @@
 use crate::budget::DecompressionBudget;
 use crate::compression::{self, Compression};
 use crate::error::DecodeError;
-use crate::varint::{
-    read_varint, read_varlong, varint_len, varlong_len, write_varint, write_varlong,
-};
+use crate::varint::{read_varint, read_varlong, varint_len, varlong_len, write_varint, write_varlong};
 use bytes::{BufMut, Bytes, BytesMut};
 
 /// The only record batch format the gateway reads and writes.
@@ -149,10 +147,7 @@ impl RecordBatch {
     pub fn record_timestamp_ms(&self, record: &Record) -> i64 {
         match self.header.attributes.timestamp_type() {
             TimestampType::LogAppendTime => self.header.max_timestamp,
-            TimestampType::CreateTime => self
-                .header
-                .base_timestamp
-                .wrapping_add(record.timestamp_delta),
+            TimestampType::CreateTime => self.header.base_timestamp.wrapping_add(record.timestamp_delta),
         }
     }
 }
@@ -183,10 +178,7 @@ impl RawBatch {
     }
 
     /// Decodes the records, decompressing under `budget`. The CRC is checked first.
-    pub fn decode_records(
-        &self,
-        budget: &mut DecompressionBudget,
-    ) -> Result<Vec<Record>, DecodeError> {
+    pub fn decode_records(&self, budget: &mut DecompressionBudget) -> Result<Vec<Record>, DecodeError> {
         self.verify_crc()?;
         let compression = self.header.attributes.compression()?;
         let section = self.bytes.slice(BATCH_HEADER_LEN..);
@@ -228,11 +220,7 @@ fn be_i16(b: &[u8], at: usize) -> i16 {
 /// input. Magic 0 and 1 are refused by their magic byte, before their layout is read.
 pub fn parse_batch(input: &Bytes) -> Result<(RawBatch, Bytes), DecodeError> {
     if input.len() < LOG_OVERHEAD + 5 {
-        return Err(truncated(
-            "record batch header",
-            LOG_OVERHEAD + 5,
-            input.len(),
-        ));
+        return Err(truncated("record batch header", LOG_OVERHEAD + 5, input.len()));
     }
     let batch_length = be_i32(input, 8);
     let magic = input[16] as i8;
@@ -291,22 +279,12 @@ pub fn parse_batches(input: &Bytes) -> Result<Vec<RawBatch>, DecodeError> {
 }
 
 /// Decodes every batch in a records blob under one shared budget.
-pub fn decode_batches(
-    input: &Bytes,
-    budget: &mut DecompressionBudget,
-) -> Result<Vec<RecordBatch>, DecodeError> {
-    parse_batches(input)?
-        .iter()
-        .map(|raw| raw.decode(budget))
-        .collect()
+pub fn decode_batches(input: &Bytes, budget: &mut DecompressionBudget) -> Result<Vec<RecordBatch>, DecodeError> {
+    parse_batches(input)?.iter().map(|raw| raw.decode(budget)).collect()
 }
 
 /// Reads a nullable byte string: a varint length (-1 = null) and that many bytes.
-fn read_nullable(
-    input: &Bytes,
-    pos: &mut usize,
-    what: &'static str,
-) -> Result<Option<Bytes>, DecodeError> {
+fn read_nullable(input: &Bytes, pos: &mut usize, what: &'static str) -> Result<Option<Bytes>, DecodeError> {
     let len = read_varint(input, pos, what)?;
     if len == -1 {
         return Ok(None);
@@ -476,11 +454,7 @@ pub fn encode_batch(batch: &RecordBatch) -> Result<Bytes, DecodeError> {
         Compression::None => records.freeze(),
         codec => Bytes::from(compression::compress(codec, &records)),
     };
-    Ok(write_batch(
-        &batch.header,
-        batch.records.len() as i32,
-        &section,
-    ))
+    Ok(write_batch(&batch.header, batch.records.len() as i32, &section))
 }
 
 /// Frames an already-encoded records section with a batch header, length and CRC.

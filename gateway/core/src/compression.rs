@@ -126,11 +126,7 @@ impl Compression {
 /// Errors: [`DecodeError::Budget`] when the output would exceed what the budget has left (the
 /// budget is then left unchanged), [`DecodeError::Corrupt`] for a stream the codec rejects,
 /// [`DecodeError::Truncated`] for a xerial snappy stream cut short.
-pub fn decompress(
-    codec: Compression,
-    input: &[u8],
-    budget: &mut DecompressionBudget,
-) -> Result<Vec<u8>, DecodeError> {
+pub fn decompress(codec: Compression, input: &[u8], budget: &mut DecompressionBudget) -> Result<Vec<u8>, DecodeError> {
     // BATCH-BUDGET-2: everything this call produces must fit in what is left now; the output
     // buffer's capacity never exceeds `limit`.
     let limit = budget.remaining();
@@ -175,8 +171,7 @@ pub fn compress(codec: Compression, input: &[u8]) -> Vec<u8> {
     match codec {
         Compression::None => input.to_vec(),
         Compression::Gzip => {
-            let mut encoder =
-                flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
             encoder.write_all(input).expect(VEC_WRITE);
             encoder.finish().expect(VEC_WRITE)
         }
@@ -191,9 +186,7 @@ pub fn compress(codec: Compression, input: &[u8]) -> Vec<u8> {
             encoder.write_all(input).expect(VEC_WRITE);
             encoder.finish().expect(VEC_WRITE)
         }
-        Compression::Zstd => {
-            zstd::bulk::compress(input, zstd::DEFAULT_COMPRESSION_LEVEL).expect(VEC_WRITE)
-        }
+        Compression::Zstd => zstd::bulk::compress(input, zstd::DEFAULT_COMPRESSION_LEVEL).expect(VEC_WRITE),
     }
 }
 
@@ -258,9 +251,7 @@ fn read_bounded<R: Read>(
         };
         if n > room {
             // BATCH-BUDGET-2: at least `out.len() + n` (> remaining) bytes were asked for.
-            return Err(DecodeError::Budget(
-                budget.exceeded(out.len() as u64 + n as u64),
-            ));
+            return Err(DecodeError::Budget(budget.exceeded(out.len() as u64 + n as u64)));
         }
         reserve_within(out, n, limit);
         out.extend_from_slice(&chunk[..n]);
@@ -268,12 +259,7 @@ fn read_bounded<R: Read>(
 }
 
 /// Maps an error of a streaming decoder to a typed error.
-fn stream_error(
-    codec: Compression,
-    err: io::Error,
-    limit: usize,
-    budget: &DecompressionBudget,
-) -> DecodeError {
+fn stream_error(codec: Compression, err: io::Error, limit: usize, budget: &DecompressionBudget) -> DecodeError {
     if codec == Compression::Zstd && err.to_string().contains(ZSTD_WINDOW_TOO_LARGE) {
         let (_, budget_bound) = zstd_window_log_max(limit);
         if budget_bound {
@@ -299,15 +285,12 @@ fn snappy_block(
     if block.is_empty() {
         return Err(corrupt(Compression::Snappy, "empty snappy block"));
     }
-    let declared =
-        snap::raw::decompress_len(block).map_err(|err| corrupt(Compression::Snappy, err))?;
+    let declared = snap::raw::decompress_len(block).map_err(|err| corrupt(Compression::Snappy, err))?;
     let room = limit - out.len();
     if declared > room {
         // BATCH-BUDGET-2: the block declares its decompressed length up front; refuse it before
         // allocating anything (a 67-byte block may declare 4 GiB).
-        return Err(DecodeError::Budget(
-            budget.exceeded(out.len() as u64 + declared as u64),
-        ));
+        return Err(DecodeError::Budget(budget.exceeded(out.len() as u64 + declared as u64)));
     }
     reserve_within(out, declared, limit);
     let start = out.len();
@@ -379,12 +362,7 @@ fn snappy_xerial(
 /// The decoder allocates fixed buffers from the frame's declared block size (64 KiB to 4 MiB:
 /// at most about 4 MiB of input plus 8 MiB + 64 KiB of output in linked mode), independent of
 /// how far the frame expands; the output it produces is bounded by the budget.
-fn lz4_frames(
-    input: &[u8],
-    out: &mut Vec<u8>,
-    limit: usize,
-    budget: &DecompressionBudget,
-) -> Result<(), DecodeError> {
+fn lz4_frames(input: &[u8], out: &mut Vec<u8>, limit: usize, budget: &DecompressionBudget) -> Result<(), DecodeError> {
     let mut rest = input;
     while !rest.is_empty() {
         if rest.len() < LZ4_MIN_FRAME_HEADER {
@@ -423,15 +401,9 @@ fn zstd_window_log_max(remaining: usize) -> (u32, bool) {
 /// The window cap applies to the window a frame *declares*, not to its output: a frame written
 /// by a streaming encoder without a pledged size (level 3 declares a 2 MiB window, even for a
 /// few kilobytes of records) is refused once less than 1 MiB of the budget is left.
-fn zstd_frames(
-    input: &[u8],
-    out: &mut Vec<u8>,
-    limit: usize,
-    budget: &DecompressionBudget,
-) -> Result<(), DecodeError> {
+fn zstd_frames(input: &[u8], out: &mut Vec<u8>, limit: usize, budget: &DecompressionBudget) -> Result<(), DecodeError> {
     // `with_buffer`: the input slice is already a `BufRead`, no extra copy buffer.
-    let mut decoder = zstd::stream::read::Decoder::with_buffer(input)
-        .map_err(|err| corrupt(Compression::Zstd, err))?;
+    let mut decoder = zstd::stream::read::Decoder::with_buffer(input).map_err(|err| corrupt(Compression::Zstd, err))?;
     // BATCH-BUDGET-2: zstd allocates its window in C, out of sight of the output bound; cap it
     // at about twice the remaining budget so a frame declaring a huge window (or a huge
     // single-segment content size) is refused before zstd allocates it.
@@ -554,10 +526,7 @@ mod tests {
             assert!(matches!(err, DecodeError::Corrupt { .. }), "{err:?}");
         }
         let mut budget = DecompressionBudget::new(1024);
-        assert_eq!(
-            decompress(Compression::None, &[], &mut budget),
-            Ok(Vec::new())
-        );
+        assert_eq!(decompress(Compression::None, &[], &mut budget), Ok(Vec::new()));
     }
 
     #[test]
@@ -700,10 +669,7 @@ mod tests {
     fn batch_budget_1_none_is_copied_without_charging_the_budget() {
         let input = sample(5000);
         let mut budget = DecompressionBudget::new(10);
-        assert_eq!(
-            decompress(Compression::None, &input, &mut budget),
-            Ok(input)
-        );
+        assert_eq!(decompress(Compression::None, &input, &mut budget), Ok(input));
         assert_eq!(budget.remaining(), 10);
     }
 
@@ -780,10 +746,7 @@ mod tests {
         let frame = zstd_frame_with_window_log(23);
         // 16 MiB left: window log up to 25, the 8 MiB window is fine.
         let mut budget = DecompressionBudget::new(16 << 20);
-        assert_eq!(
-            decompress(Compression::Zstd, &frame, &mut budget),
-            Ok(Vec::new())
-        );
+        assert_eq!(decompress(Compression::Zstd, &frame, &mut budget), Ok(Vec::new()));
         // 1 MiB left: window log up to 21, the 8 MiB window is refused as a budget error (this
         // also pins zstd's error text the mapping relies on).
         let mut budget = DecompressionBudget::new(1 << 20);

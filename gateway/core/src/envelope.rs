@@ -56,9 +56,7 @@ pub fn envelope_len(key: Option<&[u8]>, value: Option<&[u8]>, headers: &[RecordH
         + value.map_or(0, <[u8]>::len)
         + headers
             .iter()
-            .map(|h| {
-                ENVELOPE_HEADER_FIXED_LEN + h.name.len() + h.value.as_ref().map_or(0, Bytes::len)
-            })
+            .map(|h| ENVELOPE_HEADER_FIXED_LEN + h.name.len() + h.value.as_ref().map_or(0, Bytes::len))
             .sum::<usize>()
 }
 
@@ -68,14 +66,9 @@ fn put_len(out: &mut BytesMut, len: usize) {
 }
 
 /// Encodes the envelope payload (ENV-LAYOUT-1).
-pub fn encode_envelope(
-    key: Option<&[u8]>,
-    value: Option<&[u8]>,
-    headers: &[RecordHeader],
-) -> Bytes {
+pub fn encode_envelope(key: Option<&[u8]>, value: Option<&[u8]>, headers: &[RecordHeader]) -> Bytes {
     let mut out = BytesMut::with_capacity(envelope_len(key, value, headers));
-    let flags = if key.is_some() { KEY_PRESENT } else { 0 }
-        | if value.is_some() { VALUE_PRESENT } else { 0 };
+    let flags = if key.is_some() { KEY_PRESENT } else { 0 } | if value.is_some() { VALUE_PRESENT } else { 0 };
     out.put_u8(flags);
     put_len(&mut out, key.map_or(0, <[u8]>::len));
     out.put_slice(key.unwrap_or_default());
@@ -118,9 +111,7 @@ impl Reader<'_> {
 
     fn u32(&mut self, what: &'static str) -> Result<usize, DecodeError> {
         self.need(what, 4)?;
-        let bytes: [u8; 4] = self.input[self.pos..self.pos + 4]
-            .try_into()
-            .expect("4 bytes");
+        let bytes: [u8; 4] = self.input[self.pos..self.pos + 4].try_into().expect("4 bytes");
         self.pos += 4;
         Ok(u32::from_le_bytes(bytes) as usize)
     }
@@ -151,10 +142,7 @@ impl Reader<'_> {
 /// Decodes an envelope payload. Every length is checked against the bytes present before it is
 /// used; the parts are slices of `payload`, so nothing is copied or allocated per part.
 pub fn decode_envelope(payload: &Bytes) -> Result<EnvelopeRecord, DecodeError> {
-    let mut r = Reader {
-        input: payload,
-        pos: 0,
-    };
+    let mut r = Reader { input: payload, pos: 0 };
     let flags = r.u8("envelope flags")?;
     if flags & !(KEY_PRESENT | VALUE_PRESENT) != 0 {
         return Err(DecodeError::Invalid {
@@ -195,11 +183,7 @@ pub fn decode_envelope(payload: &Bytes) -> Result<EnvelopeRecord, DecodeError> {
             trailing: payload.len() - r.pos,
         });
     }
-    Ok(EnvelopeRecord {
-        key,
-        value,
-        headers,
-    })
+    Ok(EnvelopeRecord { key, value, headers })
 }
 
 #[cfg(test)]
@@ -215,15 +199,11 @@ mod tests {
         }];
         let bytes = encode_envelope(Some(b"k"), None, &headers);
         let expected: &[u8] = &[
-            0b01, 1, 0, 0, 0, b'k', 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, b'h', 1, 2, 0, 0, 0, b'x',
-            b'y',
+            0b01, 1, 0, 0, 0, b'k', 0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, b'h', 1, 2, 0, 0, 0, b'x', b'y',
         ];
         assert_eq!(&bytes[..], expected);
         assert_eq!(bytes.len(), envelope_len(Some(b"k"), None, &headers));
-        assert_eq!(
-            bytes.len(),
-            ENVELOPE_FIXED_LEN + 1 + ENVELOPE_HEADER_FIXED_LEN + 1 + 2
-        );
+        assert_eq!(bytes.len(), ENVELOPE_FIXED_LEN + 1 + ENVELOPE_HEADER_FIXED_LEN + 1 + 2);
     }
 
     #[test]

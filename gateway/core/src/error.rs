@@ -34,7 +34,9 @@ pub enum DecodeError {
 
 /// The shared per-request decompression budget would be exceeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
-#[error("decompressed output would exceed the request budget: {requested} bytes requested, {remaining} left of {limit}")]
+#[error(
+    "decompressed output would exceed the request budget: {requested} bytes requested, {remaining} left of {limit}"
+)]
 pub struct BudgetExceeded {
     pub requested: u64,
     pub remaining: usize,

@@ -3,8 +3,7 @@
 //! computed CRC32C. Built one record at a time so the caller can stop at a byte limit.
 
 use crate::batch::{
-    encode_record, encoded_record_len, write_batch, BatchAttributes, BatchHeader, Record,
-    BATCH_HEADER_LEN,
+    encode_record, encoded_record_len, write_batch, BatchAttributes, BatchHeader, Record, BATCH_HEADER_LEN,
 };
 use crate::compression::Compression;
 use crate::mapping::KafkaRecord;
@@ -132,10 +131,7 @@ mod tests {
         let h = batch.header;
         assert_eq!((h.base_offset, h.last_offset_delta), (40, 3));
         assert_eq!((h.base_timestamp, h.max_timestamp), (2_000, 2_500));
-        assert_eq!(
-            (h.producer_id, h.producer_epoch, h.base_sequence),
-            (-1, -1, -1)
-        );
+        assert_eq!((h.producer_id, h.producer_epoch, h.base_sequence), (-1, -1, -1));
         assert_eq!(h.attributes, BatchAttributes(0));
         let deltas: Vec<_> = batch
             .records

@@ -10,8 +10,7 @@ use crate::batch::RecordHeader;
 use crate::envelope::{decode_envelope, encode_envelope, envelope_len, ENVELOPE_VERSION};
 use bytes::Bytes;
 use iggy_common::{
-    HeaderKey, HeaderKind, HeaderValue, IggyError, IggyMessage, MAX_PAYLOAD_SIZE,
-    MAX_USER_HEADERS_SIZE,
+    HeaderKey, HeaderKind, HeaderValue, IggyError, IggyMessage, MAX_PAYLOAD_SIZE, MAX_USER_HEADERS_SIZE,
 };
 use std::collections::BTreeMap;
 use thiserror::Error;
@@ -133,10 +132,7 @@ pub fn classify(record: &KafkaRecord) -> StoredForm {
         }
     }
     let placeholder = record.value.as_ref().is_none_or(Bytes::is_empty);
-    let mut budget = record
-        .key
-        .as_ref()
-        .map_or(0, |k| wire_len(KEY_HEADER.len(), k.len()));
+    let mut budget = record.key.as_ref().map_or(0, |k| wire_len(KEY_HEADER.len(), k.len()));
     if placeholder {
         let marker_len = if record.value.is_none() {
             b"null".len()
@@ -192,21 +188,13 @@ pub fn record_to_message(record: &KafkaRecord) -> Result<(IggyMessage, StoredFor
     let mut headers = BTreeMap::new();
     let payload = match form {
         StoredForm::Envelope(_) => {
-            let len = envelope_len(
-                record.key.as_deref(),
-                record.value.as_deref(),
-                &record.headers,
-            );
+            let len = envelope_len(record.key.as_deref(), record.value.as_deref(), &record.headers);
             if len > MAX_PAYLOAD_SIZE as usize {
                 return Err(MapError::PayloadTooLarge { len });
             }
             // ENV-MARK-1
             headers.insert(key(ENVELOPE_HEADER), raw(&[ENVELOPE_VERSION])?);
-            encode_envelope(
-                record.key.as_deref(),
-                record.value.as_deref(),
-                &record.headers,
-            )
+            encode_envelope(record.key.as_deref(), record.value.as_deref(), &record.headers)
         }
         StoredForm::Plain | StoredForm::Placeholder => {
             if let Some(k) = &record.key {
@@ -268,11 +256,7 @@ pub fn record_timestamp_ms(message: &IggyMessage) -> i64 {
     (us / MICROS_PER_MILLI as u64) as i64
 }
 
-fn native_record(
-    timestamp_ms: i64,
-    message: &IggyMessage,
-    headers: &BTreeMap<HeaderKey, HeaderValue>,
-) -> KafkaRecord {
+fn native_record(timestamp_ms: i64, message: &IggyMessage, headers: &BTreeMap<HeaderKey, HeaderValue>) -> KafkaRecord {
     KafkaRecord {
         timestamp_ms,
         key: None,
@@ -295,10 +279,7 @@ pub fn message_to_record(message: &IggyMessage) -> (KafkaRecord, ReadForm) {
         Ok(map) => map.unwrap_or_default(),
         Err(e) => {
             let record = native_record(timestamp_ms, message, &BTreeMap::new());
-            return (
-                record,
-                ReadForm::Malformed(format!("user headers do not parse: {e}")),
-            );
+            return (record, ReadForm::Malformed(format!("user headers do not parse: {e}")));
         }
     };
     let malformed = |reason: String| {
@@ -359,10 +340,7 @@ pub fn message_to_record(message: &IggyMessage) -> (KafkaRecord, ReadForm) {
     }
     if form == ReadForm::Native {
         // An Iggy-written message keeps every header, in stored order, and a null key.
-        return (
-            native_record(timestamp_ms, message, &headers),
-            ReadForm::Native,
-        );
+        return (native_record(timestamp_ms, message, &headers), ReadForm::Native);
     }
     (
         KafkaRecord {

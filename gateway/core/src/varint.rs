@@ -5,12 +5,7 @@ use crate::error::DecodeError;
 use bytes::BufMut;
 
 /// Reads an unsigned LEB128 value of at most `max_bytes` bytes from `input[*pos..]`.
-fn read_unsigned(
-    input: &[u8],
-    pos: &mut usize,
-    max_bytes: usize,
-    what: &'static str,
-) -> Result<u64, DecodeError> {
+fn read_unsigned(input: &[u8], pos: &mut usize, max_bytes: usize, what: &'static str) -> Result<u64, DecodeError> {
     let mut value: u64 = 0;
     for i in 0..max_bytes {
         let Some(&byte) = input.get(*pos) else {

@@ -91,9 +91,7 @@ static SERIAL: Mutex<()> = Mutex::new(());
 
 /// Only one test of this file runs at a time, so the counters see one test's allocations.
 fn serial() -> MutexGuard<'static, ()> {
-    SERIAL
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+    SERIAL.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// Resets the peak to the current live bytes and returns them (the baseline).

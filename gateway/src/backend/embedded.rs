@@ -16,13 +16,9 @@
 //! Deterministic for a given clock and call order: nothing here reads the time but the
 //! injected clock, and nothing is random.
 
-use super::{
-    Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks,
-};
+use super::{Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks};
 use crate::clock::Clock;
-use iggy_common::{
-    Identifier, IggyError, IggyMessage, IggyMessageHeader, MAX_PAYLOAD_SIZE, MAX_USER_HEADERS_SIZE,
-};
+use iggy_common::{Identifier, IggyError, IggyMessage, IggyMessageHeader, MAX_PAYLOAD_SIZE, MAX_USER_HEADERS_SIZE};
 use kig_core::timestamps::fits_one_send;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -134,18 +130,11 @@ impl Model {
             .ok_or_else(|| IggyError::TopicNameNotFound(topic.to_string(), stream.to_string()))
     }
 
-    fn partition(
-        &mut self,
-        stream: &str,
-        topic: &str,
-        partition: u32,
-    ) -> Result<&mut Partition, IggyError> {
+    fn partition(&mut self, stream: &str, topic: &str, partition: u32) -> Result<&mut Partition, IggyError> {
         self.topic(stream, topic)?
             .partitions
             .get_mut(partition as usize)
-            .ok_or_else(|| {
-                IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
-            })
+            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))
     }
 }
 
@@ -277,11 +266,7 @@ impl Backend for EmbeddedBackend {
             .collect())
     }
 
-    async fn get_topic(
-        &self,
-        stream: &str,
-        topic: &str,
-    ) -> Result<Option<TopicInfo>, BackendError> {
+    async fn get_topic(&self, stream: &str, topic: &str) -> Result<Option<TopicInfo>, BackendError> {
         let mut model = self.lock();
         Ok(model.topic(stream, topic).ok().map(|t| TopicInfo {
             name: topic.to_string(),
@@ -290,12 +275,7 @@ impl Backend for EmbeddedBackend {
         }))
     }
 
-    async fn create_topic(
-        &self,
-        stream: &str,
-        topic: &str,
-        spec: TopicSpec,
-    ) -> Result<(), BackendError> {
+    async fn create_topic(&self, stream: &str, topic: &str, spec: TopicSpec) -> Result<(), BackendError> {
         if topic.is_empty() || topic.len() > MAX_NAME_LEN {
             return Err(IggyError::InvalidTopicName.into());
         }
@@ -321,9 +301,10 @@ impl Backend for EmbeddedBackend {
     async fn delete_topic(&self, stream: &str, topic: &str) -> Result<(), BackendError> {
         let mut model = self.lock();
         let s = model.stream(stream)?;
-        s.topics.remove(topic).map(|_| ()).ok_or_else(|| {
-            IggyError::TopicNameNotFound(topic.to_string(), stream.to_string()).into()
-        })
+        s.topics
+            .remove(topic)
+            .map(|_| ())
+            .ok_or_else(|| IggyError::TopicNameNotFound(topic.to_string(), stream.to_string()).into())
     }
 
     async fn append(
@@ -370,22 +351,15 @@ impl Backend for EmbeddedBackend {
         let mut model = self.lock();
         let t = model.topic(stream, topic)?;
         self.expire(t);
-        let p = t.partitions.get(partition as usize).ok_or_else(|| {
-            IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
-        })?;
-        let first = p
-            .messages
-            .front()
-            .map_or(p.next_offset, |m| m.header.offset);
+        let p = t
+            .partitions
+            .get(partition as usize)
+            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))?;
+        let first = p.messages.front().map_or(p.next_offset, |m| m.header.offset);
         let start = offset.saturating_sub(first) as usize;
         let mut out = Vec::new();
         let mut bytes = 0u64;
-        for m in p
-            .messages
-            .iter()
-            .skip(start)
-            .take(limits.max_messages as usize)
-        {
+        for m in p.messages.iter().skip(start).take(limits.max_messages as usize) {
             if !out.is_empty() && bytes + m.size() > limits.max_bytes {
                 break;
             }
@@ -395,23 +369,16 @@ impl Backend for EmbeddedBackend {
         Ok(out)
     }
 
-    async fn watermarks(
-        &self,
-        stream: &str,
-        topic: &str,
-        partition: u32,
-    ) -> Result<Watermarks, BackendError> {
+    async fn watermarks(&self, stream: &str, topic: &str, partition: u32) -> Result<Watermarks, BackendError> {
         let mut model = self.lock();
         let t = model.topic(stream, topic)?;
         self.expire(t);
-        let p = t.partitions.get(partition as usize).ok_or_else(|| {
-            IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
-        })?;
+        let p = t
+            .partitions
+            .get(partition as usize)
+            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))?;
         Ok(Watermarks {
-            log_start_offset: p
-                .messages
-                .front()
-                .map_or(p.next_offset, |m| m.header.offset),
+            log_start_offset: p.messages.front().map_or(p.next_offset, |m| m.header.offset),
             high_watermark: p.next_offset,
         })
     }
@@ -426,16 +393,13 @@ impl Backend for EmbeddedBackend {
         let mut model = self.lock();
         let t = model.topic(stream, topic)?;
         self.expire(t);
-        let p = t.partitions.get(partition as usize).ok_or_else(|| {
-            IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
-        })?;
+        let p = t
+            .partitions
+            .get(partition as usize)
+            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))?;
         // Server timestamps are non-decreasing per partition, so the first match is a binary search.
-        let index = p
-            .messages
-            .partition_point(|m| m.header.timestamp < timestamp_us);
-        Ok(p.messages
-            .get(index)
-            .map(|m| (m.header.offset, m.header.timestamp)))
+        let index = p.messages.partition_point(|m| m.header.timestamp < timestamp_us);
+        Ok(p.messages.get(index).map(|m| (m.header.offset, m.header.timestamp)))
     }
 
     fn append_generation(&self) -> u64 {
@@ -450,21 +414,14 @@ impl Backend for EmbeddedBackend {
 }
 
 impl ConsumerOffsets for EmbeddedBackend {
-    async fn create_consumer_group(
-        &self,
-        stream: &str,
-        topic: &str,
-        group: &str,
-    ) -> Result<(), BackendError> {
+    async fn create_consumer_group(&self, stream: &str, topic: &str, group: &str) -> Result<(), BackendError> {
         if group.is_empty() || group.len() > MAX_NAME_LEN {
             return Err(IggyError::InvalidConsumerGroupName.into());
         }
         let mut model = self.lock();
         let t = model.topic(stream, topic)?;
         if t.groups.contains_key(group) {
-            return Err(
-                IggyError::ConsumerGroupNameAlreadyExists(group.to_string(), named(topic)).into(),
-            );
+            return Err(IggyError::ConsumerGroupNameAlreadyExists(group.to_string(), named(topic)).into());
         }
         t.groups.insert(group.to_string(), Group::default());
         Ok(())
@@ -474,18 +431,11 @@ impl ConsumerOffsets for EmbeddedBackend {
         self.disconnect(client);
     }
 
-    async fn delete_consumer_group(
-        &self,
-        stream: &str,
-        topic: &str,
-        group: &str,
-    ) -> Result<(), BackendError> {
+    async fn delete_consumer_group(&self, stream: &str, topic: &str, group: &str) -> Result<(), BackendError> {
         let mut model = self.lock();
         let t = model.topic(stream, topic)?;
         if t.groups.remove(group).is_none() {
-            return Err(
-                IggyError::ConsumerGroupNameNotFound(group.to_string(), named(topic)).into(),
-            );
+            return Err(IggyError::ConsumerGroupNameNotFound(group.to_string(), named(topic)).into());
         }
         for p in &mut t.partitions {
             p.group_offsets.remove(group);
@@ -493,11 +443,7 @@ impl ConsumerOffsets for EmbeddedBackend {
         Ok(())
     }
 
-    async fn list_consumer_groups(
-        &self,
-        stream: &str,
-        topic: &str,
-    ) -> Result<Vec<String>, BackendError> {
+    async fn list_consumer_groups(&self, stream: &str, topic: &str) -> Result<Vec<String>, BackendError> {
         let mut model = self.lock();
         Ok(model.topic(stream, topic)?.groups.keys().cloned().collect())
     }
@@ -537,12 +483,7 @@ impl ConsumerOffsets for EmbeddedBackend {
         let before = g.members.len();
         g.members.retain(|&m| m != client);
         if g.members.len() == before {
-            return Err(IggyError::ConsumerGroupMemberNotFound(
-                client as u32,
-                named(group),
-                named(topic),
-            )
-            .into());
+            return Err(IggyError::ConsumerGroupMemberNotFound(client as u32, named(group), named(topic)).into());
         }
         Ok(())
     }
@@ -565,9 +506,10 @@ impl ConsumerOffsets for EmbeddedBackend {
             .groups
             .get(group)
             .is_some_and(|g| g.owns(client, partition, partitions));
-        let p = t.partitions.get_mut(partition as usize).ok_or_else(|| {
-            IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
-        })?;
+        let p = t
+            .partitions
+            .get_mut(partition as usize)
+            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))?;
         if !owns {
             return Err(IggyError::ResourceNotFound(format!(
                 "consumer group {group} member {client} for partition {partition}"
@@ -595,13 +537,12 @@ impl ConsumerOffsets for EmbeddedBackend {
         let mut model = self.lock();
         let t = model.topic(stream, topic)?;
         if !t.groups.contains_key(group) {
-            return Err(
-                IggyError::ConsumerGroupNameNotFound(group.to_string(), named(topic)).into(),
-            );
+            return Err(IggyError::ConsumerGroupNameNotFound(group.to_string(), named(topic)).into());
         }
-        let p = t.partitions.get(partition as usize).ok_or_else(|| {
-            IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
-        })?;
+        let p = t
+            .partitions
+            .get(partition as usize)
+            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))?;
         Ok(p.group_offsets.get(group).copied())
     }
 
@@ -620,9 +561,10 @@ impl ConsumerOffsets for EmbeddedBackend {
             .groups
             .get(group)
             .is_some_and(|g| g.owns(client, partition, partitions));
-        let p = t.partitions.get_mut(partition as usize).ok_or_else(|| {
-            IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}"))
-        })?;
+        let p = t
+            .partitions
+            .get_mut(partition as usize)
+            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))?;
         if !owns {
             return Err(IggyError::ResourceNotFound(format!(
                 "consumer group {group} member {client} for partition {partition}"

@@ -49,19 +49,12 @@ pub trait Backend: ConsumerOffsets + Send + Sync + 'static {
     fn kind(&self) -> &'static str;
 
     /// Logs in; the embedded model checks the configured credentials.
-    fn login(
-        &self,
-        username: &str,
-        password: &str,
-    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+    fn login(&self, username: &str, password: &str) -> impl Future<Output = Result<(), BackendError>> + Send;
 
     /// Creates the stream when it does not exist.
     fn ensure_stream(&self, stream: &str) -> impl Future<Output = Result<(), BackendError>> + Send;
 
-    fn list_topics(
-        &self,
-        stream: &str,
-    ) -> impl Future<Output = Result<Vec<TopicInfo>, BackendError>> + Send;
+    fn list_topics(&self, stream: &str) -> impl Future<Output = Result<Vec<TopicInfo>, BackendError>> + Send;
 
     /// `Ok(None)` when the stream or the topic does not exist.
     fn get_topic(
@@ -77,11 +70,7 @@ pub trait Backend: ConsumerOffsets + Send + Sync + 'static {
         spec: TopicSpec,
     ) -> impl Future<Output = Result<(), BackendError>> + Send;
 
-    fn delete_topic(
-        &self,
-        stream: &str,
-        topic: &str,
-    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+    fn delete_topic(&self, stream: &str, topic: &str) -> impl Future<Output = Result<(), BackendError>> + Send;
 
     /// Appends `messages` to one partition in one send. Returns the base offset from the
     /// confirmation, or `None` when the server sent none.

@@ -9,9 +9,7 @@
 
 mod state;
 
-pub use state::{
-    DescribedGroup, DescribedMember, GroupState, JoinOutcome, JoinRequest, MemberLeave, SyncOutcome,
-};
+pub use state::{DescribedGroup, DescribedMember, GroupState, JoinOutcome, JoinRequest, MemberLeave, SyncOutcome};
 
 use crate::clock::SharedRng;
 use kafka_protocol::error::ResponseError;
@@ -74,38 +72,20 @@ impl GroupCoordinator {
     }
 
     fn new_member_id(&self, client_id: &str) -> String {
-        format!(
-            "{client_id}-{:016x}{:016x}",
-            self.rng.next_u64(),
-            self.rng.next_u64()
-        )
+        format!("{client_id}-{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64())
     }
 
     /// JoinGroup. Returns at once for errors and KIP-394's MEMBER_ID_REQUIRED, otherwise when the
     /// rebalance completes (all members rejoined, or the rebalance timeout removed the rest).
     pub async fn join(&self, request: JoinRequest) -> JoinOutcome {
         let limits = &self.limits;
-        if !(limits.min_session_timeout..=limits.max_session_timeout)
-            .contains(&request.session_timeout)
-        {
-            return JoinOutcome::error(
-                code(ResponseError::InvalidSessionTimeout),
-                &request.member_id,
-            );
+        if !(limits.min_session_timeout..=limits.max_session_timeout).contains(&request.session_timeout) {
+            return JoinOutcome::error(code(ResponseError::InvalidSessionTimeout), &request.member_id);
         }
         if request.protocol_type.is_empty() || request.protocols.is_empty() {
-            return JoinOutcome::error(
-                code(ResponseError::InconsistentGroupProtocol),
-                &request.member_id,
-            );
+            return JoinOutcome::error(code(ResponseError::InconsistentGroupProtocol), &request.member_id);
         }
-        if request
-            .protocols
-            .iter()
-            .map(|(n, m)| n.len() + m.len())
-            .sum::<usize>()
-            > limits.max_metadata_bytes
-        {
+        if request.protocols.iter().map(|(n, m)| n.len() + m.len()).sum::<usize>() > limits.max_metadata_bytes {
             tracing::error!(
                 "JoinGroup for {}: protocol metadata above {} bytes refused",
                 request.group_id,
@@ -121,10 +101,7 @@ impl GroupCoordinator {
                     request.group_id,
                     groups.len()
                 );
-                return JoinOutcome::error(
-                    code(ResponseError::CoordinatorNotAvailable),
-                    &request.member_id,
-                );
+                return JoinOutcome::error(code(ResponseError::CoordinatorNotAvailable), &request.member_id);
             }
             let group = groups
                 .entry(request.group_id.clone())
@@ -176,13 +153,7 @@ impl GroupCoordinator {
     }
 
     /// Heartbeat: extends the member's session; REBALANCE_IN_PROGRESS tells it to rejoin.
-    pub fn heartbeat(
-        &self,
-        group_id: &str,
-        generation: i32,
-        member_id: &str,
-        instance_id: Option<&str>,
-    ) -> i16 {
+    pub fn heartbeat(&self, group_id: &str, generation: i32, member_id: &str, instance_id: Option<&str>) -> i16 {
         let mut groups = self.lock();
         match groups.get_mut(group_id) {
             None => code(ResponseError::UnknownMemberId),
@@ -196,10 +167,7 @@ impl GroupCoordinator {
             let mut groups = self.lock();
             match groups.get_mut(group_id) {
                 None => vec![code(ResponseError::UnknownMemberId); members.len()],
-                Some(group) => members
-                    .iter()
-                    .map(|m| group.leave(m, Instant::now()))
-                    .collect(),
+                Some(group) => members.iter().map(|m| group.leave(m, Instant::now())).collect(),
             }
         };
         self.deadlines_changed.notify_one();

@@ -196,11 +196,9 @@ impl Group {
     /// Whether every member supports one protocol of `protocols`.
     fn supports(&self, protocols: &[(String, Bytes)]) -> bool {
         self.members.is_empty()
-            || protocols.iter().any(|(name, _)| {
-                self.members
-                    .iter()
-                    .all(|m| m.protocols.iter().any(|(n, _)| n == name))
-            })
+            || protocols
+                .iter()
+                .any(|(name, _)| self.members.iter().all(|m| m.protocols.iter().any(|(n, _)| n == name)))
     }
 
     pub(super) fn join(
@@ -218,11 +216,10 @@ impl Group {
         }
         let mut member_id = request.member_id.clone();
         if member_id.is_empty() {
-            let static_member = request.instance_id.as_deref().and_then(|i| {
-                self.members
-                    .iter()
-                    .position(|m| m.instance_id.as_deref() == Some(i))
-            });
+            let static_member = request
+                .instance_id
+                .as_deref()
+                .and_then(|i| self.members.iter().position(|m| m.instance_id.as_deref() == Some(i)));
             if let Some(index) = static_member {
                 // GROUP-STATIC-1: a static member rejoining without its id takes a new one; the
                 // old id is fenced from then on.
@@ -233,17 +230,14 @@ impl Group {
                 member_id = new_id;
             } else if request.require_known_member_id && request.instance_id.is_none() {
                 // GROUP-JOIN-1 (KIP-394)
-                self.pending
-                    .insert(new_id.clone(), now + request.session_timeout);
+                self.pending.insert(new_id.clone(), now + request.session_timeout);
                 return err(ResponseError::MemberIdRequired, &new_id);
             } else {
                 member_id = new_id;
             }
         } else if self.fenced(&member_id, request.instance_id.as_deref()) {
             return err(ResponseError::FencedInstanceId, &member_id);
-        } else if self.pending.remove(&member_id).is_none()
-            && !self.members.iter().any(|m| m.id == member_id)
-        {
+        } else if self.pending.remove(&member_id).is_none() && !self.members.iter().any(|m| m.id == member_id) {
             return err(ResponseError::UnknownMemberId, &member_id);
         }
         if !self.members.iter().any(|m| m.id == member_id) {
@@ -268,14 +262,12 @@ impl Group {
             });
         } else {
             let others_ok = {
-                let others: Vec<&Member> =
-                    self.members.iter().filter(|m| m.id != member_id).collect();
+                let others: Vec<&Member> = self.members.iter().filter(|m| m.id != member_id).collect();
                 others.is_empty()
-                    || request.protocols.iter().any(|(name, _)| {
-                        others
-                            .iter()
-                            .all(|m| m.protocols.iter().any(|(n, _)| n == name))
-                    })
+                    || request
+                        .protocols
+                        .iter()
+                        .any(|(name, _)| others.iter().all(|m| m.protocols.iter().any(|(n, _)| n == name)))
             };
             if !others_ok {
                 return err(ResponseError::InconsistentGroupProtocol, &member_id);
@@ -288,10 +280,7 @@ impl Group {
         member.rebalance_timeout = request.rebalance_timeout;
         member.session_deadline = now + request.session_timeout;
         if let Some(previous) = member.join_waiter.replace(tx) {
-            let _ = previous.send(JoinOutcome::error(
-                code(ResponseError::UnknownMemberId),
-                &member_id,
-            ));
+            let _ = previous.send(JoinOutcome::error(code(ResponseError::UnknownMemberId), &member_id));
         }
         self.protocol_type = Some(request.protocol_type);
         if self.state != GroupState::PreparingRebalance {
@@ -320,9 +309,7 @@ impl Group {
 
     /// Completes the join phase once every member has rejoined.
     fn try_complete_join(&mut self, now: Instant) {
-        if self.state != GroupState::PreparingRebalance
-            || self.members.iter().any(|m| m.join_waiter.is_none())
-        {
+        if self.state != GroupState::PreparingRebalance || self.members.iter().any(|m| m.join_waiter.is_none()) {
             return;
         }
         self.rebalance_deadline = None;
@@ -367,11 +354,7 @@ impl Group {
                 protocol_name: Some(protocol.clone()),
                 leader: leader.clone(),
                 member_id: m.id.clone(),
-                members: if m.id == leader {
-                    all.clone()
-                } else {
-                    Vec::new()
-                },
+                members: if m.id == leader { all.clone() } else { Vec::new() },
             };
             if let Some(waiter) = m.join_waiter.take() {
                 let _ = waiter.send(outcome);
@@ -385,11 +368,7 @@ impl Group {
             .protocols
             .iter()
             .map(|(n, _)| n)
-            .filter(|n| {
-                self.members
-                    .iter()
-                    .all(|m| m.protocols.iter().any(|(p, _)| p == *n))
-            })
+            .filter(|n| self.members.iter().all(|m| m.protocols.iter().any(|(p, _)| p == *n)))
             .collect();
         let mut votes: BTreeMap<&String, usize> = BTreeMap::new();
         for m in &self.members {
@@ -434,9 +413,7 @@ impl Group {
         };
         match self.state {
             GroupState::Empty => Err(SyncOutcome::error(code(ResponseError::UnknownMemberId))),
-            GroupState::PreparingRebalance => {
-                Err(SyncOutcome::error(code(ResponseError::RebalanceInProgress)))
-            }
+            GroupState::PreparingRebalance => Err(SyncOutcome::error(code(ResponseError::RebalanceInProgress))),
             GroupState::Stable => {
                 let assignment = self
                     .members
@@ -499,10 +476,7 @@ impl Group {
     fn remove_member(&mut self, index: usize, now: Instant) {
         let member = self.members.remove(index);
         if let Some(w) = member.join_waiter {
-            let _ = w.send(JoinOutcome::error(
-                code(ResponseError::UnknownMemberId),
-                &member.id,
-            ));
+            let _ = w.send(JoinOutcome::error(code(ResponseError::UnknownMemberId), &member.id));
         }
         if let Some(w) = member.sync_waiter {
             let _ = w.send(SyncOutcome::error(code(ResponseError::UnknownMemberId)));
@@ -575,7 +549,10 @@ impl Group {
                 .collect();
             for id in late {
                 if let Some(index) = self.members.iter().position(|m| m.id == id) {
-                    tracing::info!("group {}: member {id} removed: it did not rejoin within the rebalance timeout", self.id);
+                    tracing::info!(
+                        "group {}: member {id} removed: it did not rejoin within the rebalance timeout",
+                        self.id
+                    );
                     self.remove_member(index, now);
                 }
             }

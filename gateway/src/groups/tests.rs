@@ -6,10 +6,7 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 fn coordinator() -> Arc<GroupCoordinator> {
-    Arc::new(GroupCoordinator::new(
-        GroupLimits::default(),
-        SharedRng::seeded(1),
-    ))
+    Arc::new(GroupCoordinator::new(GroupLimits::default(), SharedRng::seeded(1)))
 }
 
 fn join_request(member_id: &str, instance: Option<&str>) -> JoinRequest {
@@ -76,10 +73,7 @@ async fn group_heartbeat_1_second_member_makes_the_first_rejoin_and_sync_relays_
     let a_join = c.join(join_request(&a.member_id, None)).await;
     let b_join = b_join.await.unwrap();
     assert_eq!((a_join.generation, b_join.generation), (2, 2));
-    assert_eq!(
-        a_join.leader, a.member_id,
-        "the leader stays while it is a member"
-    );
+    assert_eq!(a_join.leader, a.member_id, "the leader stays while it is a member");
     assert_eq!(a_join.members.len(), 2);
     assert!(b_join.members.is_empty());
     let follower = tokio::spawn({
@@ -93,9 +87,7 @@ async fn group_heartbeat_1_second_member_makes_the_first_rejoin_and_sync_relays_
         (b_id.clone(), Bytes::from_static(b"B")),
     ];
     assert_eq!(
-        c.sync("g", 2, &a.member_id, None, assignments)
-            .await
-            .assignment,
+        c.sync("g", 2, &a.member_id, None, assignments).await.assignment,
         Bytes::from_static(b"A")
     );
     assert_eq!(follower.await.unwrap().assignment, Bytes::from_static(b"B"));
@@ -117,11 +109,7 @@ async fn group_timeout_1_silent_member_is_evicted_by_the_timer() {
     let a = join_new(&c).await;
     c.sync("g", 1, &a.member_id, None, vec![]).await;
     tokio::time::sleep(Duration::from_secs(9)).await;
-    assert_eq!(
-        c.describe("g").unwrap().members.len(),
-        1,
-        "within its session"
-    );
+    assert_eq!(c.describe("g").unwrap().members.len(), 1, "within its session");
     tokio::time::sleep(Duration::from_secs(2)).await;
     let g = c.describe("g").unwrap();
     assert!(g.members.is_empty(), "evicted without any request arriving");
@@ -161,10 +149,7 @@ async fn group_timeout_1_member_that_does_not_rejoin_is_dropped_at_the_rebalance
 async fn group_static_1_rejoin_by_instance_id_fences_the_old_member_id() {
     let c = coordinator();
     let first = c.join(join_request("", Some("i-1"))).await;
-    assert_eq!(
-        first.error_code, 0,
-        "a static member needs no KIP-394 round trip"
-    );
+    assert_eq!(first.error_code, 0, "a static member needs no KIP-394 round trip");
     c.sync("g", 1, &first.member_id, Some("i-1"), vec![]).await;
     let second = c.join(join_request("", Some("i-1"))).await;
     assert_eq!(second.error_code, 0);
@@ -214,13 +199,8 @@ async fn group_join_1_inconsistent_protocols_are_refused() {
 
 #[test]
 fn group_coordinator_1_the_same_group_maps_to_the_same_node() {
-    assert_eq!(
-        coordinator_index("orders", 3),
-        coordinator_index("orders", 3)
-    );
-    let spread: std::collections::BTreeSet<_> = (0..64)
-        .map(|i| coordinator_index(&format!("g{i}"), 3))
-        .collect();
+    assert_eq!(coordinator_index("orders", 3), coordinator_index("orders", 3));
+    let spread: std::collections::BTreeSet<_> = (0..64).map(|i| coordinator_index(&format!("g{i}"), 3)).collect();
     assert_eq!(spread.len(), 3, "groups spread over every node");
     assert_eq!(coordinator_index("anything", 1), 0);
 }

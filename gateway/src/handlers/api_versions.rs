@@ -64,9 +64,6 @@ mod tests {
         assert_eq!(r.error_code, 35);
         assert_eq!(r.api_keys.len(), 1);
         assert_eq!(r.api_keys[0].api_key, 18);
-        assert_eq!(
-            (r.api_keys[0].min_version, r.api_keys[0].max_version),
-            (0, 3)
-        );
+        assert_eq!((r.api_keys[0].min_version, r.api_keys[0].max_version), (0, 3));
     }
 }

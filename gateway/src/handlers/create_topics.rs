@@ -100,12 +100,7 @@ async fn create_one<B: Backend>(
     let partitions = match topic.num_partitions {
         -1 => gateway.config.default_partitions,
         n if n > 0 => n as u32,
-        n => {
-            return Err((
-                ResponseError::InvalidPartitions.code(),
-                format!("{n} partitions"),
-            ))
-        }
+        n => return Err((ResponseError::InvalidPartitions.code(), format!("{n} partitions"))),
     };
     if topic.replication_factor == 0 || topic.replication_factor < -1 {
         return Err((
@@ -122,15 +117,8 @@ async fn create_one<B: Backend>(
     let expiry = message_expiry(topic).map_err(|m| (ResponseError::InvalidConfig.code(), m))?;
     if validate_only {
         let target = gateway.config.topics.resolve(name);
-        return match gateway
-            .backend
-            .get_topic(&target.stream, &target.topic)
-            .await
-        {
-            Ok(Some(_)) => Err((
-                ResponseError::TopicAlreadyExists.code(),
-                format!("topic {name} exists"),
-            )),
+        return match gateway.backend.get_topic(&target.stream, &target.topic).await {
+            Ok(Some(_)) => Err((ResponseError::TopicAlreadyExists.code(), format!("topic {name} exists"))),
             _ => Ok(partitions),
         };
     }
@@ -148,19 +136,17 @@ pub async fn handle<B: Backend>(
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in &request.topics {
         let result = CreatableTopicResult::default().with_name(topic.name.clone());
-        results.push(
-            match create_one(gateway, topic, request.validate_only).await {
-                Ok(partitions) => result
-                    .with_num_partitions(partitions as i32)
-                    .with_replication_factor(1)
-                    .with_configs(Some(vec![])),
-                Err((code, message)) => result
-                    .with_error_code(code)
-                    .with_error_message(Some(StrBytes::from_string(message)))
-                    .with_num_partitions(-1)
-                    .with_replication_factor(-1),
-            },
-        );
+        results.push(match create_one(gateway, topic, request.validate_only).await {
+            Ok(partitions) => result
+                .with_num_partitions(partitions as i32)
+                .with_replication_factor(1)
+                .with_configs(Some(vec![])),
+            Err((code, message)) => result
+                .with_error_code(code)
+                .with_error_message(Some(StrBytes::from_string(message)))
+                .with_num_partitions(-1)
+                .with_replication_factor(-1),
+        });
     }
     CreateTopicsResponse::default().with_topics(results)
 }

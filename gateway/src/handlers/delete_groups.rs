@@ -43,19 +43,13 @@ async fn delete_one<B: Backend>(gateway: &Gateway<B>, group_id: &str) -> i16 {
     };
     for (kafka, target) in mapped_topics(gateway).await {
         if let Err(e) = store.delete_group(&target, group_id).await {
-            return error_map::backend_error(
-                &e,
-                &format!("DeleteGroups {group_id} on topic {kafka}"),
-            );
+            return error_map::backend_error(&e, &format!("DeleteGroups {group_id} on topic {kafka}"));
         }
     }
     0
 }
 
-pub async fn handle<B: Backend>(
-    gateway: &Gateway<B>,
-    request: DeleteGroupsRequest,
-) -> DeleteGroupsResponse {
+pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
     let mut results = Vec::with_capacity(request.groups_names.len());
     for group_id in request.groups_names {
         let code = delete_one(gateway, group_id.0.as_str()).await;

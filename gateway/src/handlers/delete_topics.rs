@@ -24,17 +24,9 @@ pub async fn handle<B: Backend>(
         };
         let kafka = name.0.as_str();
         let target = gateway.config.topics.resolve(kafka);
-        let code = match gateway
-            .backend
-            .get_topic(&target.stream, &target.topic)
-            .await
-        {
+        let code = match gateway.backend.get_topic(&target.stream, &target.topic).await {
             Ok(None) => ResponseError::UnknownTopicOrPartition.code(),
-            Ok(Some(_)) => match gateway
-                .backend
-                .delete_topic(&target.stream, &target.topic)
-                .await
-            {
+            Ok(Some(_)) => match gateway.backend.delete_topic(&target.stream, &target.topic).await {
                 Ok(()) => 0,
                 Err(e) => error_map::backend_error(&e, &format!("deleting topic {kafka}")),
             },

@@ -4,9 +4,7 @@
 use crate::backend::Backend;
 use crate::gateway::Gateway;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::describe_configs_response::{
-    DescribeConfigsResourceResult, DescribeConfigsResult,
-};
+use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
 
@@ -39,18 +37,8 @@ fn topic_configs(message_expiry_us: Option<u64>) -> Vec<DescribeConfigsResourceR
     };
     vec![
         retention,
-        entry(
-            "cleanup.policy",
-            "delete".into(),
-            SOURCE_DEFAULT,
-            TYPE_STRING,
-        ),
-        entry(
-            "compression.type",
-            "producer".into(),
-            SOURCE_DEFAULT,
-            TYPE_STRING,
-        ),
+        entry("cleanup.policy", "delete".into(), SOURCE_DEFAULT, TYPE_STRING),
+        entry("compression.type", "producer".into(), SOURCE_DEFAULT, TYPE_STRING),
         entry(
             "max.message.bytes",
             iggy_common::MAX_PAYLOAD_SIZE.to_string(),
@@ -67,22 +55,17 @@ fn topic_configs(message_expiry_us: Option<u64>) -> Vec<DescribeConfigsResourceR
     ]
 }
 
-pub async fn handle<B: Backend>(
-    gateway: &Gateway<B>,
-    request: DescribeConfigsRequest,
-) -> DescribeConfigsResponse {
+pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: DescribeConfigsRequest) -> DescribeConfigsResponse {
     let mut results = Vec::with_capacity(request.resources.len());
     for resource in &request.resources {
         let result = DescribeConfigsResult::default()
             .with_resource_type(resource.resource_type)
             .with_resource_name(resource.resource_name.clone());
         let configs = match resource.resource_type {
-            RESOURCE_TOPIC => {
-                match super::resolve_topic(gateway, resource.resource_name.as_str()).await {
-                    Ok((_, info)) => Ok(topic_configs(info.message_expiry_us)),
-                    Err(code) => Err(code),
-                }
-            }
+            RESOURCE_TOPIC => match super::resolve_topic(gateway, resource.resource_name.as_str()).await {
+                Ok((_, info)) => Ok(topic_configs(info.message_expiry_us)),
+                Err(code) => Err(code),
+            },
             RESOURCE_BROKER => Ok(vec![]),
             _ => Err(ResponseError::InvalidRequest.code()),
         };

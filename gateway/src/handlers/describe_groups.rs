@@ -8,10 +8,7 @@ use kafka_protocol::messages::describe_groups_response::{DescribedGroup, Describ
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-pub fn handle<B: Backend>(
-    gateway: &Gateway<B>,
-    request: DescribeGroupsRequest,
-) -> DescribeGroupsResponse {
+pub fn handle<B: Backend>(gateway: &Gateway<B>, request: DescribeGroupsRequest) -> DescribeGroupsResponse {
     let groups = request
         .groups
         .into_iter()
@@ -35,9 +32,7 @@ pub fn handle<B: Backend>(
                             .map(|m| {
                                 DescribedGroupMember::default()
                                     .with_member_id(StrBytes::from_string(m.member_id))
-                                    .with_group_instance_id(
-                                        m.instance_id.map(StrBytes::from_string),
-                                    )
+                                    .with_group_instance_id(m.instance_id.map(StrBytes::from_string))
                                     .with_client_id(StrBytes::from_string(m.client_id))
                                     .with_client_host(StrBytes::from_string(m.client_host))
                                     .with_member_metadata(m.metadata)

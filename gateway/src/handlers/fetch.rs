@@ -43,8 +43,7 @@ async fn read_pass<B: Backend>(
     let request_max = usize::try_from(request.max_bytes).unwrap_or(0);
     let mut total = 0usize;
     for slot in slots {
-        let data =
-            read_partition(gateway, slot, request_max.saturating_sub(total), total == 0).await;
+        let data = read_partition(gateway, slot, request_max.saturating_sub(total), total == 0).await;
         total += data.records.as_ref().map_or(0, |r| r.len());
         topics[slot.topic].partitions.push(data);
     }
@@ -52,9 +51,7 @@ async fn read_pass<B: Backend>(
 }
 
 fn partition_error(partition: i32, code: i16, marks: Option<Watermarks>) -> PartitionData {
-    let (start, hw) = marks.map_or((-1, -1), |m| {
-        (m.log_start_offset as i64, m.high_watermark as i64)
-    });
+    let (start, hw) = marks.map_or((-1, -1), |m| (m.log_start_offset as i64, m.high_watermark as i64));
     PartitionData::default()
         .with_partition_index(partition)
         .with_error_code(code)
@@ -73,12 +70,7 @@ async fn read_partition<B: Backend>(
         Ok(target) => target,
         Err(code) => return partition_error(slot.partition, *code, None),
     };
-    let context = || {
-        format!(
-            "Fetch from {}/{}-{}",
-            target.stream, target.topic, slot.partition
-        )
-    };
+    let context = || format!("Fetch from {}/{}-{}", target.stream, target.topic, slot.partition);
     let partition = slot.partition as u32;
     let marks = match gateway
         .backend
@@ -86,24 +78,13 @@ async fn read_partition<B: Backend>(
         .await
     {
         Ok(marks) => marks,
-        Err(e) => {
-            return partition_error(
-                slot.partition,
-                error_map::backend_error(&e, &context()),
-                None,
-            )
-        }
+        Err(e) => return partition_error(slot.partition, error_map::backend_error(&e, &context()), None),
     };
     // FETCH-RANGE-1
     if slot.offset < marks.log_start_offset as i64 || slot.offset > marks.high_watermark as i64 {
-        return partition_error(
-            slot.partition,
-            ResponseError::OffsetOutOfRange.code(),
-            Some(marks),
-        );
+        return partition_error(slot.partition, ResponseError::OffsetOutOfRange.code(), Some(marks));
     }
-    let mut data =
-        partition_error(slot.partition, 0, Some(marks)).with_aborted_transactions(Some(vec![]));
+    let mut data = partition_error(slot.partition, 0, Some(marks)).with_aborted_transactions(Some(vec![]));
     let limit = slot.max_bytes.min(response_room);
     if slot.offset == marks.high_watermark as i64 || (limit == 0 && !first_in_response) {
         return data;
@@ -114,23 +95,11 @@ async fn read_partition<B: Backend>(
     };
     let messages = match gateway
         .backend
-        .read(
-            &target.stream,
-            &target.topic,
-            partition,
-            slot.offset as u64,
-            limits,
-        )
+        .read(&target.stream, &target.topic, partition, slot.offset as u64, limits)
         .await
     {
         Ok(messages) => messages,
-        Err(e) => {
-            return partition_error(
-                slot.partition,
-                error_map::backend_error(&e, &context()),
-                Some(marks),
-            )
-        }
+        Err(e) => return partition_error(slot.partition, error_map::backend_error(&e, &context()), Some(marks)),
     };
     let mut builder = FetchBatchBuilder::new();
     for message in &messages {
@@ -157,11 +126,7 @@ async fn read_partition<B: Backend>(
     data
 }
 
-pub async fn handle<B: Backend>(
-    gateway: &Gateway<B>,
-    request: FetchRequest,
-    _version: i16,
-) -> FetchResponse {
+pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: FetchRequest, _version: i16) -> FetchResponse {
     let mut slots = Vec::new();
     for (i, topic) in request.topics.iter().enumerate() {
         let name = topic.topic.0.as_str();
@@ -193,10 +158,7 @@ pub async fn handle<B: Backend>(
         // Take the generation before reading, so an append during the pass is not missed.
         let generation = gateway.backend.append_generation();
         let (topics, bytes) = read_pass(gateway, &request, &slots).await;
-        let any_error = topics
-            .iter()
-            .flat_map(|t| &t.partitions)
-            .any(|p| p.error_code != 0);
+        let any_error = topics.iter().flat_map(|t| &t.partitions).any(|p| p.error_code != 0);
         if bytes >= min_bytes || any_error || tokio::time::Instant::now() >= deadline {
             return FetchResponse::default().with_responses(topics);
         }

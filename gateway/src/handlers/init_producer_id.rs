@@ -5,10 +5,7 @@ use crate::gateway::Gateway;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
-pub fn handle<B: Backend>(
-    gateway: &Gateway<B>,
-    request: InitProducerIdRequest,
-) -> InitProducerIdResponse {
+pub fn handle<B: Backend>(gateway: &Gateway<B>, request: InitProducerIdRequest) -> InitProducerIdResponse {
     let response = InitProducerIdResponse::default()
         .with_producer_id(ProducerId(-1))
         .with_producer_epoch(-1);
@@ -22,9 +19,7 @@ pub fn handle<B: Backend>(
     }
     match gateway.producer_ids.allocate() {
         // PID-ALLOC-1: epoch 0, always; the id is not a deduplication identity (DELIVERY-1).
-        Some(id) => response
-            .with_producer_id(ProducerId(id))
-            .with_producer_epoch(0),
+        Some(id) => response.with_producer_id(ProducerId(id)).with_producer_epoch(0),
         None => {
             tracing::error!(
                 "InitProducerId: instance {} has allocated all 2^47 producer ids",

@@ -28,15 +28,9 @@ pub async fn handle<B: Backend>(
 ) -> JoinGroupResponse {
     let group_id = request.group_id.0.as_str().to_string();
     let outcome = if !valid_group_id(&group_id) {
-        JoinOutcome::error(
-            ResponseError::InvalidGroupId.code(),
-            request.member_id.as_str(),
-        )
+        JoinOutcome::error(ResponseError::InvalidGroupId.code(), request.member_id.as_str())
     } else if !gateway.is_coordinator(&group_id) {
-        JoinOutcome::error(
-            ResponseError::NotCoordinator.code(),
-            request.member_id.as_str(),
-        )
+        JoinOutcome::error(ResponseError::NotCoordinator.code(), request.member_id.as_str())
     } else {
         // v0 has no rebalance timeout: Kafka uses the session timeout.
         let rebalance_ms = if version == 0 {
@@ -47,18 +41,13 @@ pub async fn handle<B: Backend>(
         let join = JoinRequest {
             group_id,
             member_id: request.member_id.as_str().to_string(),
-            instance_id: request
-                .group_instance_id
-                .as_ref()
-                .map(|i| i.as_str().to_string()),
+            instance_id: request.group_instance_id.as_ref().map(|i| i.as_str().to_string()),
             client_id: header
                 .client_id
                 .as_ref()
                 .map_or(String::new(), |c| c.as_str().to_string()),
             client_host: String::new(),
-            session_timeout: Duration::from_millis(
-                u64::try_from(request.session_timeout_ms).unwrap_or(0),
-            ),
+            session_timeout: Duration::from_millis(u64::try_from(request.session_timeout_ms).unwrap_or(0)),
             rebalance_timeout: Duration::from_millis(u64::try_from(rebalance_ms).unwrap_or(0)),
             protocol_type: request.protocol_type.as_str().to_string(),
             protocols: request
@@ -74,10 +63,7 @@ pub async fn handle<B: Backend>(
         .with_error_code(outcome.error_code)
         .with_generation_id(outcome.generation)
         .with_protocol_type(outcome.protocol_type.as_deref().map(s))
-        .with_protocol_name(Some(s(outcome
-            .protocol_name
-            .as_deref()
-            .unwrap_or_default())))
+        .with_protocol_name(Some(s(outcome.protocol_name.as_deref().unwrap_or_default())))
         .with_leader(s(&outcome.leader))
         .with_member_id(s(&outcome.member_id))
         .with_members(

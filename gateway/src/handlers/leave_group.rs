@@ -7,11 +7,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::leave_group_response::MemberResponse;
 use kafka_protocol::messages::{LeaveGroupRequest, LeaveGroupResponse};
 
-pub fn handle<B: Backend>(
-    gateway: &Gateway<B>,
-    request: LeaveGroupRequest,
-    version: i16,
-) -> LeaveGroupResponse {
+pub fn handle<B: Backend>(gateway: &Gateway<B>, request: LeaveGroupRequest, version: i16) -> LeaveGroupResponse {
     let group_id = request.group_id.0.as_str();
     if !gateway.is_coordinator(group_id) {
         return LeaveGroupResponse::default().with_error_code(ResponseError::NotCoordinator.code());

@@ -4,9 +4,7 @@ use crate::backend::{Backend, ReadLimits};
 use crate::error_map;
 use crate::gateway::Gateway;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::list_offsets_response::{
-    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
-};
+use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use kig_core::mapping::record_timestamp_ms;
 
@@ -46,9 +44,9 @@ async fn lookup<B: Backend>(
                 .read(stream, topic, partition, last, limits)
                 .await
                 .map_err(|e| error_map::backend_error(&e, &context()))?;
-            Ok(messages.first().map_or((-1, -1), |m| {
-                (m.header.offset as i64, record_timestamp_ms(m))
-            }))
+            Ok(messages
+                .first()
+                .map_or((-1, -1), |m| (m.header.offset as i64, record_timestamp_ms(m))))
         }
         ts if ts >= 0 => {
             // LISTOFFSETS-TIMESTAMP-1: Iggy indexes its own (append) timestamps.
@@ -80,9 +78,7 @@ pub async fn handle<B: Backend>(
                 .with_leader_epoch(-1);
             let result = match &resolved {
                 Err(code) => Err(*code),
-                Ok((_, info))
-                    if p.partition_index < 0 || p.partition_index as u32 >= info.partitions =>
-                {
+                Ok((_, info)) if p.partition_index < 0 || p.partition_index as u32 >= info.partitions => {
                     Err(ResponseError::UnknownTopicOrPartition.code())
                 }
                 Ok((target, _)) => {
@@ -98,10 +94,7 @@ pub async fn handle<B: Backend>(
             };
             partitions.push(match result {
                 Ok((offset, timestamp)) => response.with_offset(offset).with_timestamp(timestamp),
-                Err(code) => response
-                    .with_error_code(code)
-                    .with_offset(-1)
-                    .with_timestamp(-1),
+                Err(code) => response.with_error_code(code).with_offset(-1).with_timestamp(-1),
             });
         }
         topics.push(

@@ -38,11 +38,7 @@ fn error_entry(name: &str, code: i16) -> MetadataResponseTopic {
         .with_error_code(code)
 }
 
-pub async fn handle<B: Backend>(
-    gateway: &Gateway<B>,
-    request: MetadataRequest,
-    version: i16,
-) -> MetadataResponse {
+pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: MetadataRequest, version: i16) -> MetadataResponse {
     let config = &gateway.config;
     let me = config.advertised.id;
     let brokers = config
@@ -60,14 +56,10 @@ pub async fn handle<B: Backend>(
         // v0 sends an empty list for "all"; v1+ sends null.
         Some(requested) if !(version == 0 && requested.is_empty()) => {
             // v4+ asks per request; v0-3 follow the gateway's setting alone.
-            let auto_create =
-                config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
+            let auto_create = config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
             for t in requested {
                 let Some(name) = t.name else {
-                    topics.push(
-                        MetadataResponseTopic::default()
-                            .with_error_code(ResponseError::UnknownTopicId.code()),
-                    );
+                    topics.push(MetadataResponseTopic::default().with_error_code(ResponseError::UnknownTopicId.code()));
                     continue;
                 };
                 let name = name.0.as_str().to_string();
@@ -109,24 +101,18 @@ async fn describe_topic<B: Backend>(
     me: i32,
 ) -> MetadataResponseTopic {
     let target = gateway.config.topics.resolve(name);
-    match gateway
-        .backend
-        .get_topic(&target.stream, &target.topic)
-        .await
-    {
+    match gateway.backend.get_topic(&target.stream, &target.topic).await {
         Ok(Some(info)) => topic_entry(name, info.partitions, me),
         Ok(None) if auto_create => {
             let partitions = gateway.config.default_partitions;
             match create_kafka_topic(gateway, name, partitions, None).await {
                 Ok(()) => topic_entry(name, partitions, me),
-                Err(code) if code == ResponseError::TopicAlreadyExists.code() => match gateway
-                    .backend
-                    .get_topic(&target.stream, &target.topic)
-                    .await
-                {
-                    Ok(Some(info)) => topic_entry(name, info.partitions, me),
-                    _ => error_entry(name, ResponseError::LeaderNotAvailable.code()),
-                },
+                Err(code) if code == ResponseError::TopicAlreadyExists.code() => {
+                    match gateway.backend.get_topic(&target.stream, &target.topic).await {
+                        Ok(Some(info)) => topic_entry(name, info.partitions, me),
+                        _ => error_entry(name, ResponseError::LeaderNotAvailable.code()),
+                    }
+                }
                 Err(code) => error_entry(name, code),
             }
         }

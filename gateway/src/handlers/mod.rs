@@ -32,16 +32,9 @@ pub(crate) async fn resolve_topic<B: Backend>(
     kafka_topic: &str,
 ) -> Result<(IggyTarget, TopicInfo), i16> {
     let target = gateway.config.topics.resolve(kafka_topic);
-    match gateway
-        .backend
-        .get_topic(&target.stream, &target.topic)
-        .await
-    {
+    match gateway.backend.get_topic(&target.stream, &target.topic).await {
         Ok(Some(info)) => Ok((target, info)),
         Ok(None) => Err(ResponseError::UnknownTopicOrPartition.code()),
-        Err(e) => Err(error_map::backend_error(
-            &e,
-            &format!("looking up topic {kafka_topic}"),
-        )),
+        Err(e) => Err(error_map::backend_error(&e, &format!("looking up topic {kafka_topic}"))),
     }
 }

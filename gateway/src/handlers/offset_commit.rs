@@ -9,9 +9,7 @@ use crate::groups::GroupState;
 use crate::offset_store::{offsets_group, CommitError, OffsetStore};
 use iggy_common::IggyError;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::offset_commit_response::{
-    OffsetCommitResponsePartition, OffsetCommitResponseTopic,
-};
+use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponsePartition, OffsetCommitResponseTopic};
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 
 /// The code every partition gets when the request as a whole is refused, or `None`.
@@ -27,10 +25,10 @@ fn request_error<B: Backend>(gateway: &Gateway<B>, request: &OffsetCommitRequest
     let generation = request.generation_id_or_member_epoch;
     match gateway.groups.member_generation(group_id) {
         // A standalone commit (no member, generation -1) is for a group without members.
-        None => (generation >= 0 || !member_id.is_empty())
-            .then(|| ResponseError::UnknownMemberId.code()),
-        Some((_, _, members)) if members.is_empty() => (generation >= 0 || !member_id.is_empty())
-            .then(|| ResponseError::UnknownMemberId.code()),
+        None => (generation >= 0 || !member_id.is_empty()).then(|| ResponseError::UnknownMemberId.code()),
+        Some((_, _, members)) if members.is_empty() => {
+            (generation >= 0 || !member_id.is_empty()).then(|| ResponseError::UnknownMemberId.code())
+        }
         Some((state, current, members)) => {
             if !members.iter().any(|m| m == member_id) {
                 Some(ResponseError::UnknownMemberId.code())
@@ -45,10 +43,7 @@ fn request_error<B: Backend>(gateway: &Gateway<B>, request: &OffsetCommitRequest
     }
 }
 
-pub async fn handle<B: Backend>(
-    gateway: &Gateway<B>,
-    request: OffsetCommitRequest,
-) -> OffsetCommitResponse {
+pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: OffsetCommitRequest) -> OffsetCommitResponse {
     let refused = request_error(gateway, &request);
     let group_id = request.group_id.0.as_str();
     let store = OffsetStore {
@@ -70,15 +65,10 @@ pub async fn handle<B: Backend>(
                 Ok((_, info)) if index < 0 || index as u32 >= info.partitions => {
                     ResponseError::UnknownTopicOrPartition.code()
                 }
-                Ok((target, _)) => match store
-                    .commit(target, index as u32, group_id, p.committed_offset)
-                    .await
-                {
+                Ok((target, _)) => match store.commit(target, index as u32, group_id, p.committed_offset).await {
                     Ok(()) => 0,
                     Err(CommitError::OutOfRange) => ResponseError::OffsetOutOfRange.code(),
-                    Err(CommitError::Backend(BackendError::Iggy(IggyError::ResourceNotFound(
-                        reason,
-                    )))) => {
+                    Err(CommitError::Backend(BackendError::Iggy(IggyError::ResourceNotFound(reason)))) => {
                         // CO-MEMBER-1: even after joining, another Iggy client owns the partition in
                         // the offsets group: another gateway coordinates this group too.
                         tracing::error!(
@@ -87,10 +77,9 @@ pub async fn handle<B: Backend>(
                         );
                         ResponseError::NotCoordinator.code()
                     }
-                    Err(CommitError::Backend(e)) => error_map::backend_error(
-                        &e,
-                        &format!("OffsetCommit {group_id} {name}-{index}"),
-                    ),
+                    Err(CommitError::Backend(e)) => {
+                        error_map::backend_error(&e, &format!("OffsetCommit {group_id} {name}-{index}"))
+                    }
                 },
             };
             partitions.push(

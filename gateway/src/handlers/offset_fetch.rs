@@ -9,9 +9,7 @@ use crate::error_map;
 use crate::gateway::Gateway;
 use crate::offset_store::OffsetStore;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::offset_fetch_response::{
-    OffsetFetchResponsePartition, OffsetFetchResponseTopic,
-};
+use kafka_protocol::messages::offset_fetch_response::{OffsetFetchResponsePartition, OffsetFetchResponseTopic};
 use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 
@@ -60,53 +58,44 @@ pub async fn handle<B: Backend>(
     let mut topics = Vec::with_capacity(wanted.len());
     for (name, indexes) in wanted {
         let kafka = name.0.as_str().to_string();
-        let partitions: Vec<OffsetFetchResponsePartition> =
-            match super::resolve_topic(gateway, &kafka).await {
-                // An unknown topic has nothing committed.
-                Err(_) => indexes
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|i| partition(i, -1, 0))
-                    .collect(),
-                Ok((target, info)) => {
-                    let indexes = indexes.unwrap_or_else(|| (0..info.partitions as i32).collect());
-                    let valid: Vec<u32> = indexes
-                        .iter()
-                        .filter(|&&i| i >= 0 && (i as u32) < info.partitions)
-                        .map(|&i| i as u32)
-                        .collect();
-                    match store.fetch(&target, &valid, group_id).await {
-                        Ok(offsets) => {
-                            let mut found = valid.iter().zip(offsets);
-                            indexes
-                                .iter()
-                                .map(|&i| {
-                                    if i >= 0 && (i as u32) < info.partitions {
-                                        let (_, offset) =
-                                            found.next().expect("one offset per valid index");
-                                        partition(i, offset, 0)
-                                    } else {
-                                        partition(
-                                            i,
-                                            -1,
-                                            ResponseError::UnknownTopicOrPartition.code(),
-                                        )
-                                    }
-                                })
-                                // A listing reports committed partitions only, as Kafka does.
-                                .filter(|p| !listed || p.committed_offset >= 0)
-                                .collect()
-                        }
-                        Err(e) => {
-                            let code = error_map::backend_error(
-                                &e,
-                                &format!("OffsetFetch {group_id} {kafka}"),
-                            );
-                            indexes.iter().map(|&i| partition(i, -1, code)).collect()
-                        }
+        let partitions: Vec<OffsetFetchResponsePartition> = match super::resolve_topic(gateway, &kafka).await {
+            // An unknown topic has nothing committed.
+            Err(_) => indexes
+                .unwrap_or_default()
+                .into_iter()
+                .map(|i| partition(i, -1, 0))
+                .collect(),
+            Ok((target, info)) => {
+                let indexes = indexes.unwrap_or_else(|| (0..info.partitions as i32).collect());
+                let valid: Vec<u32> = indexes
+                    .iter()
+                    .filter(|&&i| i >= 0 && (i as u32) < info.partitions)
+                    .map(|&i| i as u32)
+                    .collect();
+                match store.fetch(&target, &valid, group_id).await {
+                    Ok(offsets) => {
+                        let mut found = valid.iter().zip(offsets);
+                        indexes
+                            .iter()
+                            .map(|&i| {
+                                if i >= 0 && (i as u32) < info.partitions {
+                                    let (_, offset) = found.next().expect("one offset per valid index");
+                                    partition(i, offset, 0)
+                                } else {
+                                    partition(i, -1, ResponseError::UnknownTopicOrPartition.code())
+                                }
+                            })
+                            // A listing reports committed partitions only, as Kafka does.
+                            .filter(|p| !listed || p.committed_offset >= 0)
+                            .collect()
+                    }
+                    Err(e) => {
+                        let code = error_map::backend_error(&e, &format!("OffsetFetch {group_id} {kafka}"));
+                        indexes.iter().map(|&i| partition(i, -1, code)).collect()
                     }
                 }
-            };
+            }
+        };
         if listed && partitions.is_empty() {
             continue;
         }

@@ -29,13 +29,9 @@ fn refused(code: ResponseError, message: impl Into<String>) -> (i16, String) {
 }
 
 /// Decodes and maps one partition's records blob. Nothing is written here.
-fn map_records(
-    records: Option<&Bytes>,
-    budget: &mut DecompressionBudget,
-) -> Result<Vec<IggyMessage>, (i16, String)> {
+fn map_records(records: Option<&Bytes>, budget: &mut DecompressionBudget) -> Result<Vec<IggyMessage>, (i16, String)> {
     let records = records.ok_or_else(|| refused(ResponseError::CorruptMessage, "no records"))?;
-    let batches =
-        parse_batches(records).map_err(|e| (error_map::decode_error(&e), e.to_string()))?;
+    let batches = parse_batches(records).map_err(|e| (error_map::decode_error(&e), e.to_string()))?;
     let mut messages = Vec::new();
     for raw in &batches {
         let attributes = raw.header.attributes;
@@ -57,16 +53,12 @@ fn map_records(
                 value: record.value.clone(),
                 headers: record.headers.clone(),
             };
-            let (message, _form) =
-                record_to_message(&kafka).map_err(|e| (error_map::map_error(&e), e.to_string()))?;
+            let (message, _form) = record_to_message(&kafka).map_err(|e| (error_map::map_error(&e), e.to_string()))?;
             messages.push(message);
         }
     }
     if messages.is_empty() {
-        return Err(refused(
-            ResponseError::CorruptMessage,
-            "the records hold no record",
-        ));
+        return Err(refused(ResponseError::CorruptMessage, "the records hold no record"));
     }
     Ok(messages)
 }
@@ -84,11 +76,7 @@ async fn append<B: Backend>(
     let runs = send_runs(&origins);
     let mut base_offset = None;
     // Split from the back so each run is moved out without copying the messages.
-    let mut sends: Vec<Vec<IggyMessage>> = runs
-        .iter()
-        .rev()
-        .map(|run| messages.split_off(run.start))
-        .collect();
+    let mut sends: Vec<Vec<IggyMessage>> = runs.iter().rev().map(|run| messages.split_off(run.start)).collect();
     sends.reverse();
     for (i, send) in sends.into_iter().enumerate() {
         match gateway.backend.append(stream, topic, partition, send).await {
@@ -97,7 +85,10 @@ async fn append<B: Backend>(
             Ok(_) => {}
             Err(e) => {
                 if i > 0 {
-                    tracing::warn!("{context}: send {} of a split batch failed after earlier sends were written (DELIVERY-1)", i + 1);
+                    tracing::warn!(
+                        "{context}: send {} of a split batch failed after earlier sends were written (DELIVERY-1)",
+                        i + 1
+                    );
                 }
                 return Err((error_map::backend_error(&e, context), e.to_string()));
             }
@@ -113,10 +104,7 @@ pub async fn handle<B: Backend>(
 ) -> Option<ProduceResponse> {
     let acks = request.acks;
     let request_refusal = if !(-1..=1).contains(&acks) {
-        Some(refused(
-            ResponseError::InvalidRequiredAcks,
-            format!("acks {acks}"),
-        ))
+        Some(refused(ResponseError::InvalidRequiredAcks, format!("acks {acks}")))
     } else if request.transactional_id.is_some() {
         Some(refused(
             ResponseError::InvalidRecord,
@@ -148,15 +136,7 @@ pub async fn handle<B: Backend>(
                     Err(refusal) => Err(refusal),
                     Ok(messages) => {
                         let context = format!("Produce to {kafka_topic}-{index}");
-                        append(
-                            gateway,
-                            &target.stream,
-                            &target.topic,
-                            index as u32,
-                            messages,
-                            &context,
-                        )
-                        .await
+                        append(gateway, &target.stream, &target.topic, index as u32, messages, &context).await
                     }
                 },
             };

@@ -6,10 +6,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{SyncGroupRequest, SyncGroupResponse};
 use kafka_protocol::protocol::StrBytes;
 
-pub async fn handle<B: Backend>(
-    gateway: &Gateway<B>,
-    request: SyncGroupRequest,
-) -> SyncGroupResponse {
+pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: SyncGroupRequest) -> SyncGroupResponse {
     let group_id = request.group_id.0.as_str();
     if !gateway.is_coordinator(group_id) {
         return SyncGroupResponse::default().with_error_code(ResponseError::NotCoordinator.code());

@@ -62,21 +62,17 @@ mod tests {
 
     #[test]
     fn proto_version_1_librdkafka_feature_gates_are_inside_the_ranges() {
-        let contains =
-            |key, v| advertised(key).is_some_and(|a| (a.min_advertised..=a.max).contains(&v));
-        assert!(
-            contains(ApiKey::Produce, 3) && contains(ApiKey::Fetch, 4),
-            "MsgVer2"
-        );
+        let contains = |key, v| advertised(key).is_some_and(|a| (a.min_advertised..=a.max).contains(&v));
+        assert!(contains(ApiKey::Produce, 3) && contains(ApiKey::Fetch, 4), "MsgVer2");
         assert!(
             contains(ApiKey::Produce, 0) && contains(ApiKey::Produce, 2),
             "KAFKA-18659"
         );
-        assert!(
-            contains(ApiKey::Produce, 7) && contains(ApiKey::Fetch, 10),
-            "zstd"
-        );
+        assert!(contains(ApiKey::Produce, 7) && contains(ApiKey::Fetch, 10), "zstd");
         assert!(contains(ApiKey::InitProducerId, 0), "idempotence");
+        // librdkafka enables lz4 only when FindCoordinator v0 is advertised; without it an lz4
+        // producer silently sends uncompressed batches.
+        assert!(contains(ApiKey::FindCoordinator, 0), "lz4");
         assert!(
             contains(ApiKey::FindCoordinator, 0)
                 && contains(ApiKey::OffsetCommit, 2)
@@ -97,11 +93,7 @@ mod tests {
     fn proto_version_1_every_served_range_is_decodable_by_kafka_protocol() {
         for a in ADVERTISED {
             let valid = a.key.valid_versions();
-            assert!(
-                a.min_served >= valid.min && a.max <= valid.max,
-                "{:?}",
-                a.key
-            );
+            assert!(a.min_served >= valid.min && a.max <= valid.max, "{:?}", a.key);
         }
     }
 
@@ -109,9 +101,6 @@ mod tests {
     fn proto_version_2_produce_v0_to_v2_are_advertised_but_not_served() {
         assert!(!serves(ApiKey::Produce, 2));
         assert!(serves(ApiKey::Produce, 3));
-        assert!(
-            !serves(ApiKey::Fetch, 13),
-            "topic-id Fetch is not advertised"
-        );
+        assert!(!serves(ApiKey::Fetch, 13), "topic-id Fetch is not advertised");
     }
 }

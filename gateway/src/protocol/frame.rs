@@ -51,10 +51,7 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
 }
 
 /// Writes one frame: the size prefix then the body.
-pub async fn write_frame<W: AsyncWrite + Unpin>(
-    writer: &mut W,
-    body: &[u8],
-) -> std::io::Result<()> {
+pub async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, body: &[u8]) -> std::io::Result<()> {
     writer.write_all(&(body.len() as i32).to_be_bytes()).await?;
     writer.write_all(body).await?;
     writer.flush().await
@@ -92,17 +89,11 @@ mod tests {
         write_frame(&mut buf, b"x").await.unwrap();
         let mut r = &buf[..];
         assert_eq!(
-            &read_frame(&mut r, 1024, Duration::from_secs(1))
-                .await
-                .unwrap()
-                .unwrap()[..],
+            &read_frame(&mut r, 1024, Duration::from_secs(1)).await.unwrap().unwrap()[..],
             b"hello"
         );
         assert_eq!(
-            &read_frame(&mut r, 1024, Duration::from_secs(1))
-                .await
-                .unwrap()
-                .unwrap()[..],
+            &read_frame(&mut r, 1024, Duration::from_secs(1)).await.unwrap().unwrap()[..],
             b"x"
         );
         assert!(read_frame(&mut r, 1024, Duration::from_secs(1))

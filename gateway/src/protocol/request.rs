@@ -62,13 +62,11 @@ pub fn parse_request(frame: Bytes) -> Result<Request, RequestError> {
     })?;
     let mut body = frame;
     let header =
-        RequestHeader::decode(&mut body, key.request_header_version(version)).map_err(|e| {
-            RequestError::Malformed {
-                what: "request header",
-                key,
-                version,
-                reason: e.to_string(),
-            }
+        RequestHeader::decode(&mut body, key.request_header_version(version)).map_err(|e| RequestError::Malformed {
+            what: "request header",
+            key,
+            version,
+            reason: e.to_string(),
         })?;
     Ok(Request {
         key,
@@ -97,8 +95,7 @@ pub fn encode_response<T: Encodable>(
     version: i16,
 ) -> anyhow::Result<Bytes> {
     let header = ResponseHeader::default().with_correlation_id(correlation_id);
-    let mut out =
-        BytesMut::with_capacity(header.compute_size(header_version)? + body.compute_size(version)?);
+    let mut out = BytesMut::with_capacity(header.compute_size(header_version)? + body.compute_size(version)?);
     header.encode(&mut out, header_version)?;
     body.encode(&mut out, version)?;
     Ok(out.freeze())

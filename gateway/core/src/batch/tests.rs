@@ -149,8 +149,7 @@ pub(crate) fn arb_record() -> impl Strategy<Value = Record> {
         proptest::option::of(arb_bytes(64)),
         proptest::option::of(arb_bytes(256)),
         proptest::collection::vec(
-            (arb_bytes(16), proptest::option::of(arb_bytes(32)))
-                .prop_map(|(name, value)| RecordHeader { name, value }),
+            (arb_bytes(16), proptest::option::of(arb_bytes(32))).prop_map(|(name, value)| RecordHeader { name, value }),
             0..4,
         ),
     )

@@ -50,11 +50,7 @@ fn envelope_of(m: &IggyMessage) -> EnvelopeRecord {
 
 #[test]
 fn map_value_2_map_key_1_map_header_1_plain_record() {
-    let r = record(
-        Some(b"k1"),
-        Some(b"value"),
-        vec![header(b"trace", Some(b"abc"))],
-    );
+    let r = record(Some(b"k1"), Some(b"value"), vec![header(b"trace", Some(b"abc"))]);
     let (m, form) = record_to_message(&r).unwrap();
     assert_eq!(form, StoredForm::Plain);
     assert_eq!(&m.payload[..], b"value");
@@ -69,11 +65,7 @@ fn map_key_1_null_key_writes_no_key_header() {
     let (m, _) = record_to_message(&record(None, Some(b"v"), vec![])).unwrap();
     assert!(m.user_headers.is_none());
     let (back, form) = message_to_record(&stored(m, 5));
-    assert_eq!(
-        form,
-        ReadForm::Native,
-        "no kafka.* header at all reads as native"
-    );
+    assert_eq!(form, ReadForm::Native, "no kafka.* header at all reads as native");
     assert_eq!(back.key, None);
 }
 
@@ -116,17 +108,11 @@ fn map_ts_4_other_negative_timestamps_are_refused() {
     for ts in [-2, i64::MIN] {
         let mut r = record(None, Some(b"v"), vec![]);
         r.timestamp_ms = ts;
-        assert_eq!(
-            record_to_message(&r).unwrap_err(),
-            MapError::InvalidTimestamp(ts)
-        );
+        assert_eq!(record_to_message(&r).unwrap_err(), MapError::InvalidTimestamp(ts));
     }
     let mut r = record(None, Some(b"v"), vec![]);
     r.timestamp_ms = i64::MAX;
-    assert!(matches!(
-        record_to_message(&r),
-        Err(MapError::InvalidTimestamp(_))
-    ));
+    assert!(matches!(record_to_message(&r), Err(MapError::InvalidTimestamp(_))));
 }
 
 #[test]
@@ -178,10 +164,7 @@ fn assert_envelope(r: KafkaRecord, trigger: EnvelopeTrigger) {
     assert_eq!(form, StoredForm::Envelope(trigger));
     let h = stored_headers(&m);
     assert_eq!(h.len(), 1, "an envelope message carries only the marker");
-    assert_eq!(
-        h["kafka.envelope"],
-        (HeaderKind::Raw, vec![ENVELOPE_VERSION])
-    );
+    assert_eq!(h["kafka.envelope"], (HeaderKind::Raw, vec![ENVELOPE_VERSION]));
     let env = envelope_of(&m);
     assert_eq!(
         (env.key.clone(), env.value.clone(), env.headers.clone()),
@@ -197,18 +180,12 @@ fn assert_envelope(r: KafkaRecord, trigger: EnvelopeTrigger) {
 
 #[test]
 fn env_trigger_empty_key_1() {
-    assert_envelope(
-        record(Some(b""), Some(b"v"), vec![]),
-        EnvelopeTrigger::EmptyKey,
-    );
+    assert_envelope(record(Some(b""), Some(b"v"), vec![]), EnvelopeTrigger::EmptyKey);
 }
 
 #[test]
 fn env_trigger_key_len_1_key_of_256_bytes() {
-    assert_envelope(
-        record(Some(&[7; 256]), Some(b"v"), vec![]),
-        EnvelopeTrigger::KeyTooLong,
-    );
+    assert_envelope(record(Some(&[7; 256]), Some(b"v"), vec![]), EnvelopeTrigger::KeyTooLong);
     // 255 is still plain.
     assert_eq!(
         classify(&record(Some(&[7; 255]), Some(b"v"), vec![])),
@@ -218,10 +195,7 @@ fn env_trigger_key_len_1_key_of_256_bytes() {
 
 #[test]
 fn env_trigger_key_len_1_a_300_byte_key_tombstone() {
-    assert_envelope(
-        record(Some(&[1; 300]), None, vec![]),
-        EnvelopeTrigger::KeyTooLong,
-    );
+    assert_envelope(record(Some(&[1; 300]), None, vec![]), EnvelopeTrigger::KeyTooLong);
 }
 
 #[test]
@@ -277,13 +251,8 @@ fn env_trigger_repeat_1_repeated_header_names_keep_their_order() {
         header(b"a", Some(b"2")),
         header(b"b", Some(b"3")),
     ];
-    assert_envelope(
-        record(None, Some(b"v"), headers),
-        EnvelopeTrigger::RepeatedHeaderName,
-    );
-    let many: Vec<_> = (0..20u8)
-        .map(|i| header(&[b'a' + (i % 19)], Some(b"x")))
-        .collect();
+    assert_envelope(record(None, Some(b"v"), headers), EnvelopeTrigger::RepeatedHeaderName);
+    let many: Vec<_> = (0..20u8).map(|i| header(&[b'a' + (i % 19)], Some(b"x"))).collect();
     assert_eq!(
         classify(&record(None, Some(b"v"), many)),
         StoredForm::Envelope(EnvelopeTrigger::RepeatedHeaderName)
@@ -298,19 +267,10 @@ fn env_trigger_budget_1_headers_over_100_kb_of_iggy_wire_form() {
             .map(|i| header(format!("{i:04}").as_bytes(), Some(&[9; 255])))
             .collect()
     };
-    assert_eq!(
-        classify(&record(None, Some(b"v"), headers(361))),
-        StoredForm::Plain
-    );
+    assert_eq!(classify(&record(None, Some(b"v"), headers(361))), StoredForm::Plain);
     let (m, _) = record_to_message(&record(None, Some(b"v"), headers(361))).unwrap();
-    assert_eq!(
-        m.header.user_headers_length, 99_997,
-        "our count is Iggy's wire count"
-    );
-    assert_envelope(
-        record(None, Some(b"v"), headers(362)),
-        EnvelopeTrigger::HeaderBudget,
-    );
+    assert_eq!(m.header.user_headers_length, 99_997, "our count is Iggy's wire count");
+    assert_envelope(record(None, Some(b"v"), headers(362)), EnvelopeTrigger::HeaderBudget);
 }
 
 #[test]
@@ -363,10 +323,7 @@ fn map_read_native_1_iggy_written_message() {
         HeaderKey::try_from("content-type").unwrap(),
         HeaderValue::try_from("text/plain").unwrap(),
     );
-    headers.insert(
-        HeaderKey::try_from("count").unwrap(),
-        HeaderValue::from(7u32),
-    );
+    headers.insert(HeaderKey::try_from("count").unwrap(), HeaderValue::from(7u32));
     let mut m = IggyMessage::builder()
         .payload(b(b"hello"))
         .user_headers(headers)
@@ -378,10 +335,7 @@ fn map_read_native_1_iggy_written_message() {
     assert_eq!(form, ReadForm::Native);
     assert_eq!(r.key, None);
     assert_eq!(r.value.as_deref(), Some(&b"hello"[..]));
-    assert_eq!(
-        r.timestamp_ms, 1_234,
-        "origin 0 falls back to the server timestamp"
-    );
+    assert_eq!(r.timestamp_ms, 1_234, "origin 0 falls back to the server timestamp");
     assert_eq!(
         r.headers,
         vec![

@@ -15,10 +15,7 @@ impl Clock for StepClock {
 
 fn backend() -> (EmbeddedBackend, Arc<StepClock>) {
     let clock = Arc::new(StepClock(AtomicU64::new(1_000_000)));
-    (
-        EmbeddedBackend::new(clock.clone(), EmbeddedConfig::default()),
-        clock,
-    )
+    (EmbeddedBackend::new(clock.clone(), EmbeddedConfig::default()), clock)
 }
 
 fn msg(payload: &'static [u8]) -> IggyMessage {
@@ -59,20 +56,12 @@ async fn offsets_start_at_zero_and_the_confirmation_names_the_base() {
     let (b, _) = backend();
     topic(&b, 2).await;
     assert_eq!(
-        b.append("s", "t", 1, vec![msg(b"a"), msg(b"b")])
-            .await
-            .unwrap(),
+        b.append("s", "t", 1, vec![msg(b"a"), msg(b"b")]).await.unwrap(),
         Some(0)
     );
-    assert_eq!(
-        b.append("s", "t", 1, vec![msg(b"c")]).await.unwrap(),
-        Some(2)
-    );
+    assert_eq!(b.append("s", "t", 1, vec![msg(b"c")]).await.unwrap(), Some(2));
     let read = b.read("s", "t", 1, 1, ALL).await.unwrap();
-    assert_eq!(
-        read.iter().map(|m| m.header.offset).collect::<Vec<_>>(),
-        vec![1, 2]
-    );
+    assert_eq!(read.iter().map(|m| m.header.offset).collect::<Vec<_>>(), vec![1, 2]);
     assert_eq!(
         read[0].header.timestamp, 1_000_000,
         "server timestamp from the injected clock"
@@ -90,10 +79,7 @@ async fn diff_8_missing_partition_is_resource_not_found() {
     let (b, _) = backend();
     topic(&b, 1).await;
     let err = b.append("s", "t", 1, vec![msg(b"a")]).await.unwrap_err();
-    assert_eq!(
-        code(err),
-        IggyError::ResourceNotFound(String::new()).as_code()
-    );
+    assert_eq!(code(err), IggyError::ResourceNotFound(String::new()).as_code());
 }
 
 #[tokio::test]
@@ -126,21 +112,14 @@ async fn limit_header_field_1_model_validates_like_the_sdk() {
         payload: Bytes::new(),
         ..IggyMessage::default()
     };
-    assert_eq!(
-        code(b.append("s", "t", 0, vec![empty]).await.unwrap_err()),
-        4025
-    );
+    assert_eq!(code(b.append("s", "t", 0, vec![empty]).await.unwrap_err()), 4025);
     let too_big_headers = IggyMessage {
         payload: Bytes::from_static(b"x"),
         user_headers: Some(Bytes::from(vec![0u8; MAX_USER_HEADERS_SIZE as usize + 1])),
         ..IggyMessage::default()
     };
     assert_eq!(
-        code(
-            b.append("s", "t", 0, vec![too_big_headers])
-                .await
-                .unwrap_err()
-        ),
+        code(b.append("s", "t", 0, vec![too_big_headers]).await.unwrap_err()),
         4017
     );
     assert!(HeaderValue::try_from(vec![0u8; 256]).is_err());
@@ -152,13 +131,9 @@ async fn diff_1_storing_needs_membership_and_ownership_reading_does_not() {
     let (b, _) = backend();
     topic(&b, 3).await;
     for p in 0..3 {
-        b.append("s", "t", p, vec![msg(b"a"), msg(b"b")])
-            .await
-            .unwrap();
+        b.append("s", "t", p, vec![msg(b"a"), msg(b"b")]).await.unwrap();
     }
-    b.create_consumer_group("s", "t", "kafka.cg.g")
-        .await
-        .unwrap();
+    b.create_consumer_group("s", "t", "kafka.cg.g").await.unwrap();
     let not_found = IggyError::ResourceNotFound(String::new()).as_code();
     assert_eq!(
         code(
@@ -168,21 +143,13 @@ async fn diff_1_storing_needs_membership_and_ownership_reading_does_not() {
         ),
         not_found
     );
-    b.join_consumer_group("s", "t", "kafka.cg.g", 1)
-        .await
-        .unwrap();
+    b.join_consumer_group("s", "t", "kafka.cg.g", 1).await.unwrap();
     for p in 0..3 {
-        b.store_consumer_offset("s", "t", p, "kafka.cg.g", 1, 1)
-            .await
-            .unwrap();
+        b.store_consumer_offset("s", "t", p, "kafka.cg.g", 1, 1).await.unwrap();
     }
     // Two members: A holds [0, 1], B holds [2], as measured on the real server.
-    b.join_consumer_group("s", "t", "kafka.cg.g", 2)
-        .await
-        .unwrap();
-    b.store_consumer_offset("s", "t", 1, "kafka.cg.g", 1, 0)
-        .await
-        .unwrap();
+    b.join_consumer_group("s", "t", "kafka.cg.g", 2).await.unwrap();
+    b.store_consumer_offset("s", "t", 1, "kafka.cg.g", 1, 0).await.unwrap();
     assert_eq!(
         code(
             b.store_consumer_offset("s", "t", 2, "kafka.cg.g", 1, 0)
@@ -191,9 +158,7 @@ async fn diff_1_storing_needs_membership_and_ownership_reading_does_not() {
         ),
         not_found
     );
-    b.store_consumer_offset("s", "t", 2, "kafka.cg.g", 2, 0)
-        .await
-        .unwrap();
+    b.store_consumer_offset("s", "t", 2, "kafka.cg.g", 2, 0).await.unwrap();
     assert_eq!(
         code(
             b.store_consumer_offset("s", "t", 0, "kafka.cg.g", 2, 0)
@@ -203,19 +168,10 @@ async fn diff_1_storing_needs_membership_and_ownership_reading_does_not() {
         not_found
     );
     // B leaves: A holds all three again.
-    b.leave_consumer_group("s", "t", "kafka.cg.g", 2)
-        .await
-        .unwrap();
-    b.store_consumer_offset("s", "t", 2, "kafka.cg.g", 1, 1)
-        .await
-        .unwrap();
+    b.leave_consumer_group("s", "t", "kafka.cg.g", 2).await.unwrap();
+    b.store_consumer_offset("s", "t", 2, "kafka.cg.g", 1, 1).await.unwrap();
     // Reading needs no membership.
-    assert_eq!(
-        b.get_consumer_offset("s", "t", 1, "kafka.cg.g")
-            .await
-            .unwrap(),
-        Some(0)
-    );
+    assert_eq!(b.get_consumer_offset("s", "t", 1, "kafka.cg.g").await.unwrap(), Some(0));
 }
 
 #[tokio::test]
@@ -225,36 +181,19 @@ async fn diff_2_offsets_above_the_last_offset_are_invalid_and_may_move_backwards
     b.create_consumer_group("s", "t", "g").await.unwrap();
     b.join_consumer_group("s", "t", "g", 9).await.unwrap();
     assert_eq!(
-        code(
-            b.store_consumer_offset("s", "t", 0, "g", 9, 0)
-                .await
-                .unwrap_err()
-        ),
+        code(b.store_consumer_offset("s", "t", 0, "g", 9, 0).await.unwrap_err()),
         4100,
         "0 on an empty partition"
     );
-    b.append("s", "t", 0, vec![msg(b"a"), msg(b"b")])
-        .await
-        .unwrap();
-    b.store_consumer_offset("s", "t", 0, "g", 9, 1)
-        .await
-        .unwrap();
+    b.append("s", "t", 0, vec![msg(b"a"), msg(b"b")]).await.unwrap();
+    b.store_consumer_offset("s", "t", 0, "g", 9, 1).await.unwrap();
     assert_eq!(
-        code(
-            b.store_consumer_offset("s", "t", 0, "g", 9, 2)
-                .await
-                .unwrap_err()
-        ),
+        code(b.store_consumer_offset("s", "t", 0, "g", 9, 2).await.unwrap_err()),
         4100,
         "caught-up commit"
     );
-    b.store_consumer_offset("s", "t", 0, "g", 9, 0)
-        .await
-        .unwrap();
-    assert_eq!(
-        b.get_consumer_offset("s", "t", 0, "g").await.unwrap(),
-        Some(0)
-    );
+    b.store_consumer_offset("s", "t", 0, "g", 9, 0).await.unwrap();
+    assert_eq!(b.get_consumer_offset("s", "t", 0, "g").await.unwrap(), Some(0));
 }
 
 #[tokio::test]
@@ -264,11 +203,7 @@ async fn diff_3_deleting_an_absent_offset_is_consumer_offset_not_found() {
     b.create_consumer_group("s", "t", "g").await.unwrap();
     b.join_consumer_group("s", "t", "g", 1).await.unwrap();
     assert_eq!(
-        code(
-            b.delete_consumer_offset("s", "t", 0, "g", 1)
-                .await
-                .unwrap_err()
-        ),
+        code(b.delete_consumer_offset("s", "t", 0, "g", 1).await.unwrap_err()),
         3021
     );
 }
@@ -289,19 +224,11 @@ async fn limit_offset_keys_1_too_many_consumer_offsets() {
         b.create_consumer_group("s", "t", g).await.unwrap();
         b.join_consumer_group("s", "t", g, 1).await.unwrap();
     }
-    b.store_consumer_offset("s", "t", 0, "g1", 1, 0)
-        .await
-        .unwrap();
-    b.store_consumer_offset("s", "t", 0, "g2", 1, 0)
-        .await
-        .unwrap();
-    b.store_consumer_offset("s", "t", 0, "g2", 1, 0)
-        .await
-        .unwrap();
+    b.store_consumer_offset("s", "t", 0, "g1", 1, 0).await.unwrap();
+    b.store_consumer_offset("s", "t", 0, "g2", 1, 0).await.unwrap();
+    b.store_consumer_offset("s", "t", 0, "g2", 1, 0).await.unwrap();
     assert!(matches!(
-        b.store_consumer_offset("s", "t", 0, "g3", 1, 0)
-            .await
-            .unwrap_err(),
+        b.store_consumer_offset("s", "t", 0, "g3", 1, 0).await.unwrap_err(),
         BackendError::TooManyConsumerOffsets
     ));
 }
@@ -335,21 +262,14 @@ async fn timestamp_lookup_finds_the_first_message_at_or_after() {
     clock.0.store(2_000_000, Ordering::Relaxed);
     b.append("s", "t", 0, vec![msg(b"b")]).await.unwrap();
     assert_eq!(
-        b.offset_for_timestamp("s", "t", 0, 1_500_000)
-            .await
-            .unwrap(),
+        b.offset_for_timestamp("s", "t", 0, 1_500_000).await.unwrap(),
         Some((1, 2_000_000))
     );
     assert_eq!(
         b.offset_for_timestamp("s", "t", 0, 0).await.unwrap(),
         Some((0, 1_000_000))
     );
-    assert_eq!(
-        b.offset_for_timestamp("s", "t", 0, 3_000_000)
-            .await
-            .unwrap(),
-        None
-    );
+    assert_eq!(b.offset_for_timestamp("s", "t", 0, 3_000_000).await.unwrap(), None);
 }
 
 #[tokio::test]
@@ -375,14 +295,8 @@ async fn topic_names_and_duplicates() {
         partitions: 1,
         message_expiry_us: None,
     };
-    assert_eq!(
-        code(b.create_topic("s", "t", spec).await.unwrap_err()),
-        2013
-    );
+    assert_eq!(code(b.create_topic("s", "t", spec).await.unwrap_err()), 2013);
     b.delete_topic("s", "t").await.unwrap();
     b.create_topic("s", "t", spec).await.unwrap();
-    assert_eq!(
-        code(b.create_topic("nope", "t", spec).await.unwrap_err()),
-        1010
-    );
+    assert_eq!(code(b.create_topic("nope", "t", spec).await.unwrap_err()), 1010);
 }

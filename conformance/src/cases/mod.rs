@@ -1,0 +1,48 @@
+//! Every conformance case, one file per area. A case is an async function of an [`Endpoint`]
+//! that returns `Passed`, `Skipped(why)` or an error saying what did not conform.
+
+use crate::endpoint::Endpoint;
+use std::future::Future;
+use std::pin::Pin;
+
+pub mod group_cases;
+pub mod rdkafka_cases;
+pub mod wire_cases;
+
+/// What a case concluded.
+#[derive(Debug)]
+pub enum Outcome {
+    Passed,
+    /// Not run, and why: never counted as passed.
+    Skipped(String),
+}
+
+pub type CaseFuture = Pin<Box<dyn Future<Output = anyhow::Result<Outcome>> + Send>>;
+
+/// One case: a stable name, the rule IDs it checks, and its body.
+pub struct Case {
+    pub name: &'static str,
+    pub rules: &'static [&'static str],
+    pub run: fn(Endpoint) -> CaseFuture,
+}
+
+/// Declares a `Case` from an `async fn(Endpoint) -> anyhow::Result<Outcome>`.
+#[macro_export]
+macro_rules! case {
+    ($f:path, [$($rule:literal),+ $(,)?]) => {
+        $crate::cases::Case {
+            name: stringify!($f),
+            rules: &[$($rule),+],
+            run: |endpoint| Box::pin($f(endpoint)),
+        }
+    };
+}
+
+/// Every case of the suite.
+pub fn all() -> Vec<Case> {
+    let mut cases = Vec::new();
+    cases.extend(wire_cases::cases());
+    cases.extend(rdkafka_cases::cases());
+    cases.extend(group_cases::cases());
+    cases
+}

@@ -1,0 +1,138 @@
+//! The endpoint a case runs against, and an in-process embedded gateway to run against when no
+//! endpoint is given.
+
+use kafka_iggy_gateway::backend::embedded::EmbeddedBackend;
+use kafka_iggy_gateway::clock::SystemClock;
+use kafka_iggy_gateway::config::{Args, Config, FileConfig};
+use kafka_iggy_gateway::gateway::Gateway;
+use kafka_iggy_gateway::server::{serve, Shutdown};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A Kafka endpoint and what the suite knows about its configuration. Cases that need a
+/// known setting skip (and say so) when it is unknown.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub bootstrap: String,
+    /// The gateway's max_frame_size, when known.
+    pub max_frame_size: Option<usize>,
+    /// The gateway's instance id, when known.
+    pub instance_id: Option<u16>,
+}
+
+static UNIQUE: AtomicU64 = AtomicU64::new(0);
+
+impl Endpoint {
+    /// A topic name no other case in this process uses.
+    pub fn unique_topic(&self, prefix: &str) -> String {
+        let n = UNIQUE.fetch_add(1, Ordering::Relaxed);
+        format!("{prefix}-{}-{n}", std::process::id())
+    }
+}
+
+/// The max_frame_size the in-process gateway runs with: small enough that a test can exceed
+/// it cheaply, large enough for every case's records.
+pub const TEST_MAX_FRAME_SIZE: usize = 4 * 1024 * 1024;
+/// The instance id the in-process gateway runs with.
+pub const TEST_INSTANCE_ID: u16 = 4242;
+
+/// How to start a [`LocalGateway`]; the defaults suit the suite.
+#[derive(Clone, Default)]
+pub struct LocalOptions {
+    /// Listen here instead of an OS-chosen port (to restart a gateway where clients expect it).
+    pub listen: Option<SocketAddr>,
+    /// Share this backend (gateways fronting one Iggy, or a restart that keeps the data).
+    pub backend: Option<Arc<EmbeddedBackend>>,
+    pub instance_id: Option<u16>,
+    /// Other gateways, as `id=host:port`.
+    pub peers: Vec<String>,
+    /// Kafka's group.min.session.timeout.ms; the suite lowers it so evictions come quickly.
+    pub group_min_session_timeout_ms: Option<u64>,
+}
+
+/// The group.min.session.timeout.ms the in-process gateway runs with.
+pub const TEST_MIN_SESSION_TIMEOUT_MS: u64 = 500;
+
+/// A gateway on the embedded backend, serving on a loopback port until dropped.
+pub struct LocalGateway {
+    pub endpoint: Endpoint,
+    pub gateway: Arc<Gateway<EmbeddedBackend>>,
+    shutdown: Shutdown,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl LocalGateway {
+    /// Starts a gateway on 127.0.0.1 with an OS-chosen port.
+    pub async fn start() -> anyhow::Result<Self> {
+        Self::start_with(LocalOptions::default()).await
+    }
+
+    /// Starts a gateway as `options` say.
+    pub async fn start_with(options: LocalOptions) -> anyhow::Result<Self> {
+        let bind = options.listen.unwrap_or_else(|| "127.0.0.1:0".parse().expect("valid"));
+        let listener = tokio::net::TcpListener::bind(bind).await?;
+        let addr: SocketAddr = listener.local_addr()?;
+        let instance_id = options.instance_id.unwrap_or(TEST_INSTANCE_ID);
+        let args = Args {
+            listen: Some(addr),
+            instance_id: Some(instance_id),
+            max_frame_size: Some(TEST_MAX_FRAME_SIZE),
+            peers: options.peers.clone(),
+            ..Args::default()
+        };
+        let file = FileConfig {
+            group_min_session_timeout_ms: Some(
+                options
+                    .group_min_session_timeout_ms
+                    .unwrap_or(TEST_MIN_SESSION_TIMEOUT_MS),
+            ),
+            ..FileConfig::default()
+        };
+        let config = Config::resolve(args, file)?;
+        let seed = UNIQUE.fetch_add(1, Ordering::Relaxed);
+        let gateway = match options.backend {
+            None => kafka_iggy_gateway::embedded_gateway(config, Arc::new(SystemClock), seed),
+            Some(backend) => Arc::new(Gateway::new(
+                Arc::new(config),
+                backend,
+                Arc::new(SystemClock),
+                kafka_iggy_gateway::clock::SharedRng::seeded(seed),
+            )),
+        };
+        let shutdown = Shutdown::default();
+        let task = tokio::spawn(serve(listener, gateway.clone(), shutdown.clone()));
+        Ok(Self {
+            endpoint: Endpoint {
+                bootstrap: addr.to_string(),
+                max_frame_size: Some(TEST_MAX_FRAME_SIZE),
+                instance_id: Some(instance_id),
+            },
+            gateway,
+            shutdown,
+            task: Some(task),
+        })
+    }
+
+    /// Stops accepting, lets connections finish, and waits for the server to end.
+    pub async fn stop(mut self) {
+        self.shutdown.trigger();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+/// A fresh embedded backend on the system clock, to share between gateways.
+pub fn shared_backend() -> Arc<EmbeddedBackend> {
+    Arc::new(EmbeddedBackend::new(
+        Arc::new(SystemClock),
+        kafka_iggy_gateway::backend::embedded::EmbeddedConfig::default(),
+    ))
+}
+
+impl Drop for LocalGateway {
+    fn drop(&mut self) {
+        self.shutdown.trigger();
+    }
+}
