@@ -212,8 +212,10 @@ impl<B: Backend> OffsetStore<'_, B> {
         Ok(out)
     }
 
-    /// Deletes everything a Kafka group stored on one Iggy topic (DeleteGroups).
-    pub async fn delete_group(&self, t: &IggyTarget, group: &str) -> Result<(), BackendError> {
+    /// Deletes everything a Kafka group stored on one Iggy topic (DeleteGroups); returns how many
+    /// Iggy consumer groups it deleted.
+    pub async fn delete_group(&self, t: &IggyTarget, group: &str) -> Result<usize, BackendError> {
+        let mut deleted = 0;
         let groups = self.backend.list_consumer_groups(&t.stream, &t.topic).await?;
         let key = offsets_group(group);
         for name in groups {
@@ -226,12 +228,13 @@ impl<B: Backend> OffsetStore<'_, B> {
                 });
             if name == key || is_marker {
                 match self.backend.delete_consumer_group(&t.stream, &t.topic, &name).await {
+                    Ok(()) => deleted += 1,
                     Err(e) if !is_absent(&e) => return Err(e),
-                    _ => {}
+                    Err(_) => {}
                 }
             }
         }
-        Ok(())
+        Ok(deleted)
     }
 }
 

@@ -3,6 +3,7 @@
 
 pub mod embedded;
 mod error;
+pub mod iggy;
 
 pub use error::BackendError;
 

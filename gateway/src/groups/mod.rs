@@ -51,6 +51,10 @@ pub struct GroupCoordinator {
     rng: SharedRng,
     /// Wakes the timer task when a deadline may have moved earlier.
     deadlines_changed: Notify,
+    /// Set once the gateway shuts down: no group is coordinated here any more.
+    stopped: std::sync::atomic::AtomicBool,
+    /// Serialises the commits of one group, whose two-step stores must not interleave (CO-ZERO-1).
+    commit_locks: Mutex<BTreeMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
 }
 
 fn code(e: ResponseError) -> i16 {
@@ -64,6 +68,39 @@ impl GroupCoordinator {
             limits,
             rng,
             deadlines_changed: Notify::new(),
+            stopped: std::sync::atomic::AtomicBool::new(false),
+            commit_locks: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn is_stopped(&self) -> bool {
+        self.stopped.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Stops coordinating (PROTO-SHUTDOWN-1): every parked JoinGroup and SyncGroup is answered
+    /// NOT_COORDINATOR, as Kafka does when a coordinator moves, so shutdown can drain them; later
+    /// group requests get the same answer at once.
+    pub fn stop(&self) {
+        self.stopped.store(true, std::sync::atomic::Ordering::Release);
+        for group in self.lock().values_mut() {
+            group.abandon(code(ResponseError::NotCoordinator));
+        }
+    }
+
+    /// The lock that serialises one group's commits.
+    pub fn commit_lock(&self, group_id: &str) -> std::sync::Arc<tokio::sync::Mutex<()>> {
+        let mut locks = self.commit_locks.lock().expect("commit locks poisoned");
+        // Bounded: locks nobody holds are dropped once many groups have committed.
+        if locks.len() >= 1024 {
+            locks.retain(|_, lock| std::sync::Arc::strong_count(lock) > 1);
+        }
+        locks.entry(group_id.to_string()).or_default().clone()
+    }
+
+    /// A commit from a current member counts as a sign of life, as in Kafka.
+    pub fn touch(&self, group_id: &str, member_id: &str) {
+        if let Some(group) = self.lock().get_mut(group_id) {
+            group.touch(member_id, Instant::now());
         }
     }
 
@@ -78,6 +115,9 @@ impl GroupCoordinator {
     /// JoinGroup. Returns at once for errors and KIP-394's MEMBER_ID_REQUIRED, otherwise when the
     /// rebalance completes (all members rejoined, or the rebalance timeout removed the rest).
     pub async fn join(&self, request: JoinRequest) -> JoinOutcome {
+        if self.is_stopped() {
+            return JoinOutcome::error(code(ResponseError::NotCoordinator), &request.member_id);
+        }
         let limits = &self.limits;
         if !(limits.min_session_timeout..=limits.max_session_timeout).contains(&request.session_timeout) {
             return JoinOutcome::error(code(ResponseError::InvalidSessionTimeout), &request.member_id);
@@ -107,12 +147,14 @@ impl GroupCoordinator {
                 .entry(request.group_id.clone())
                 .or_insert_with(|| Group::new(request.group_id.clone()));
             let new_id = self.new_member_id(&request.client_id);
-            match group.join(request, new_id, limits, Instant::now()) {
+            let joined = group.join(request, new_id, limits, Instant::now());
+            // Also on MEMBER_ID_REQUIRED: the pending id's deadline must be scheduled.
+            self.deadlines_changed.notify_one();
+            match joined {
                 Ok(receiver) => receiver,
                 Err(outcome) => return *outcome,
             }
         };
-        self.deadlines_changed.notify_one();
         receiver
             .await
             .unwrap_or_else(|_| JoinOutcome::error(code(ResponseError::UnknownMemberId), ""))
@@ -136,6 +178,9 @@ impl GroupCoordinator {
                 self.limits.max_metadata_bytes
             );
             return SyncOutcome::error(code(ResponseError::InvalidRequest));
+        }
+        if self.is_stopped() {
+            return SyncOutcome::error(code(ResponseError::NotCoordinator));
         }
         let receiver: oneshot::Receiver<SyncOutcome> = {
             let mut groups = self.lock();
@@ -212,12 +257,14 @@ impl GroupCoordinator {
         }
     }
 
-    /// Enforces every deadline that has passed; returns the next one.
+    /// Enforces every deadline that has passed and forgets groups left with nobody (their
+    /// offsets stay in Iggy, so nothing is lost); returns the next deadline.
     pub fn expire(&self, now: Instant) -> Option<Instant> {
         let mut groups = self.lock();
         for group in groups.values_mut() {
             group.expire(now);
         }
+        groups.retain(|_, g| !g.is_vacant());
         groups.values().filter_map(Group::next_deadline).min()
     }
 
@@ -234,7 +281,10 @@ impl GroupCoordinator {
             tokio::select! {
                 _ = sleep => {}
                 _ = self.deadlines_changed.notified() => {}
-                _ = stop.wait_for(|s| *s) => return,
+                _ = stop.wait_for(|s| *s) => {
+                    self.stop();
+                    return;
+                }
             }
         }
     }

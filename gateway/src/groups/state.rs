@@ -573,6 +573,30 @@ impl Group {
             .min()
     }
 
+    /// Answers every parked join and sync with `error_code`.
+    pub(super) fn abandon(&mut self, error_code: i16) {
+        for m in &mut self.members {
+            if let Some(w) = m.join_waiter.take() {
+                let _ = w.send(JoinOutcome::error(error_code, &m.id));
+            }
+            if let Some(w) = m.sync_waiter.take() {
+                let _ = w.send(SyncOutcome::error(error_code));
+            }
+        }
+    }
+
+    /// Extends a current member's session.
+    pub(super) fn touch(&mut self, member_id: &str, now: Instant) {
+        if let Some(m) = self.member(member_id) {
+            m.session_deadline = now + m.session_timeout;
+        }
+    }
+
+    /// No member and no pending id: nothing the coordinator needs to remember.
+    pub(super) fn is_vacant(&self) -> bool {
+        self.members.is_empty() && self.pending.is_empty()
+    }
+
     pub(super) fn describe(&self) -> DescribedGroup {
         let protocol = self.protocol.clone().unwrap_or_default();
         DescribedGroup {

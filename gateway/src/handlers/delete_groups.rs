@@ -34,19 +34,27 @@ async fn delete_one<B: Backend>(gateway: &Gateway<B>, group_id: &str) -> i16 {
     if !gateway.is_coordinator(group_id) {
         return ResponseError::NotCoordinator.code();
     }
+    let known = gateway.groups.describe(group_id).is_some();
     if !gateway.groups.remove_if_empty(group_id) {
         return ResponseError::NonEmptyGroup.code();
     }
+    let mut deleted = 0;
     let store = OffsetStore {
         backend: gateway.backend.as_ref(),
         client: gateway.offsets_client,
     };
     for (kafka, target) in mapped_topics(gateway).await {
-        if let Err(e) = store.delete_group(&target, group_id).await {
-            return error_map::backend_error(&e, &format!("DeleteGroups {group_id} on topic {kafka}"));
+        match store.delete_group(&target, group_id).await {
+            Ok(n) => deleted += n,
+            Err(e) => return error_map::backend_error(&e, &format!("DeleteGroups {group_id} on topic {kafka}")),
         }
     }
-    0
+    // Kafka: a group with neither members nor offsets does not exist.
+    if known || deleted > 0 {
+        0
+    } else {
+        ResponseError::GroupIdNotFound.code()
+    }
 }
 
 pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: DeleteGroupsRequest) -> DeleteGroupsResponse {

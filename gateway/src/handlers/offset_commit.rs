@@ -24,8 +24,9 @@ fn request_error<B: Backend>(gateway: &Gateway<B>, request: &OffsetCommitRequest
     let member_id = request.member_id.as_str();
     let generation = request.generation_id_or_member_epoch;
     match gateway.groups.member_generation(group_id) {
-        // A standalone commit (no member, generation -1) is for a group without members.
-        None => (generation >= 0 || !member_id.is_empty()).then(|| ResponseError::UnknownMemberId.code()),
+        // A standalone commit (no member, generation -1) is for a group without members; a
+        // member's commit to a group this coordinator does not know is from another generation.
+        None => (generation >= 0 || !member_id.is_empty()).then(|| ResponseError::IllegalGeneration.code()),
         Some((_, _, members)) if members.is_empty() => {
             (generation >= 0 || !member_id.is_empty()).then(|| ResponseError::UnknownMemberId.code())
         }
@@ -34,7 +35,9 @@ fn request_error<B: Backend>(gateway: &Gateway<B>, request: &OffsetCommitRequest
                 Some(ResponseError::UnknownMemberId.code())
             } else if generation != current {
                 Some(ResponseError::IllegalGeneration.code())
-            } else if state == GroupState::PreparingRebalance {
+            } else if state == GroupState::CompletingRebalance {
+                // GROUP-COMMIT-1: as Kafka, a member may commit while a rebalance is prepared (what
+                // it commits as it gives partitions up), but not between join and sync.
                 Some(ResponseError::RebalanceInProgress.code())
             } else {
                 None
@@ -44,8 +47,14 @@ fn request_error<B: Backend>(gateway: &Gateway<B>, request: &OffsetCommitRequest
 }
 
 pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: OffsetCommitRequest) -> OffsetCommitResponse {
-    let refused = request_error(gateway, &request);
     let group_id = request.group_id.0.as_str();
+    // One group's commits never interleave: a commit is two steps in Iggy (CO-ZERO-1).
+    let lock = gateway.groups.commit_lock(group_id);
+    let _serialised = lock.lock().await;
+    let refused = request_error(gateway, &request);
+    if refused.is_none() && !request.member_id.is_empty() {
+        gateway.groups.touch(group_id, request.member_id.as_str());
+    }
     let store = OffsetStore {
         backend: gateway.backend.as_ref(),
         client: gateway.offsets_client,

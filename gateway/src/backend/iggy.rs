@@ -1,0 +1,874 @@
+//! The real backend: the port (`Backend`, `ConsumerOffsets`) over the pinned Iggy SDK
+//! (`iggy` 0.11.0-edge.4), speaking TCP to an Iggy server (0.9.0-edge.5). It answers with the
+//! semantics of the embedded model (`embedded.rs`) wherever the server allows it; where the
+//! server cannot give an exact answer the choice is documented at the method.
+//!
+//! Connections:
+//! - A pool of SDK clients, each connected and logged in at [`IggyBackend::connect`]. The appends
+//!   of one partition always go through the same client (hash of stream, topic and partition),
+//!   so the order of sends to a partition is the order they were issued; reads and admin calls
+//!   go round-robin.
+//! - One dedicated client per [`ClientId`] for consumer-group membership and the offsets stored
+//!   under it, created on first use: Iggy ties group membership to the connection.
+//!   [`ConsumerOffsets::release_client`] shuts that client down, which ends its memberships.
+//!
+//! Reconnection is this module's, not the SDK's. With its own reconnection enabled, the SDK
+//! replays any request that failed on a broken connection once after reconnecting, sends
+//! included, and with unlimited retries (the connection-string default) a call can hang for as
+//! long as the server is away. So the SDK's reconnection is disabled, and here:
+//! - before a call, a client known to be disconnected is reconnected (nothing was sent yet);
+//! - a read, a metadata or admin call, or a consumer-group call that fails for the connection
+//!   reconnects that client once and is retried once;
+//! - an append that fails for the connection is NOT retried: the server may or may not have
+//!   stored it, and the error goes back to the producer (at-least-once). The client is marked
+//!   broken, so the next call reconnects it first.
+//! - a background task reconnects idle clients found disconnected every few seconds, so an idle
+//!   client's heartbeat does not keep failing after an Iggy restart.
+//!
+//! Credentials go into the SDK's TCP configuration directly rather than through an
+//! `iggy://USER:PASS@HOST:PORT` connection string: the SDK's parser does not unescape, so a
+//! password holding `@`, `:` or `?` would not survive it. The effect is the same (auto-login on
+//! every connect).
+
+use super::{Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks};
+use iggy::prelude::{
+    AutoLogin, Client, ClientWrapper, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Credentials, Identifier,
+    IggyClient, IggyDuration, IggyError, IggyExpiry, IggyMessage, IggyTimestamp, MessageClient, Partitioning,
+    PollingStrategy, StreamClient, TcpClient, TcpClientConfig, TcpClientReconnectionConfig, TopicClient,
+    TopicCreateOptions, TopicDetails,
+};
+use iggy_common::locking::IggyRwLockFn;
+use iggy_common::{BinaryTransport, ClientState};
+use std::collections::HashMap;
+use std::future::Future;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// How often a waiting Fetch is woken without an append of this gateway's. Iggy has no push
+/// notification of new messages, so messages written by other producers (native Iggy clients,
+/// other gateway instances) are only noticed at this interval; Fetch's own deadline (max_wait_ms)
+/// still bounds every wait.
+pub const WAKE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Every this many wake ticks (5 s), disconnected idle clients are reconnected.
+const HEAL_EVERY_TICKS: u64 = 50;
+
+/// The SDK's heartbeat (ping) interval, its default.
+const HEARTBEAT_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The consumer reads poll as. Reads never store an offset (auto-commit off, explicit offsets),
+/// so this identity leaves nothing on the server.
+const READER_CONSUMER: &str = "kafka-iggy-gateway.reader";
+
+/// Where and as whom to connect; kept to open the per-`ClientId` clients later.
+#[derive(Clone)]
+struct Target {
+    address: String,
+    username: String,
+    password: String,
+}
+
+impl Target {
+    /// An SDK client that logs in on every connect and does not reconnect by itself.
+    fn client(&self) -> Result<IggyClient, IggyError> {
+        let config = TcpClientConfig {
+            server_address: self.address.clone(),
+            auto_login: AutoLogin::Enabled(Credentials::UsernamePassword(
+                self.username.clone(),
+                self.password.clone().into(),
+            )),
+            reconnection: TcpClientReconnectionConfig {
+                enabled: false,
+                max_retries: Some(0),
+                interval: IggyDuration::from(Duration::from_secs(1)),
+                // No cool-down before a reconnect: this module reconnects at most once per call.
+                reestablish_after: IggyDuration::from(Duration::ZERO),
+            },
+            heartbeat_interval: IggyDuration::from(HEARTBEAT_INTERVAL),
+            nodelay: true,
+            ..TcpClientConfig::default()
+        };
+        let tcp = TcpClient::create(Arc::new(config))?;
+        Ok(IggyClient::create(ClientWrapper::Tcp(tcp), None, None))
+    }
+}
+
+/// One SDK client and its reconnection bookkeeping.
+struct Conn {
+    client: IggyClient,
+    /// Moves on every reconnect (or forced disconnect), so concurrent callers that saw the same
+    /// failure reconnect only once.
+    epoch: AtomicU64,
+    reconnecting: tokio::sync::Mutex<()>,
+}
+
+impl Conn {
+    fn new(client: IggyClient) -> Self {
+        Self {
+            client,
+            epoch: AtomicU64::new(0),
+            reconnecting: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    async fn state(&self) -> ClientState {
+        let wrapper = self.client.client();
+        let guard = wrapper.read().await;
+        match &*guard {
+            ClientWrapper::Tcp(tcp) => tcp.get_state().await,
+            // Only TCP clients are built here.
+            _ => ClientState::Authenticated,
+        }
+    }
+
+    /// Reconnects the client unless it is logged in; returns the epoch to pass to
+    /// [`Conn::reconnect`] or [`Conn::mark_broken`] if the following call fails.
+    async fn ensure_connected(&self) -> Result<u64, IggyError> {
+        let epoch = self.epoch.load(Ordering::Acquire);
+        if self.state().await == ClientState::Authenticated {
+            return Ok(epoch);
+        }
+        self.reconnect(epoch).await?;
+        Ok(self.epoch.load(Ordering::Acquire))
+    }
+
+    /// Drops the connection and opens a new one (logging in), unless another caller already
+    /// did since `seen`. Disconnecting first also clears the states the SDK leaves behind after
+    /// a failed connect (Connecting, Authenticating), in which its own `connect` does nothing.
+    async fn reconnect(&self, seen: u64) -> Result<(), IggyError> {
+        let _guard = self.reconnecting.lock().await;
+        if self.epoch.load(Ordering::Acquire) != seen && self.state().await == ClientState::Authenticated {
+            return Ok(());
+        }
+        tracing::info!("reconnecting an Iggy client");
+        let _ = self.client.disconnect().await;
+        let result = self.client.connect().await;
+        self.epoch.fetch_add(1, Ordering::AcqRel);
+        if let Err(e) = &result {
+            tracing::warn!("reconnecting to Iggy failed: {e}");
+        }
+        result
+    }
+
+    /// Drops the connection after a failure whose outcome is unknown, so that the next call
+    /// reconnects before sending.
+    async fn mark_broken(&self, seen: u64) {
+        let _guard = self.reconnecting.lock().await;
+        if self.epoch.load(Ordering::Acquire) == seen {
+            let _ = self.client.disconnect().await;
+            self.epoch.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Errors that say the connection, not the request, failed.
+fn is_connection_error(e: &IggyError) -> bool {
+    matches!(
+        e,
+        IggyError::Disconnected
+            | IggyError::NotConnected
+            | IggyError::CannotEstablishConnection
+            | IggyError::EmptyResponse
+            | IggyError::StaleClient
+            | IggyError::TcpError
+            | IggyError::Unauthenticated
+    )
+}
+
+/// Errors that say the stream or topic does not exist.
+fn is_not_found(e: &IggyError) -> bool {
+    matches!(
+        e,
+        IggyError::StreamNameNotFound(_)
+            | IggyError::StreamIdNotFound(_)
+            | IggyError::TopicNameNotFound(..)
+            | IggyError::TopicIdNotFound(..)
+            | IggyError::ResourceNotFound(_)
+    )
+}
+
+fn name(value: &str) -> Result<Identifier, IggyError> {
+    Identifier::named(value)
+}
+
+/// The model's expiry (`None`: never) as Iggy's. Iggy's wire value 0 means "server default", so
+/// an expiry of 0 µs cannot be expressed; it is sent as 1 µs.
+fn expiry_to_iggy(expiry_us: Option<u64>) -> IggyExpiry {
+    match expiry_us {
+        None | Some(u64::MAX) => IggyExpiry::NeverExpire,
+        Some(us) => IggyExpiry::ExpireDuration(IggyDuration::from(us.max(1))),
+    }
+}
+
+/// Iggy's expiry as the model's. The server resolves "server default" at creation, so it should
+/// not come back; if it does it is reported as never (the server's shipped default).
+fn expiry_from_iggy(expiry: IggyExpiry) -> Option<u64> {
+    match expiry {
+        IggyExpiry::ExpireDuration(d) => Some(d.as_micros()),
+        IggyExpiry::NeverExpire | IggyExpiry::ServerDefault => None,
+    }
+}
+
+fn topic_info(name: String, partitions: u32, expiry: IggyExpiry) -> TopicInfo {
+    TopicInfo {
+        name,
+        partitions,
+        message_expiry_us: expiry_from_iggy(expiry),
+    }
+}
+
+/// The high watermark (last offset + 1; 0 when nothing was ever appended) from a partition's
+/// `messages_count` and `current_offset` (its last offset, 0 both when empty and after one
+/// message: DIFF-7).
+///
+/// When every retained message has expired, `messages_count` is 0 while `current_offset` still
+/// names the last offset ever appended; the watermark is then `current_offset + 1`. The one case
+/// this cannot tell apart: a partition whose only message (offset 0) has expired reads as empty
+/// (watermark 0 instead of 1). Nothing is retained in either case, so a reader misses nothing;
+/// only the reported offsets differ by one.
+fn high_watermark(messages_count: u64, current_offset: u64) -> u64 {
+    if messages_count == 0 && current_offset == 0 {
+        0
+    } else {
+        current_offset + 1
+    }
+}
+
+/// Payload and user-header bytes of a message, as the model counts them.
+fn message_size(m: &IggyMessage) -> u64 {
+    (m.payload.len() + m.user_headers.as_ref().map_or(0, |h| h.len())) as u64
+}
+
+/// Keeps messages while their bytes fit `max_bytes`; the first is always kept.
+fn cut_to_bytes(messages: Vec<IggyMessage>, max_bytes: u64) -> Vec<IggyMessage> {
+    let mut bytes = 0u64;
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        let size = message_size(&m);
+        if !out.is_empty() && bytes + size > max_bytes {
+            break;
+        }
+        bytes += size;
+        out.push(m);
+    }
+    out
+}
+
+/// Which pool client carries a partition's appends.
+fn append_slot(stream: &str, topic: &str, partition: u32, pool: usize) -> usize {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    (stream, topic, partition).hash(&mut h);
+    (h.finish() % pool.max(1) as u64) as usize
+}
+
+struct Inner {
+    target: Target,
+    pool: Vec<Arc<Conn>>,
+    next: AtomicUsize,
+    groups: Mutex<HashMap<ClientId, Arc<Conn>>>,
+    appends: watch::Sender<u64>,
+    healing: AtomicBool,
+    reader: Consumer,
+}
+
+impl Inner {
+    fn groups(&self) -> MutexGuard<'_, HashMap<ClientId, Arc<Conn>>> {
+        self.groups.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn any(&self) -> &Arc<Conn> {
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.pool.len();
+        &self.pool[i]
+    }
+
+    /// The dedicated client of `client`, created (not yet connected) on first use.
+    fn member(&self, client: ClientId) -> Result<Arc<Conn>, IggyError> {
+        let mut groups = self.groups();
+        if let Some(conn) = groups.get(&client) {
+            return Ok(conn.clone());
+        }
+        let conn = Arc::new(Conn::new(self.target.client()?));
+        groups.insert(client, conn.clone());
+        Ok(conn)
+    }
+
+    /// Runs an idempotent call on `conn`: connects first if needed, and after a connection
+    /// failure reconnects once and runs it again.
+    async fn retrying<T, F, Fut>(&self, conn: &Arc<Conn>, op: F) -> Result<T, IggyError>
+    where
+        F: Fn(Arc<Conn>) -> Fut + Send,
+        Fut: Future<Output = Result<T, IggyError>> + Send,
+        T: Send,
+    {
+        let epoch = conn.ensure_connected().await?;
+        match op(conn.clone()).await {
+            Err(e) if is_connection_error(&e) => {
+                tracing::debug!("Iggy call failed on the connection ({e}); reconnecting and retrying once");
+                if conn.reconnect(epoch).await.is_err() {
+                    return Err(e);
+                }
+                op(conn.clone()).await
+            }
+            other => other,
+        }
+    }
+
+    /// An idempotent call on the next pool client.
+    async fn pooled<T, F, Fut>(&self, op: F) -> Result<T, IggyError>
+    where
+        F: Fn(Arc<Conn>) -> Fut + Send,
+        Fut: Future<Output = Result<T, IggyError>> + Send,
+        T: Send,
+    {
+        let conn = self.any().clone();
+        self.retrying(&conn, op).await
+    }
+
+    async fn topic_details(&self, stream: &str, topic: &str) -> Result<Option<TopicDetails>, IggyError> {
+        let (s, t) = (name(stream)?, name(topic)?);
+        let result = self
+            .pooled(|c| {
+                let (s, t) = (s.clone(), t.clone());
+                async move { c.client.get_topic(&s, &t).await }
+            })
+            .await;
+        match result {
+            Err(e) if is_not_found(&e) => Ok(None),
+            other => other,
+        }
+    }
+
+    async fn poll(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        strategy: PollingStrategy,
+        count: u32,
+    ) -> Result<Vec<IggyMessage>, IggyError> {
+        let (s, t) = (name(stream)?, name(topic)?);
+        let polled = self
+            .pooled(|c| {
+                let (s, t, reader) = (s.clone(), t.clone(), self.reader.clone());
+                async move {
+                    c.client
+                        .poll_messages(&s, &t, Some(partition), &reader, &strategy, count, false)
+                        .await
+                }
+            })
+            .await?;
+        Ok(polled.messages)
+    }
+
+    /// Reconnects disconnected clients, pool and per-`ClientId`, one at a time.
+    async fn heal(&self) {
+        let mut conns: Vec<Arc<Conn>> = self.pool.clone();
+        conns.extend(self.groups().values().cloned());
+        for conn in conns {
+            let epoch = conn.epoch.load(Ordering::Acquire);
+            if conn.state().await != ClientState::Authenticated && conn.state().await != ClientState::Shutdown {
+                let _ = conn.reconnect(epoch).await;
+            }
+        }
+    }
+}
+
+/// Wakes waiting Fetches every [`WAKE_INTERVAL`] and reconnects idle clients now and then. Ends
+/// when the backend is dropped.
+async fn keeper(inner: Weak<Inner>) {
+    let mut ticks = tokio::time::interval(WAKE_INTERVAL);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut n = 0u64;
+    loop {
+        ticks.tick().await;
+        let Some(inner) = inner.upgrade() else {
+            return;
+        };
+        if inner.appends.receiver_count() > 0 {
+            inner.appends.send_modify(|g| *g = g.wrapping_add(1));
+        }
+        n += 1;
+        if n.is_multiple_of(HEAL_EVERY_TICKS) && !inner.healing.swap(true, Ordering::AcqRel) {
+            tokio::spawn(async move {
+                inner.heal().await;
+                inner.healing.store(false, Ordering::Release);
+            });
+        }
+    }
+}
+
+/// The backend on a real Iggy server.
+pub struct IggyBackend {
+    inner: Arc<Inner>,
+    keeper: JoinHandle<()>,
+}
+
+impl Drop for IggyBackend {
+    fn drop(&mut self) {
+        self.keeper.abort();
+    }
+}
+
+impl IggyBackend {
+    /// Opens `pool_size` clients (at least one) to the Iggy server at `address` (`HOST:PORT`),
+    /// each connected and logged in as `username`. Fails if any of them cannot connect or log in.
+    /// Must run inside a Tokio runtime (it starts a background task).
+    pub async fn connect(
+        address: &str,
+        username: &str,
+        password: &str,
+        pool_size: usize,
+    ) -> Result<Self, BackendError> {
+        let target = Target {
+            address: address.to_string(),
+            username: username.to_string(),
+            password: password.to_string(),
+        };
+        let mut pool = Vec::with_capacity(pool_size.max(1));
+        for _ in 0..pool_size.max(1) {
+            let conn = Arc::new(Conn::new(target.client()?));
+            conn.client.connect().await?;
+            pool.push(conn);
+        }
+        let inner = Arc::new(Inner {
+            target,
+            pool,
+            next: AtomicUsize::new(0),
+            groups: Mutex::new(HashMap::new()),
+            appends: watch::Sender::new(0),
+            healing: AtomicBool::new(false),
+            reader: Consumer::new(name(READER_CONSUMER)?),
+        });
+        let keeper = tokio::spawn(keeper(Arc::downgrade(&inner)));
+        Ok(Self { inner, keeper })
+    }
+
+    /// The number of pooled clients.
+    pub fn pool_size(&self) -> usize {
+        self.inner.pool.len()
+    }
+}
+
+impl Backend for IggyBackend {
+    fn kind(&self) -> &'static str {
+        "iggy"
+    }
+
+    /// Checks the credentials with the server: a throwaway connection logs in with them.
+    async fn login(&self, username: &str, password: &str) -> Result<(), BackendError> {
+        let target = Target {
+            address: self.inner.target.address.clone(),
+            username: username.to_string(),
+            password: password.to_string(),
+        };
+        let client = target.client()?;
+        let result = client.connect().await;
+        let _ = client.shutdown().await;
+        Ok(result?)
+    }
+
+    async fn ensure_stream(&self, stream: &str) -> Result<(), BackendError> {
+        let s = name(stream).map_err(|_| IggyError::InvalidStreamName)?;
+        let exists = self
+            .inner
+            .pooled(|c| {
+                let s = s.clone();
+                async move { c.client.get_stream(&s).await }
+            })
+            .await;
+        match exists {
+            Ok(Some(_)) => return Ok(()),
+            Ok(None) => {}
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let created = self
+            .inner
+            .pooled(|c| {
+                let stream = stream.to_string();
+                async move { c.client.create_stream(&stream).await }
+            })
+            .await;
+        match created {
+            // Another gateway (or a retry of ours whose first answer was lost) created it.
+            Ok(_) | Err(IggyError::StreamNameAlreadyExists(_)) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    async fn list_topics(&self, stream: &str) -> Result<Vec<TopicInfo>, BackendError> {
+        let s = name(stream)?;
+        let topics = self
+            .inner
+            .pooled(|c| {
+                let s = s.clone();
+                async move { c.client.get_topics(&s).await }
+            })
+            .await?;
+        Ok(topics
+            .into_iter()
+            .map(|t| topic_info(t.name, t.partitions_count, t.message_expiry))
+            .collect())
+    }
+
+    async fn get_topic(&self, stream: &str, topic: &str) -> Result<Option<TopicInfo>, BackendError> {
+        if name(stream).is_err() || name(topic).is_err() {
+            return Ok(None);
+        }
+        Ok(self
+            .inner
+            .topic_details(stream, topic)
+            .await?
+            .map(|t| topic_info(t.name, t.partitions_count, t.message_expiry)))
+    }
+
+    /// Not retried after a connection failure: a create whose answer was lost would be retried
+    /// into `TopicNameAlreadyExists`, which would be wrong to report.
+    async fn create_topic(&self, stream: &str, topic: &str, spec: TopicSpec) -> Result<(), BackendError> {
+        let s = name(stream)?;
+        if name(topic).is_err() {
+            return Err(IggyError::InvalidTopicName.into());
+        }
+        let options = TopicCreateOptions {
+            partitions_count: Some(spec.partitions),
+            message_expiry: Some(expiry_to_iggy(spec.message_expiry_us)),
+            ..TopicCreateOptions::default()
+        };
+        let conn = self.inner.any().clone();
+        let epoch = conn.ensure_connected().await?;
+        match conn.client.create_topic(&s, topic, &options).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                if is_connection_error(&e) {
+                    conn.mark_broken(epoch).await;
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    async fn delete_topic(&self, stream: &str, topic: &str) -> Result<(), BackendError> {
+        let (s, t) = (name(stream)?, name(topic)?);
+        let conn = self.inner.any().clone();
+        let epoch = conn.ensure_connected().await?;
+        match conn.client.delete_topic(&s, &t).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                if is_connection_error(&e) {
+                    conn.mark_broken(epoch).await;
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// One send through the partition's own client. A failure is reported, never retried here:
+    /// after a connection failure the server may have stored the messages or not.
+    async fn append(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        messages: Vec<IggyMessage>,
+    ) -> Result<Option<u64>, BackendError> {
+        let (s, t) = (name(stream)?, name(topic)?);
+        let slot = append_slot(stream, topic, partition, self.inner.pool.len());
+        let conn = self.inner.pool[slot].clone();
+        // A client known to be broken is reconnected before anything is sent.
+        let epoch = conn.ensure_connected().await?;
+        let mut messages = messages;
+        match conn
+            .client
+            .send_messages(&s, &t, &Partitioning::partition_id(partition), &mut messages)
+            .await
+        {
+            Ok(response) => {
+                self.inner.appends.send_modify(|g| *g = g.wrapping_add(1));
+                Ok(response.confirmations.first().map(|c| c.base_offset))
+            }
+            Err(e) => {
+                if is_connection_error(&e) {
+                    tracing::warn!("append to {stream}/{topic}/{partition} failed on the connection, not retried: {e}");
+                    conn.mark_broken(epoch).await;
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Polls by explicit offset with a consumer that stores nothing, then cuts to the byte limit.
+    async fn read(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        limits: ReadLimits,
+    ) -> Result<Vec<IggyMessage>, BackendError> {
+        if limits.max_messages == 0 {
+            // The SDK refuses a poll of 0 messages; the model answers empty.
+            return Ok(Vec::new());
+        }
+        let messages = self
+            .inner
+            .poll(
+                stream,
+                topic,
+                partition,
+                PollingStrategy::offset(offset),
+                limits.max_messages,
+            )
+            .await?;
+        Ok(cut_to_bytes(messages, limits.max_bytes))
+    }
+
+    /// From `get_topic`'s partition counters (see [`high_watermark`]). The log start is 0 when
+    /// the partition still holds as many messages as were ever appended; otherwise (expiry
+    /// removed segments) it is the offset of the first message a poll from offset 0 returns.
+    async fn watermarks(&self, stream: &str, topic: &str, partition: u32) -> Result<Watermarks, BackendError> {
+        let details = self
+            .inner
+            .topic_details(stream, topic)
+            .await?
+            .ok_or_else(|| IggyError::TopicNameNotFound(topic.to_string(), stream.to_string()))?;
+        let p = details
+            .partitions
+            .iter()
+            .find(|p| p.id == partition)
+            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))?;
+        let high_watermark = high_watermark(p.messages_count, p.current_offset);
+        let log_start_offset = if p.messages_count == 0 {
+            high_watermark
+        } else if p.messages_count >= high_watermark {
+            0
+        } else {
+            let first = self
+                .inner
+                .poll(stream, topic, partition, PollingStrategy::offset(0), 1)
+                .await?;
+            first.first().map_or(high_watermark, |m| m.header.offset)
+        };
+        Ok(Watermarks {
+            log_start_offset,
+            high_watermark,
+        })
+    }
+
+    async fn offset_for_timestamp(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        timestamp_us: u64,
+    ) -> Result<Option<(u64, u64)>, BackendError> {
+        let messages = self
+            .inner
+            .poll(
+                stream,
+                topic,
+                partition,
+                PollingStrategy::timestamp(IggyTimestamp::from(timestamp_us)),
+                1,
+            )
+            .await?;
+        Ok(messages.first().map(|m| (m.header.offset, m.header.timestamp)))
+    }
+
+    /// Moves after each append through this backend, and every [`WAKE_INTERVAL`] while a Fetch
+    /// waits (the server cannot tell of other producers' appends; see [`WAKE_INTERVAL`]).
+    fn append_generation(&self) -> u64 {
+        *self.inner.appends.borrow()
+    }
+
+    async fn wait_for_append(&self, seen: u64) {
+        let mut rx = self.inner.appends.subscribe();
+        // The sender lives as long as the backend; the keeper moves the value at least every
+        // WAKE_INTERVAL while this receiver exists.
+        let _ = rx.wait_for(|g| *g != seen).await;
+    }
+}
+
+impl ConsumerOffsets for IggyBackend {
+    async fn create_consumer_group(&self, stream: &str, topic: &str, group: &str) -> Result<(), BackendError> {
+        let (s, t) = (name(stream)?, name(topic)?);
+        if name(group).is_err() {
+            return Err(IggyError::InvalidConsumerGroupName.into());
+        }
+        // Not retried: a lost answer would turn into ConsumerGroupNameAlreadyExists.
+        let conn = self.inner.any().clone();
+        let epoch = conn.ensure_connected().await?;
+        match conn.client.create_consumer_group(&s, &t, group).await {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                if is_connection_error(&e) {
+                    conn.mark_broken(epoch).await;
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Shuts the client's dedicated connection down (in the background when a Tokio runtime is
+    /// running; otherwise dropping it closes the socket): Iggy then drops its memberships.
+    fn release_client(&self, client: ClientId) {
+        let Some(conn) = self.inner.groups().remove(&client) else {
+            return;
+        };
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = conn.client.shutdown().await;
+            });
+        }
+    }
+
+    async fn delete_consumer_group(&self, stream: &str, topic: &str, group: &str) -> Result<(), BackendError> {
+        let (s, t, g) = (name(stream)?, name(topic)?, name(group)?);
+        // Not retried: a lost answer would turn into ConsumerGroupNameNotFound.
+        let conn = self.inner.any().clone();
+        let epoch = conn.ensure_connected().await?;
+        match conn.client.delete_consumer_group(&s, &t, &g).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                if is_connection_error(&e) {
+                    conn.mark_broken(epoch).await;
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    async fn list_consumer_groups(&self, stream: &str, topic: &str) -> Result<Vec<String>, BackendError> {
+        let (s, t) = (name(stream)?, name(topic)?);
+        let groups = self
+            .inner
+            .pooled(|c| {
+                let (s, t) = (s.clone(), t.clone());
+                async move { c.client.get_consumer_groups(&s, &t).await }
+            })
+            .await?;
+        Ok(groups.into_iter().map(|g| g.name).collect())
+    }
+
+    /// Retried after a connection failure: a new connection holds no membership, so joining
+    /// again is what is needed anyway.
+    async fn join_consumer_group(
+        &self,
+        stream: &str,
+        topic: &str,
+        group: &str,
+        client: ClientId,
+    ) -> Result<(), BackendError> {
+        let (s, t, g) = (name(stream)?, name(topic)?, name(group)?);
+        let conn = self.inner.member(client)?;
+        Ok(self
+            .inner
+            .retrying(&conn, |c| {
+                let (s, t, g) = (s.clone(), t.clone(), g.clone());
+                async move { c.client.join_consumer_group(&s, &t, &g).await }
+            })
+            .await?)
+    }
+
+    /// Not retried after a connection failure: the reconnected client is no member (the failed
+    /// connection's membership ended with it), so there is nothing left to leave; the error is
+    /// reported.
+    async fn leave_consumer_group(
+        &self,
+        stream: &str,
+        topic: &str,
+        group: &str,
+        client: ClientId,
+    ) -> Result<(), BackendError> {
+        let (s, t, g) = (name(stream)?, name(topic)?, name(group)?);
+        let conn = self.inner.member(client)?;
+        let epoch = conn.ensure_connected().await?;
+        match conn.client.leave_consumer_group(&s, &t, &g).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                if is_connection_error(&e) {
+                    conn.mark_broken(epoch).await;
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Through the client's own connection (membership: DIFF-1). After a reconnect the new
+    /// connection is no member, so the retry answers ResourceNotFound and the caller joins again
+    /// (CO-MEMBER-1).
+    ///
+    /// Iggy's TooManyConsumerOffsets (3024) cannot be recognised: the pinned SDK turns unknown
+    /// codes into the generic `IggyError::Error` (DIFF-9), and the server built from the pinned
+    /// sources has no such code or limit. Errors pass through as `BackendError::Iggy`.
+    async fn store_consumer_offset(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        group: &str,
+        client: ClientId,
+        offset: u64,
+    ) -> Result<(), BackendError> {
+        let (s, t, g) = (name(stream)?, name(topic)?, name(group)?);
+        let conn = self.inner.member(client)?;
+        Ok(self
+            .inner
+            .retrying(&conn, |c| {
+                let (s, t, consumer) = (s.clone(), t.clone(), Consumer::group(g.clone()));
+                async move {
+                    c.client
+                        .store_consumer_offset(&consumer, &s, &t, Some(partition), offset)
+                        .await
+                }
+            })
+            .await?)
+    }
+
+    /// Reading needs no membership: any pooled client.
+    async fn get_consumer_offset(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        group: &str,
+    ) -> Result<Option<u64>, BackendError> {
+        let (s, t, g) = (name(stream)?, name(topic)?, name(group)?);
+        let info = self
+            .inner
+            .pooled(|c| {
+                let (s, t, consumer) = (s.clone(), t.clone(), Consumer::group(g.clone()));
+                async move { c.client.get_consumer_offset(&consumer, &s, &t, Some(partition)).await }
+            })
+            .await?;
+        Ok(info.map(|i| i.stored_offset))
+    }
+
+    /// Retried after a connection failure; a delete that did land the first time then answers
+    /// ConsumerOffsetNotFound, which the caller counts as success (CO-DELETE-1).
+    async fn delete_consumer_offset(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        group: &str,
+        client: ClientId,
+    ) -> Result<(), BackendError> {
+        let (s, t, g) = (name(stream)?, name(topic)?, name(group)?);
+        let conn = self.inner.member(client)?;
+        Ok(self
+            .inner
+            .retrying(&conn, |c| {
+                let (s, t, consumer) = (s.clone(), t.clone(), Consumer::group(g.clone()));
+                async move {
+                    c.client
+                        .delete_consumer_offset(&consumer, &s, &t, Some(partition))
+                        .await
+                }
+            })
+            .await?)
+    }
+}
