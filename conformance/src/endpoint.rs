@@ -2,6 +2,7 @@
 //! endpoint is given.
 
 use kafka_iggy_gateway::backend::embedded::EmbeddedBackend;
+use kafka_iggy_gateway::backend::Backend;
 use kafka_iggy_gateway::clock::SystemClock;
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
 use kafka_iggy_gateway::gateway::Gateway;
@@ -54,22 +55,30 @@ pub struct LocalOptions {
 /// The group.min.session.timeout.ms the in-process gateway runs with.
 pub const TEST_MIN_SESSION_TIMEOUT_MS: u64 = 500;
 
-/// A gateway on the embedded backend, serving on a loopback port until dropped.
-pub struct LocalGateway {
+/// A gateway serving on a loopback port until dropped; by default on the embedded backend.
+pub struct LocalGateway<B: Backend = EmbeddedBackend> {
     pub endpoint: Endpoint,
-    pub gateway: Arc<Gateway<EmbeddedBackend>>,
+    pub gateway: Arc<Gateway<B>>,
     shutdown: Shutdown,
     task: Option<tokio::task::JoinHandle<()>>,
 }
 
-impl LocalGateway {
+impl LocalGateway<EmbeddedBackend> {
     /// Starts a gateway on 127.0.0.1 with an OS-chosen port.
     pub async fn start() -> anyhow::Result<Self> {
         Self::start_with(LocalOptions::default()).await
     }
 
     /// Starts a gateway as `options` say.
-    pub async fn start_with(options: LocalOptions) -> anyhow::Result<Self> {
+    pub async fn start_with(mut options: LocalOptions) -> anyhow::Result<Self> {
+        let backend = options.backend.take().unwrap_or_else(shared_backend);
+        LocalGateway::serve(backend, options).await
+    }
+}
+
+impl<B: Backend> LocalGateway<B> {
+    /// Starts a gateway on `backend` (the real-Iggy tier passes its SDK backend here).
+    pub async fn serve(backend: Arc<B>, options: LocalOptions) -> anyhow::Result<Self> {
         let bind = options.listen.unwrap_or_else(|| "127.0.0.1:0".parse().expect("valid"));
         let listener = tokio::net::TcpListener::bind(bind).await?;
         let addr: SocketAddr = listener.local_addr()?;
@@ -91,15 +100,12 @@ impl LocalGateway {
         };
         let config = Config::resolve(args, file)?;
         let seed = UNIQUE.fetch_add(1, Ordering::Relaxed);
-        let gateway = match options.backend {
-            None => kafka_iggy_gateway::embedded_gateway(config, Arc::new(SystemClock), seed),
-            Some(backend) => Arc::new(Gateway::new(
-                Arc::new(config),
-                backend,
-                Arc::new(SystemClock),
-                kafka_iggy_gateway::clock::SharedRng::seeded(seed),
-            )),
-        };
+        let gateway = Arc::new(Gateway::new(
+            Arc::new(config),
+            backend,
+            Arc::new(SystemClock),
+            kafka_iggy_gateway::clock::SharedRng::seeded(seed),
+        ));
         let shutdown = Shutdown::default();
         let task = tokio::spawn(serve(listener, gateway.clone(), shutdown.clone()));
         Ok(Self {
@@ -131,7 +137,7 @@ pub fn shared_backend() -> Arc<EmbeddedBackend> {
     ))
 }
 
-impl Drop for LocalGateway {
+impl<B: Backend> Drop for LocalGateway<B> {
     fn drop(&mut self) {
         self.shutdown.trigger();
     }

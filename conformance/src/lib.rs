@@ -8,5 +8,6 @@
 
 pub mod cases;
 pub mod endpoint;
+pub mod real_iggy;
 pub mod runner;
 pub mod wire;

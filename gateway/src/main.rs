@@ -2,28 +2,20 @@
 
 use anyhow::Context;
 use clap::Parser;
+use kafka_iggy_gateway::backend::iggy::IggyBackend;
 use kafka_iggy_gateway::backend::Backend;
-use kafka_iggy_gateway::clock::SystemClock;
+use kafka_iggy_gateway::clock::{SharedRng, SystemClock};
 use kafka_iggy_gateway::config::{Args, BackendKind, Config};
+use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::server::{serve, Shutdown};
 use std::sync::Arc;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .init();
-    let config = Config::load(Args::parse())?;
-    if config.backend == BackendKind::Iggy {
-        anyhow::bail!(
-            "--backend iggy needs the real-Iggy backend, which this build does not include yet; use --backend embedded"
-        );
-    }
-    let listener = tokio::net::TcpListener::bind(config.listen)
-        .await
-        .with_context(|| format!("binding {}", config.listen))?;
+/// SDK clients in the real backend's pool: enough that one slow request does not stall every
+/// Kafka connection.
+const IGGY_POOL_SIZE: usize = 8;
+
+async fn run<B: Backend>(listener: tokio::net::TcpListener, gateway: Arc<Gateway<B>>) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
-    let gateway = kafka_iggy_gateway::embedded_gateway(config, Arc::new(SystemClock), rand::random());
     println!(
         "kafka-iggy-gateway listening on {local} (backend: {})",
         gateway.backend.kind()
@@ -39,4 +31,43 @@ async fn main() -> anyhow::Result<()> {
     serve(listener, gateway, shutdown).await;
     println!("stopped");
     Ok(())
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .init();
+    let config = Config::load(Args::parse())?;
+    let listener = tokio::net::TcpListener::bind(config.listen)
+        .await
+        .with_context(|| format!("binding {}", config.listen))?;
+    match config.backend {
+        BackendKind::Embedded => {
+            let gateway = kafka_iggy_gateway::embedded_gateway(config, Arc::new(SystemClock), rand::random());
+            run(listener, gateway).await
+        }
+        BackendKind::Iggy => {
+            let backend = IggyBackend::connect(
+                &config.iggy_address,
+                &config.iggy_username,
+                &config.iggy_password,
+                IGGY_POOL_SIZE,
+            )
+            .await
+            .with_context(|| format!("connecting to Iggy at {}", config.iggy_address))?;
+            // The default stream exists from the start, so Metadata can list it.
+            backend
+                .ensure_stream(config.topics.default_stream())
+                .await
+                .with_context(|| format!("creating stream {}", config.topics.default_stream()))?;
+            let gateway = Arc::new(Gateway::new(
+                Arc::new(config),
+                Arc::new(backend),
+                Arc::new(SystemClock),
+                SharedRng::seeded(rand::random()),
+            ));
+            run(listener, gateway).await
+        }
+    }
 }

@@ -370,7 +370,8 @@ impl Inner {
         conns.extend(self.groups().values().cloned());
         for conn in conns {
             let epoch = conn.epoch.load(Ordering::Acquire);
-            if conn.state().await != ClientState::Authenticated && conn.state().await != ClientState::Shutdown {
+            let state = conn.state().await;
+            if state != ClientState::Authenticated && state != ClientState::Shutdown {
                 let _ = conn.reconnect(epoch).await;
             }
         }
@@ -379,13 +380,13 @@ impl Inner {
 
 /// Wakes waiting Fetches every [`WAKE_INTERVAL`] and reconnects idle clients now and then. Ends
 /// when the backend is dropped.
-async fn keeper(inner: Weak<Inner>) {
+async fn keeper(backend: Weak<Inner>) {
     let mut ticks = tokio::time::interval(WAKE_INTERVAL);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut n = 0u64;
     loop {
         ticks.tick().await;
-        let Some(inner) = inner.upgrade() else {
+        let Some(inner) = backend.upgrade() else {
             return;
         };
         if inner.appends.receiver_count() > 0 {
@@ -870,5 +871,316 @@ impl ConsumerOffsets for IggyBackend {
                 }
             })
             .await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use std::collections::BTreeMap;
+
+    fn msg(payload: &'static [u8]) -> IggyMessage {
+        IggyMessage::builder()
+            .payload(Bytes::from_static(payload))
+            .build()
+            .unwrap()
+    }
+
+    fn msg_with_header(payload: &'static [u8], value: &'static [u8]) -> IggyMessage {
+        use iggy_common::{HeaderKey, HeaderKind, HeaderValue};
+        let mut headers = BTreeMap::new();
+        headers.insert(
+            HeaderKey::try_from("h").unwrap(),
+            HeaderValue::from_raw(HeaderKind::Raw, value).unwrap(),
+        );
+        IggyMessage::builder()
+            .payload(Bytes::from_static(payload))
+            .user_headers(headers)
+            .build()
+            .unwrap()
+    }
+
+    fn code(e: BackendError) -> u32 {
+        match e {
+            BackendError::Iggy(e) => e.as_code(),
+            BackendError::TooManyConsumerOffsets => 3024,
+        }
+    }
+
+    #[test]
+    fn high_watermark_tells_empty_from_one_message_by_count() {
+        assert_eq!(high_watermark(0, 0), 0, "empty");
+        assert_eq!(high_watermark(1, 0), 1, "one message at offset 0");
+        assert_eq!(high_watermark(5, 4), 5);
+        // Everything expired: the last offset still counts.
+        assert_eq!(high_watermark(0, 9), 10);
+    }
+
+    #[test]
+    fn cut_keeps_the_first_message_and_counts_payload_and_headers() {
+        let ms = vec![msg(b"aaaa"), msg(b"bbbb"), msg(b"cccc")];
+        assert_eq!(cut_to_bytes(ms, 1).len(), 1, "the first message is always returned");
+        let ms = vec![msg(b"aaaa"), msg(b"bbbb"), msg(b"cccc")];
+        assert_eq!(cut_to_bytes(ms, 8).len(), 2);
+        let ms = vec![msg(b"aaaa"), msg(b"bbbb"), msg(b"cccc")];
+        assert_eq!(cut_to_bytes(ms, 7).len(), 1);
+        let with_headers = msg_with_header(b"aaaa", b"vv");
+        let header_bytes = with_headers.user_headers.as_ref().map_or(0, |h| h.len()) as u64;
+        assert!(header_bytes > 0);
+        assert_eq!(message_size(&with_headers), 4 + header_bytes);
+        let ms = vec![with_headers, msg(b"bbbb")];
+        assert_eq!(cut_to_bytes(ms, 8).len(), 1, "headers count against the limit");
+    }
+
+    #[test]
+    fn expiry_round_trips_and_none_means_never() {
+        assert_eq!(expiry_to_iggy(None), IggyExpiry::NeverExpire);
+        assert_eq!(expiry_from_iggy(expiry_to_iggy(None)), None);
+        assert_eq!(expiry_from_iggy(expiry_to_iggy(Some(60_000_000))), Some(60_000_000));
+        assert_eq!(expiry_from_iggy(IggyExpiry::ServerDefault), None);
+        // 0 on the wire would mean "server default".
+        assert_eq!(u64::from(expiry_to_iggy(Some(0))), 1);
+    }
+
+    #[test]
+    fn a_partition_always_appends_through_the_same_client() {
+        for pool in 1..6 {
+            for p in 0..20 {
+                let a = append_slot("s", "t", p, pool);
+                assert!(a < pool);
+                assert_eq!(a, append_slot("s", "t", p, pool));
+            }
+        }
+        assert_eq!(append_slot("s", "t", 3, 0), 0);
+    }
+
+    #[test]
+    fn only_connection_failures_reconnect() {
+        assert!(is_connection_error(&IggyError::Disconnected));
+        assert!(is_connection_error(&IggyError::NotConnected));
+        assert!(!is_connection_error(&IggyError::ResourceNotFound("x".into())));
+        assert!(!is_connection_error(&IggyError::InvalidOffset(1)));
+    }
+
+    /// Nothing listens on the port: connecting fails at once instead of retrying forever.
+    #[tokio::test]
+    async fn connect_to_nothing_fails_fast() {
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let started = std::time::Instant::now();
+        let result = IggyBackend::connect(&format!("127.0.0.1:{port}"), "iggy", "iggy", 2).await;
+        let Err(e) = result else {
+            panic!("connected to a closed port");
+        };
+        assert_eq!(code(e), IggyError::CannotEstablishConnection.as_code());
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    /// Against a running Iggy server (address in IGGY_TEST_ADDRESS, default 127.0.0.1:18090,
+    /// user and password iggy/iggy): `cargo test -p kafka-iggy-gateway backend::iggy -- --ignored`.
+    #[tokio::test]
+    #[ignore = "needs a running Iggy server"]
+    async fn smoke_against_a_real_server() {
+        let address = std::env::var("IGGY_TEST_ADDRESS").unwrap_or_else(|_| "127.0.0.1:18090".into());
+        let b = IggyBackend::connect(&address, "iggy", "iggy", 2).await.unwrap();
+        assert_eq!(b.kind(), "iggy");
+        assert_eq!(b.pool_size(), 2);
+        b.login("iggy", "iggy").await.unwrap();
+        assert!(b.login("iggy", "not-the-password").await.is_err());
+
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos();
+        let s = format!("kig-smoke-{nanos}");
+        b.ensure_stream(&s).await.unwrap();
+        b.ensure_stream(&s).await.unwrap();
+        assert_eq!(b.get_topic(&s, "t").await.unwrap(), None);
+        assert_eq!(b.get_topic("no-such-stream-kig", "t").await.unwrap(), None);
+        let spec = TopicSpec {
+            partitions: 3,
+            message_expiry_us: None,
+        };
+        b.create_topic(&s, "t", spec).await.unwrap();
+        let info = b.get_topic(&s, "t").await.unwrap().unwrap();
+        assert_eq!(
+            info,
+            TopicInfo {
+                name: "t".into(),
+                partitions: 3,
+                message_expiry_us: None
+            }
+        );
+        b.create_topic(
+            &s,
+            "expiring",
+            TopicSpec {
+                partitions: 1,
+                message_expiry_us: Some(3_600_000_000),
+            },
+        )
+        .await
+        .unwrap();
+        let mut topics = b.list_topics(&s).await.unwrap();
+        topics.sort_by(|a, b| a.name.cmp(&b.name));
+        assert_eq!(topics.len(), 2);
+        assert_eq!(topics[0].message_expiry_us, Some(3_600_000_000));
+        assert_eq!(topics[1], info);
+        let again = b.create_topic(&s, "t", spec).await.unwrap_err();
+        assert_eq!(
+            code(again),
+            IggyError::TopicNameAlreadyExists(String::new(), Identifier::default()).as_code()
+        );
+
+        // Empty partition.
+        let empty = Watermarks {
+            log_start_offset: 0,
+            high_watermark: 0,
+        };
+        assert_eq!(b.watermarks(&s, "t", 0).await.unwrap(), empty);
+        let limits = ReadLimits {
+            max_messages: 10,
+            max_bytes: 1 << 20,
+        };
+        assert!(b.read(&s, "t", 0, 0, limits).await.unwrap().is_empty());
+        assert_eq!(b.offset_for_timestamp(&s, "t", 0, 0).await.unwrap(), None);
+        let missing = b.watermarks(&s, "t", 7).await.unwrap_err();
+        assert_eq!(code(missing), IggyError::ResourceNotFound(String::new()).as_code());
+        let missing = b.append(&s, "t", 7, vec![msg(b"x")]).await.unwrap_err();
+        assert_eq!(code(missing), IggyError::ResourceNotFound(String::new()).as_code());
+        let missing = b.watermarks(&s, "nope", 0).await.unwrap_err();
+        assert_eq!(
+            code(missing),
+            IggyError::TopicNameNotFound(String::new(), String::new()).as_code()
+        );
+
+        // One message, then three.
+        let generation = b.append_generation();
+        assert_eq!(b.append(&s, "t", 0, vec![msg(b"m0")]).await.unwrap(), Some(0));
+        assert_ne!(b.append_generation(), generation);
+        b.wait_for_append(generation).await;
+        assert_eq!(
+            b.watermarks(&s, "t", 0).await.unwrap(),
+            Watermarks {
+                log_start_offset: 0,
+                high_watermark: 1
+            }
+        );
+        let base = b
+            .append(&s, "t", 0, vec![msg(b"m1"), msg_with_header(b"m2", b"v"), msg(b"m3")])
+            .await
+            .unwrap();
+        assert_eq!(base, Some(1));
+        assert_eq!(
+            b.watermarks(&s, "t", 0).await.unwrap(),
+            Watermarks {
+                log_start_offset: 0,
+                high_watermark: 4
+            }
+        );
+        let all = b.read(&s, "t", 0, 0, limits).await.unwrap();
+        let offsets: Vec<u64> = all.iter().map(|m| m.header.offset).collect();
+        assert_eq!(offsets, vec![0, 1, 2, 3]);
+        assert_eq!(all[2].payload, Bytes::from_static(b"m2"));
+        let headers = all[2].user_headers_map().unwrap().unwrap();
+        assert_eq!(headers.len(), 1);
+        let from_two = b
+            .read(
+                &s,
+                "t",
+                0,
+                2,
+                ReadLimits {
+                    max_messages: 1,
+                    max_bytes: 1 << 20,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(from_two.len(), 1);
+        assert_eq!(from_two[0].header.offset, 2);
+        let small = b
+            .read(
+                &s,
+                "t",
+                0,
+                1,
+                ReadLimits {
+                    max_messages: 10,
+                    max_bytes: 1,
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(small.len(), 1, "the first message is always returned");
+        assert!(b.read(&s, "t", 0, 4, limits).await.unwrap().is_empty());
+        assert!(b.read(&s, "t", 0, 100, limits).await.unwrap().is_empty());
+        let none = ReadLimits {
+            max_messages: 0,
+            max_bytes: 1 << 20,
+        };
+        assert!(b.read(&s, "t", 0, 0, none).await.unwrap().is_empty());
+
+        // Timestamps: server timestamps, first at or after.
+        let (o, ts0) = b.offset_for_timestamp(&s, "t", 0, 0).await.unwrap().unwrap();
+        assert_eq!((o, ts0), (0, all[0].header.timestamp));
+        let ts3 = all[3].header.timestamp;
+        let (o, ts) = b.offset_for_timestamp(&s, "t", 0, ts3).await.unwrap().unwrap();
+        assert!(o <= 3 && ts >= ts3 && all[o as usize].header.timestamp == ts);
+        assert_eq!(b.offset_for_timestamp(&s, "t", 0, ts3 + 1).await.unwrap(), None);
+
+        // A waiting Fetch is woken by the interval even with no append of ours.
+        let seen = b.append_generation();
+        tokio::time::timeout(Duration::from_secs(2), b.wait_for_append(seen))
+            .await
+            .expect("woken within the wake interval");
+
+        // Consumer offsets (DIFF-1..3).
+        let g = "kafka.cg.smoke";
+        b.create_consumer_group(&s, "t", g).await.unwrap();
+        let dup = b.create_consumer_group(&s, "t", g).await.unwrap_err();
+        assert_eq!(
+            code(dup),
+            IggyError::ConsumerGroupNameAlreadyExists(String::new(), Identifier::default()).as_code()
+        );
+        assert_eq!(b.list_consumer_groups(&s, "t").await.unwrap(), vec![g.to_string()]);
+        let not_member = b.store_consumer_offset(&s, "t", 0, g, 1, 1).await.unwrap_err();
+        assert_eq!(code(not_member), IggyError::ResourceNotFound(String::new()).as_code());
+        b.join_consumer_group(&s, "t", g, 1).await.unwrap();
+        b.store_consumer_offset(&s, "t", 0, g, 1, 2).await.unwrap();
+        assert_eq!(b.get_consumer_offset(&s, "t", 0, g).await.unwrap(), Some(2));
+        b.store_consumer_offset(&s, "t", 0, g, 1, 3).await.unwrap();
+        b.store_consumer_offset(&s, "t", 0, g, 1, 1).await.unwrap();
+        assert_eq!(b.get_consumer_offset(&s, "t", 0, g).await.unwrap(), Some(1));
+        let above = b.store_consumer_offset(&s, "t", 0, g, 1, 4).await.unwrap_err();
+        assert_eq!(code(above), IggyError::InvalidOffset(0).as_code());
+        let on_empty = b.store_consumer_offset(&s, "t", 1, g, 1, 0).await.unwrap_err();
+        assert_eq!(code(on_empty), IggyError::InvalidOffset(0).as_code());
+        assert_eq!(b.get_consumer_offset(&s, "t", 1, g).await.unwrap(), None);
+        b.delete_consumer_offset(&s, "t", 0, g, 1).await.unwrap();
+        assert_eq!(b.get_consumer_offset(&s, "t", 0, g).await.unwrap(), None);
+        let absent = b.delete_consumer_offset(&s, "t", 0, g, 1).await.unwrap_err();
+        assert_eq!(code(absent), IggyError::ConsumerOffsetNotFound(0).as_code());
+
+        // After leaving and releasing, the same id is a new connection, no member.
+        b.store_consumer_offset(&s, "t", 0, g, 1, 3).await.unwrap();
+        b.leave_consumer_group(&s, "t", g, 1).await.unwrap();
+        b.release_client(1);
+        let rejoined = b.store_consumer_offset(&s, "t", 0, g, 1, 2).await.unwrap_err();
+        assert_eq!(code(rejoined), IggyError::ResourceNotFound(String::new()).as_code());
+        b.join_consumer_group(&s, "t", g, 1).await.unwrap();
+        b.store_consumer_offset(&s, "t", 0, g, 1, 2).await.unwrap();
+        assert_eq!(b.get_consumer_offset(&s, "t", 0, g).await.unwrap(), Some(2));
+        b.leave_consumer_group(&s, "t", g, 1).await.unwrap();
+        b.release_client(1);
+
+        b.delete_consumer_group(&s, "t", g).await.unwrap();
+        assert!(b.list_consumer_groups(&s, "t").await.unwrap().is_empty());
+        b.delete_topic(&s, "t").await.unwrap();
+        b.delete_topic(&s, "expiring").await.unwrap();
+        assert_eq!(b.get_topic(&s, "t").await.unwrap(), None);
     }
 }

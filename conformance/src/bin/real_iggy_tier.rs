@@ -1,0 +1,43 @@
+//! The real-Iggy tier: every conformance case against a gateway on the SDK backend and a real
+//! Iggy server (see `real_iggy::discover` for how one is reached). A binary rather than a test,
+//! so that a skipped tier prints `SKIPPED` and the reason, never a passing test count. Exits
+//! non-zero when a case fails, or when `IGGY_REQUIRED=1` and no server is reachable.
+
+use kafka_iggy_conformance::endpoint::{LocalGateway, LocalOptions};
+use kafka_iggy_conformance::real_iggy::{discover, required, Discovery};
+use kafka_iggy_conformance::{cases, runner};
+use kafka_iggy_gateway::backend::iggy::IggyBackend;
+use kafka_iggy_gateway::backend::Backend;
+use std::sync::Arc;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let server = match discover().await? {
+        Discovery::Found(server) => server,
+        Discovery::Skipped(why) => {
+            println!("real-Iggy tier: SKIPPED ({why})");
+            if required() {
+                println!("real-Iggy tier: IGGY_REQUIRED=1, so the skip fails the run");
+                std::process::exit(1);
+            }
+            return Ok(());
+        }
+    };
+    println!("real-Iggy tier: running against {}", server.how);
+    let backend = IggyBackend::connect(&server.address, &server.username, &server.password, 4).await?;
+    backend.ensure_stream("kafka").await?;
+    let gateway = LocalGateway::serve(Arc::new(backend), LocalOptions::default()).await?;
+    let filter = std::env::args().nth(1);
+    let report = runner::run(&gateway.endpoint, &cases::all(), filter.as_deref()).await;
+    gateway.stop().await;
+    println!(
+        "real-Iggy tier: {} passed, {} failed, {} skipped",
+        report.passed,
+        report.failed.len(),
+        report.skipped.len()
+    );
+    if !report.failed.is_empty() || !report.skipped.is_empty() {
+        std::process::exit(1);
+    }
+    Ok(())
+}

@@ -1,0 +1,210 @@
+//! Reaching a real Iggy server for the real-Iggy tier, in this order: `IGGY_ADDR` (with
+//! `IGGY_USERNAME`/`IGGY_PASSWORD`) for a server already running; an `iggy-server` binary (on
+//! `PATH`, or named by `IGGY_SERVER_BIN`) started for this run on a free loopback port with a
+//! temporary data directory; a container of the `apache/iggy` image (`IGGY_IMAGE`) when a Docker
+//! daemon answers. When none is available the tier is skipped with the reason, and
+//! `IGGY_REQUIRED=1` turns the skip into a failure. A skipped tier is never reported as passed.
+
+use anyhow::{bail, Context};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use testcontainers::core::{IntoContainerPort, WaitFor};
+use testcontainers::runners::AsyncRunner;
+use testcontainers::{ContainerAsync, GenericImage, ImageExt};
+
+/// The image matching the pinned SDK's server (0.9.0-edge.5).
+pub const DEFAULT_IMAGE: &str = "apache/iggy:0.9.0-edge.5";
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A reachable server and what keeps it alive.
+pub struct IggyServer {
+    pub address: String,
+    pub username: String,
+    pub password: String,
+    /// How it was reached, for the tier's output.
+    pub how: String,
+    _guard: Guard,
+}
+
+enum Guard {
+    External,
+    Process {
+        child: Child,
+        _data: TempDir,
+    },
+    /// Dropping the container stops it.
+    Container(#[allow(dead_code)] Box<ContainerAsync<GenericImage>>),
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        if let Guard::Process { child, .. } = self {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+/// A directory removed on drop.
+struct TempDir(PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The outcome of looking for a server.
+pub enum Discovery {
+    Found(IggyServer),
+    Skipped(String),
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
+fn credentials() -> (String, String) {
+    (
+        env("IGGY_USERNAME").unwrap_or_else(|| "iggy".into()),
+        env("IGGY_PASSWORD").unwrap_or_else(|| "iggy".into()),
+    )
+}
+
+fn find_binary() -> Option<PathBuf> {
+    if let Some(path) = env("IGGY_SERVER_BIN") {
+        return Some(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join("iggy-server"))
+        .find(|p| p.is_file())
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+/// Waits until the server accepts TCP connections: readiness of a process we started, bounded.
+fn wait_until_listening(address: &str, child: &mut Child) -> anyhow::Result<()> {
+    let start = Instant::now();
+    loop {
+        if std::net::TcpStream::connect(address).is_ok() {
+            return Ok(());
+        }
+        if let Some(status) = child.try_wait()? {
+            bail!("iggy-server exited with {status} before listening on {address}");
+        }
+        if start.elapsed() > READY_TIMEOUT {
+            bail!("iggy-server did not listen on {address} within {READY_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn spawn(binary: PathBuf) -> anyhow::Result<IggyServer> {
+    let port = free_port()?;
+    let address = format!("127.0.0.1:{port}");
+    let data = TempDir(std::env::temp_dir().join(format!("kig-iggy-{}-{port}", std::process::id())));
+    std::fs::create_dir_all(&data.0)?;
+    let (username, password) = credentials();
+    let log = std::fs::File::create(data.0.join("server.log"))?;
+    let mut child = Command::new(&binary)
+        .current_dir(&data.0)
+        .env("IGGY_SYSTEM_PATH", data.0.join("data"))
+        .env("IGGY_TCP_ADDRESS", &address)
+        .env("IGGY_HTTP_ENABLED", "false")
+        .env("IGGY_QUIC_ENABLED", "false")
+        .env("IGGY_WEBSOCKET_ENABLED", "false")
+        .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "2")
+        .env("IGGY_SYSTEM_SHARDING_PIN_CORES", "false")
+        .env("IGGY_ROOT_USERNAME", &username)
+        .env("IGGY_ROOT_PASSWORD", &password)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    if let Err(e) = wait_until_listening(&address, &mut child) {
+        let _ = child.kill();
+        let log = std::fs::read_to_string(data.0.join("server.log")).unwrap_or_default();
+        let tail: Vec<&str> = log.lines().rev().take(20).collect();
+        bail!(
+            "{e}; last server log lines:\n{}",
+            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+        );
+    }
+    Ok(IggyServer {
+        address,
+        username,
+        password,
+        how: format!("started {} on 127.0.0.1:{port}", binary.display()),
+        _guard: Guard::Process { child, _data: data },
+    })
+}
+
+fn docker_answers() -> bool {
+    Command::new("docker")
+        .args(["info", "--format", "{{.ServerVersion}}"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+async fn container() -> anyhow::Result<IggyServer> {
+    let image = env("IGGY_IMAGE").unwrap_or_else(|| DEFAULT_IMAGE.into());
+    let (name, tag) = image.rsplit_once(':').unwrap_or((&image, "latest"));
+    let (username, password) = credentials();
+    let container = GenericImage::new(name, tag)
+        .with_exposed_port(8090.tcp())
+        .with_wait_for(WaitFor::message_on_stdout("listening"))
+        .with_env_var("IGGY_ROOT_USERNAME", &username)
+        .with_env_var("IGGY_ROOT_PASSWORD", &password)
+        .with_env_var("IGGY_TCP_ADDRESS", "0.0.0.0:8090")
+        .with_env_var("IGGY_HTTP_ENABLED", "false")
+        .with_env_var("IGGY_QUIC_ENABLED", "false")
+        .with_env_var("IGGY_WEBSOCKET_ENABLED", "false")
+        .start()
+        .await
+        .with_context(|| format!("starting container {image}"))?;
+    let port = container.get_host_port_ipv4(8090.tcp()).await?;
+    Ok(IggyServer {
+        address: format!("127.0.0.1:{port}"),
+        username,
+        password,
+        how: format!("container {image} on 127.0.0.1:{port}"),
+        _guard: Guard::Container(Box::new(container)),
+    })
+}
+
+/// Looks for a server in the documented order.
+pub async fn discover() -> anyhow::Result<Discovery> {
+    if let Some(address) = env("IGGY_ADDR") {
+        let (username, password) = credentials();
+        return Ok(Discovery::Found(IggyServer {
+            how: format!("IGGY_ADDR={address}"),
+            address,
+            username,
+            password,
+            _guard: Guard::External,
+        }));
+    }
+    if let Some(binary) = find_binary() {
+        return spawn(binary).map(Discovery::Found);
+    }
+    if docker_answers() {
+        return container().await.map(Discovery::Found);
+    }
+    Ok(Discovery::Skipped(
+        "no server: IGGY_ADDR is unset, no iggy-server binary (IGGY_SERVER_BIN or PATH), and no Docker daemon answers"
+            .into(),
+    ))
+}
+
+/// Whether a skip must fail the run.
+pub fn required() -> bool {
+    env("IGGY_REQUIRED").as_deref() == Some("1")
+}
