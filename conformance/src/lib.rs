@@ -7,6 +7,7 @@
 //! - [`runner`]: runs a selection of cases and prints one line per case and a closing count.
 
 pub mod cases;
+pub mod differential;
 pub mod endpoint;
 pub mod real_iggy;
 pub mod runner;
