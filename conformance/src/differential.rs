@@ -120,13 +120,16 @@ pub fn arb_op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// A read message as observed: offset, payload, headers, origin timestamp set, server timestamp set.
+pub type SeenMessage = (u64, Vec<u8>, BTreeMap<String, Vec<u8>>, bool, bool);
+
 /// What an operation's caller can observe.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Seen {
     Ok,
     Error(u32),
     Offset(Option<u64>),
-    Messages(Vec<(u64, Vec<u8>, BTreeMap<String, Vec<u8>>, bool, bool)>),
+    Messages(Vec<SeenMessage>),
     Marks(u64, u64),
 }
 
@@ -196,7 +199,7 @@ pub async fn apply<B: Backend>(b: &B, stream: &str, op: &Op, client_base: Client
             messages,
         } => {
             let msgs = messages.iter().map(message).collect();
-            seen(b.append(stream, &topic(t), *partition, msgs).await, |o| Seen::Offset(o))
+            seen(b.append(stream, &topic(t), *partition, msgs).await, Seen::Offset)
         }
         Op::Read {
             topic: t,
