@@ -110,13 +110,7 @@ fn main() {
             let mut budget = DecompressionBudget::new(8 << 20);
             for b in decode_batches(&bytes, &mut budget).unwrap() {
                 for r in &b.records {
-                    let record = KafkaRecord {
-                        timestamp_ms: b.record_timestamp_ms(r),
-                        key: r.key.clone(),
-                        value: r.value.clone(),
-                        headers: r.headers.clone(),
-                    };
-                    black_box(record_to_message(&record).unwrap());
+                    black_box(record_to_message(&KafkaRecord::from_batch(&b, r)).unwrap());
                 }
             }
         });
@@ -132,15 +126,7 @@ fn main() {
     let mut messages: Vec<_> = decoded
         .records
         .iter()
-        .map(|r| {
-            let record = KafkaRecord {
-                timestamp_ms: decoded.record_timestamp_ms(r),
-                key: r.key.clone(),
-                value: r.value.clone(),
-                headers: r.headers.clone(),
-            };
-            record_to_message(&record).unwrap().0
-        })
+        .map(|r| record_to_message(&KafkaRecord::from_batch(&decoded, r)).unwrap().0)
         .collect();
     for (i, m) in messages.iter_mut().enumerate() {
         m.header.offset = i as u64;

@@ -44,6 +44,18 @@ pub struct KafkaRecord {
     pub headers: Vec<RecordHeader>,
 }
 
+impl KafkaRecord {
+    /// The record as Produce maps it: its absolute timestamp and its fields, from the batch.
+    pub fn from_batch(batch: &crate::batch::RecordBatch, record: &crate::batch::Record) -> Self {
+        KafkaRecord {
+            timestamp_ms: batch.record_timestamp_ms(record),
+            key: record.key.clone(),
+            value: record.value.clone(),
+            headers: record.headers.clone(),
+        }
+    }
+}
+
 /// Why a record goes into the envelope. The first that holds, in this order, is reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EnvelopeTrigger {

@@ -130,6 +130,34 @@ impl Model {
             .ok_or_else(|| IggyError::TopicNameNotFound(topic.to_string(), stream.to_string()))
     }
 
+    /// The partition, when `client` is a member of `group` that Iggy assigned it to (DIFF-1:
+    /// anyone else is told the resource is not found).
+    fn owned_partition(
+        &mut self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        group: &str,
+        client: ClientId,
+    ) -> Result<&mut Partition, IggyError> {
+        let t = self.topic(stream, topic)?;
+        let partitions = t.partitions.len() as u32;
+        let owns = t
+            .groups
+            .get(group)
+            .is_some_and(|g| g.owns(client, partition, partitions));
+        let p = t
+            .partitions
+            .get_mut(partition as usize)
+            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))?;
+        if !owns {
+            return Err(IggyError::ResourceNotFound(format!(
+                "consumer group {group} member {client} for partition {partition}"
+            )));
+        }
+        Ok(p)
+    }
+
     fn partition(&mut self, stream: &str, topic: &str, partition: u32) -> Result<&mut Partition, IggyError> {
         self.topic(stream, topic)?
             .partitions
@@ -499,23 +527,7 @@ impl ConsumerOffsets for EmbeddedBackend {
     ) -> Result<(), BackendError> {
         let max_keys = self.config.consumer_offsets_max;
         let mut model = self.lock();
-        let t = model.topic(stream, topic)?;
-        let partitions = t.partitions.len() as u32;
-        // DIFF-1: only a member that owns the partition may store; anyone else is not found.
-        let owns = t
-            .groups
-            .get(group)
-            .is_some_and(|g| g.owns(client, partition, partitions));
-        let p = t
-            .partitions
-            .get_mut(partition as usize)
-            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))?;
-        if !owns {
-            return Err(IggyError::ResourceNotFound(format!(
-                "consumer group {group} member {client} for partition {partition}"
-            ))
-            .into());
-        }
+        let p = model.owned_partition(stream, topic, partition, group, client)?;
         // DIFF-2: nothing above the partition's last offset; nothing at all on an empty partition.
         if p.next_offset == 0 || offset > p.next_offset - 1 {
             return Err(IggyError::InvalidOffset(offset).into());
@@ -555,22 +567,7 @@ impl ConsumerOffsets for EmbeddedBackend {
         client: ClientId,
     ) -> Result<(), BackendError> {
         let mut model = self.lock();
-        let t = model.topic(stream, topic)?;
-        let partitions = t.partitions.len() as u32;
-        let owns = t
-            .groups
-            .get(group)
-            .is_some_and(|g| g.owns(client, partition, partitions));
-        let p = t
-            .partitions
-            .get_mut(partition as usize)
-            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))?;
-        if !owns {
-            return Err(IggyError::ResourceNotFound(format!(
-                "consumer group {group} member {client} for partition {partition}"
-            ))
-            .into());
-        }
+        let p = model.owned_partition(stream, topic, partition, group, client)?;
         // DIFF-3
         p.group_offsets
             .remove(group)

@@ -47,12 +47,7 @@ fn map_records(records: Option<&Bytes>, budget: &mut DecompressionBudget) -> Res
             .map_err(|e| (error_map::decode_error(&e), e.to_string()))?;
         messages.reserve(batch.records.len());
         for record in &batch.records {
-            let kafka = KafkaRecord {
-                timestamp_ms: batch.record_timestamp_ms(record),
-                key: record.key.clone(),
-                value: record.value.clone(),
-                headers: record.headers.clone(),
-            };
+            let kafka = KafkaRecord::from_batch(&batch, record);
             let (message, _form) = record_to_message(&kafka).map_err(|e| (error_map::map_error(&e), e.to_string()))?;
             messages.push(message);
         }
