@@ -127,17 +127,17 @@ pub type SeenMessage = (u64, Vec<u8>, BTreeMap<String, Vec<u8>>, bool, bool);
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Seen {
     Ok,
-    Error(u32),
+    /// The Kafka error code.
+    Error(i16),
     Offset(Option<u64>),
     Messages(Vec<SeenMessage>),
     Marks(u64, u64),
 }
 
-fn error_code(e: &BackendError) -> u32 {
-    match e {
-        BackendError::Iggy(e) => e.as_code(),
-        BackendError::TooManyConsumerOffsets => 3024,
-    }
+/// Errors are compared by the Kafka code a client would be told (ERR-MAP-1): the server and the
+/// model may name one condition by different Iggy variants (a topic's name or id not found).
+fn error_code(e: &BackendError) -> i16 {
+    kafka_iggy_gateway::error_map::kafka_code(e).0
 }
 
 fn seen<T>(r: Result<T, BackendError>, f: impl FnOnce(T) -> Seen) -> Seen {

@@ -17,16 +17,12 @@ pub fn code(e: ResponseError) -> KafkaCode {
     e.code()
 }
 
-/// Maps a backend error; `context` names the operation for the log line.
-pub fn backend_error(e: &BackendError, context: &str) -> KafkaCode {
+/// The Kafka code for a backend error, and whether it says everything the Iggy error says.
+/// Pure: the model-vs-real test compares backends by what a Kafka client would be told.
+pub fn kafka_code(e: &BackendError) -> (KafkaCode, bool) {
     use ResponseError::*;
     let iggy = match e {
-        BackendError::TooManyConsumerOffsets => {
-            tracing::error!(
-                "{context}: {e}; the partition holds the most offset keys Iggy allows; raise the server's partition.consumer_offsets_max"
-            );
-            return UnknownServerError.code();
-        }
+        BackendError::TooManyConsumerOffsets => return (UnknownServerError.code(), false),
         BackendError::Iggy(iggy) => iggy,
     };
     let (kafka, exact) = match iggy {
@@ -52,10 +48,20 @@ pub fn backend_error(e: &BackendError, context: &str) -> KafkaCode {
         | IggyError::ClientShutdown => (NotLeaderOrFollower, false),
         _ => (UnknownServerError, false),
     };
-    if !exact {
-        tracing::error!("{context}: {e} (answered as Kafka {kafka:?})");
+    (kafka.code(), exact)
+}
+
+/// Maps a backend error; `context` names the operation for the log line.
+pub fn backend_error(e: &BackendError, context: &str) -> KafkaCode {
+    let (kafka, exact) = kafka_code(e);
+    if let BackendError::TooManyConsumerOffsets = e {
+        tracing::error!(
+            "{context}: {e}; the partition holds the most offset keys Iggy allows; raise the server's partition.consumer_offsets_max"
+        );
+    } else if !exact {
+        tracing::error!("{context}: {e} (answered as Kafka error {kafka})");
     }
-    kafka.code()
+    kafka
 }
 
 /// Maps a record-batch decode error (BATCH-MAGIC-1, BATCH-CRC-1, BATCH-BUDGET-2).

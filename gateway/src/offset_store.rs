@@ -89,6 +89,7 @@ fn is_not_member(e: &BackendError) -> bool {
         BackendError::Iggy(
             IggyError::ResourceNotFound(_)
                 | IggyError::ConsumerGroupNameNotFound(..)
+                | IggyError::ConsumerGroupIdNotFound(..)
                 | IggyError::ConsumerGroupMemberNotFound(..)
         )
     )
@@ -97,7 +98,11 @@ fn is_not_member(e: &BackendError) -> bool {
 fn is_absent(e: &BackendError) -> bool {
     matches!(
         e,
-        BackendError::Iggy(IggyError::ConsumerOffsetNotFound(_) | IggyError::ConsumerGroupNameNotFound(..))
+        BackendError::Iggy(
+            IggyError::ConsumerOffsetNotFound(_)
+                | IggyError::ConsumerGroupNameNotFound(..)
+                | IggyError::ConsumerGroupIdNotFound(..)
+        )
     )
 }
 

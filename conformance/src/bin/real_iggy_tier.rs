@@ -14,6 +14,12 @@ use std::sync::Arc;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // The gateway logs the Iggy error behind every Kafka code that says less (ERR-MAP-1).
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "error,rdkafka=off".into()),
+        )
+        .init();
     let server = match discover().await? {
         Discovery::Found(server) => server,
         Discovery::Skipped(why) => {

@@ -2,7 +2,7 @@
 //! limits, so the gateway runs with no setup and simulations on it tell the truth about real
 //! Iggy. It answers with the errors the real server answers (docs/spec/real-iggy-differs.md):
 //!
-//! - a send is validated whole before anything is stored: empty payload, payload above
+//! - a send is validated whole before anything is stored: payload above
 //!   64,000,000 bytes, headers above 100,000 wire bytes, origin timestamps spreading more than
 //!   `u32::MAX` µs (`InvalidMessageTimestampDelta`);
 //! - partitions are numbered from 0; a missing one is `ResourceNotFound`;
@@ -117,17 +117,19 @@ fn named(name: &str) -> Identifier {
 }
 
 impl Model {
+    /// Streams and topics are addressed by name; the real server answers a missing one with the
+    /// *Id* variants (2010, 1009), found by the model-vs-real test.
     fn stream(&mut self, stream: &str) -> Result<&mut Stream, IggyError> {
         self.streams
             .get_mut(stream)
-            .ok_or_else(|| IggyError::StreamNameNotFound(stream.to_string()))
+            .ok_or_else(|| IggyError::StreamIdNotFound(named(stream)))
     }
 
     fn topic(&mut self, stream: &str, topic: &str) -> Result<&mut Topic, IggyError> {
         self.stream(stream)?
             .topics
             .get_mut(topic)
-            .ok_or_else(|| IggyError::TopicNameNotFound(topic.to_string(), stream.to_string()))
+            .ok_or_else(|| IggyError::TopicIdNotFound(named(topic), named(stream)))
     }
 
     /// The partition, when `client` is a member of `group` that Iggy assigned it to (DIFF-1:
@@ -158,6 +160,8 @@ impl Model {
         Ok(p)
     }
 
+    /// The partition a send goes to: a missing one is ResourceNotFound on send (DIFF-8), while
+    /// reads answer PartitionNotFound.
     fn partition(&mut self, stream: &str, topic: &str, partition: u32) -> Result<&mut Partition, IggyError> {
         self.topic(stream, topic)?
             .partitions
@@ -239,9 +243,7 @@ impl EmbeddedBackend {
             return Err(IggyError::InvalidMessagesCount);
         }
         for m in messages {
-            if m.payload.is_empty() {
-                return Err(IggyError::InvalidMessagePayloadLength);
-            }
+            // DIFF-10: the server stores an empty payload; only the SDK's builder refuses one.
             if m.payload.len() > MAX_PAYLOAD_SIZE as usize {
                 return Err(IggyError::TooBigMessagePayload);
             }
@@ -332,7 +334,7 @@ impl Backend for EmbeddedBackend {
         s.topics
             .remove(topic)
             .map(|_| ())
-            .ok_or_else(|| IggyError::TopicNameNotFound(topic.to_string(), stream.to_string()).into())
+            .ok_or_else(|| IggyError::TopicIdNotFound(named(topic), named(stream)).into())
     }
 
     async fn append(
@@ -382,7 +384,7 @@ impl Backend for EmbeddedBackend {
         let p = t
             .partitions
             .get(partition as usize)
-            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))?;
+            .ok_or_else(|| IggyError::PartitionNotFound(partition as usize, named(topic), named(stream)))?;
         let first = p.messages.front().map_or(p.next_offset, |m| m.header.offset);
         let start = offset.saturating_sub(first) as usize;
         let mut out = Vec::new();
@@ -424,7 +426,7 @@ impl Backend for EmbeddedBackend {
         let p = t
             .partitions
             .get(partition as usize)
-            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))?;
+            .ok_or_else(|| IggyError::PartitionNotFound(partition as usize, named(topic), named(stream)))?;
         // Server timestamps are non-decreasing per partition, so the first match is a binary search.
         let index = p.messages.partition_point(|m| m.header.timestamp < timestamp_us);
         Ok(p.messages.get(index).map(|m| (m.header.offset, m.header.timestamp)))
@@ -463,7 +465,7 @@ impl ConsumerOffsets for EmbeddedBackend {
         let mut model = self.lock();
         let t = model.topic(stream, topic)?;
         if t.groups.remove(group).is_none() {
-            return Err(IggyError::ConsumerGroupNameNotFound(group.to_string(), named(topic)).into());
+            return Err(IggyError::ConsumerGroupIdNotFound(named(group), named(topic)).into());
         }
         for p in &mut t.partitions {
             p.group_offsets.remove(group);
@@ -488,7 +490,7 @@ impl ConsumerOffsets for EmbeddedBackend {
         let g = t
             .groups
             .get_mut(group)
-            .ok_or_else(|| IggyError::ConsumerGroupNameNotFound(group.to_string(), named(topic)))?;
+            .ok_or_else(|| IggyError::ConsumerGroupIdNotFound(named(group), named(topic)))?;
         if !g.members.contains(&client) {
             g.members.push(client);
         }
@@ -507,7 +509,7 @@ impl ConsumerOffsets for EmbeddedBackend {
         let g = t
             .groups
             .get_mut(group)
-            .ok_or_else(|| IggyError::ConsumerGroupNameNotFound(group.to_string(), named(topic)))?;
+            .ok_or_else(|| IggyError::ConsumerGroupIdNotFound(named(group), named(topic)))?;
         let before = g.members.len();
         g.members.retain(|&m| m != client);
         if g.members.len() == before {
@@ -547,15 +549,18 @@ impl ConsumerOffsets for EmbeddedBackend {
         group: &str,
     ) -> Result<Option<u64>, BackendError> {
         let mut model = self.lock();
-        let t = model.topic(stream, topic)?;
-        if !t.groups.contains_key(group) {
-            return Err(IggyError::ConsumerGroupNameNotFound(group.to_string(), named(topic)).into());
-        }
+        // A missing topic, like a missing group, reads as "nothing stored" on the real server.
+        let Ok(t) = model.topic(stream, topic) else {
+            return Ok(None);
+        };
+        let has_group = t.groups.contains_key(group);
         let p = t
             .partitions
             .get(partition as usize)
-            .ok_or_else(|| IggyError::ResourceNotFound(format!("partition {partition} of {stream}/{topic}")))?;
-        Ok(p.group_offsets.get(group).copied())
+            .ok_or_else(|| IggyError::PartitionNotFound(partition as usize, named(topic), named(stream)))?;
+        // The real server answers "nothing stored" for a group that does not exist (the
+        // partition is checked first).
+        Ok(has_group.then(|| p.group_offsets.get(group).copied()).flatten())
     }
 
     async fn delete_consumer_offset(
