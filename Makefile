@@ -54,3 +54,4 @@ real-iggy-tier:
 bench: setup
 	cargo bench -p kig-core --bench core
 	cargo bench -p kafka-iggy-conformance --bench gateway
+	cargo bench -p kafka-iggy-conformance --bench real_iggy

@@ -2,113 +2,12 @@
 //! and 1 KiB records, next to the same workload against librdkafka's built-in mock broker in the
 //! same run. Prints figures; asserts nothing. Bounded: a fixed record count per run.
 
+use kafka_iggy_conformance::bench::{print, run, RECORD_BYTES, ROUNDS, ROUND_RECORDS, TOPIC};
 use kafka_iggy_conformance::endpoint::LocalGateway;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
-use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::mocking::MockCluster;
-use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::{Message, Offset, TopicPartitionList};
-use std::time::{Duration, Instant};
-
-const ROUNDS: usize = 10;
-/// Records per round: librdkafka's mock broker retains only about 5 MB per partition, so each
-/// round's records are read back before the next round is written.
-const ROUND_RECORDS: usize = 4_000;
-const RECORDS: usize = ROUNDS * ROUND_RECORDS;
-const RECORD_BYTES: usize = 1024;
-const TOPIC: &str = "bench";
-
-struct Figures {
-    produce_s: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    fetch_s: f64,
-}
-
-async fn run(bootstrap: &str) -> Figures {
-    let producer: FutureProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("linger.ms", "5")
-        .set("queue.buffering.max.messages", "200000")
-        .set("message.timeout.ms", "60000")
-        .create()
-        .expect("producer");
-    let consumer: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
-        .set("group.id", "bench")
-        .set("enable.auto.commit", "false")
-        .create()
-        .expect("consumer");
-    let value = vec![b'x'; RECORD_BYTES];
-    let mut latencies = Vec::with_capacity(RECORDS);
-    let (mut produce_s, mut fetch_s) = (0.0, 0.0);
-    for round in 0..ROUNDS {
-        let start = Instant::now();
-        let mut pending = Vec::with_capacity(ROUND_RECORDS);
-        for i in 0..ROUND_RECORDS {
-            let key = (round * ROUND_RECORDS + i).to_string();
-            let record = FutureRecord::to(TOPIC).key(&key).payload(&value).partition(0);
-            let sent = Instant::now();
-            let delivery = producer.send_result(record).map_err(|(e, _)| e).expect("queued");
-            pending.push((sent, delivery));
-        }
-        let mut first_offset = None;
-        // One partition: deliveries complete in order, so awaiting in order sees each completion.
-        for (sent, delivery) in pending {
-            let delivered = delivery
-                .await
-                .expect("not cancelled")
-                .map_err(|(e, _)| e)
-                .expect("delivered");
-            first_offset.get_or_insert(delivered.offset);
-            latencies.push(sent.elapsed());
-        }
-        produce_s += start.elapsed().as_secs_f64();
-
-        let mut assignment = TopicPartitionList::new();
-        assignment
-            .add_partition_offset(TOPIC, 0, Offset::Offset(first_offset.expect("a record")))
-            .expect("partition");
-        consumer.assign(&assignment).expect("assigned");
-        let start = Instant::now();
-        let mut seen = 0;
-        while seen < ROUND_RECORDS {
-            if let Some(message) = consumer.poll(Duration::from_secs(5)) {
-                let message = message.expect("fetched");
-                assert_eq!(message.payload().map(<[u8]>::len), Some(RECORD_BYTES));
-                seen += 1;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "fetch did not finish: {seen} of {ROUND_RECORDS}"
-            );
-        }
-        fetch_s += start.elapsed().as_secs_f64();
-    }
-    latencies.sort();
-    let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)].as_secs_f64() * 1e3;
-    Figures {
-        produce_s,
-        p50_ms: pct(0.50),
-        p99_ms: pct(0.99),
-        fetch_s,
-    }
-}
-
-fn print(name: &str, f: &Figures) {
-    let mb = (RECORDS * RECORD_BYTES) as f64 / 1e6;
-    println!(
-        "{name:<22} produce {:>9.0} records/s {:>7.1} MB/s  p50 {:>7.2} ms  p99 {:>7.2} ms | fetch {:>9.0} records/s {:>7.1} MB/s",
-        RECORDS as f64 / f.produce_s,
-        mb / f.produce_s,
-        f.p50_ms,
-        f.p99_ms,
-        RECORDS as f64 / f.fetch_s,
-        mb / f.fetch_s
-    );
-}
 
 #[tokio::main]
 async fn main() {

@@ -6,6 +6,7 @@
 //! - [`cases`]: the cases, one file per area, each naming the rules it checks.
 //! - [`runner`]: runs a selection of cases and prints one line per case and a closing count.
 
+pub mod bench;
 pub mod cases;
 pub mod differential;
 pub mod endpoint;

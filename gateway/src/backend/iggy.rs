@@ -1184,3 +1184,169 @@ mod tests {
         assert_eq!(b.get_topic(&s, "t").await.unwrap(), None);
     }
 }
+
+#[cfg(test)]
+mod reconnect_tmp {
+    use super::*;
+    use bytes::Bytes;
+    use std::process::{Child, Command};
+
+    struct Server(Option<Child>);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            if let Some(mut c) = self.0.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+
+    fn start(dir: &str, port: u16) -> Server {
+        let bin = std::env::var("IGGY_SERVER_BIN").unwrap();
+        let n = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        let log = std::fs::File::create(format!("{dir}.log.{n}")).unwrap();
+        Command::new(bin)
+            .env("IGGY_SYSTEM_PATH", dir)
+            .env("IGGY_TCP_ADDRESS", format!("127.0.0.1:{port}"))
+            .env("IGGY_HTTP_ENABLED", "false")
+            .env("IGGY_QUIC_ENABLED", "false")
+            .env("IGGY_WEBSOCKET_ENABLED", "false")
+            .env("IGGY_SYSTEM_SHARDING_CPU_ALLOCATION", "2")
+            .env("IGGY_SYSTEM_SHARDING_PIN_CORES", "false")
+            .env("IGGY_ROOT_USERNAME", "iggy")
+            .env("IGGY_ROOT_PASSWORD", "iggy")
+            .stdout(log.try_clone().unwrap())
+            .stderr(log)
+            .spawn()
+            .map(|c| Server(Some(c)))
+            .unwrap()
+    }
+
+    async fn ready(port: u16) {
+        for _ in 0..600 {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("server not ready");
+    }
+
+    fn stop(mut server: Server) {
+        let mut child = server.0.take().unwrap();
+        let _ = Command::new("kill").arg("-TERM").arg(child.id().to_string()).status();
+        let _ = child.wait();
+    }
+
+    async fn members(b: &IggyBackend) -> String {
+        let c = b.inner.any().clone();
+        let _ = c.ensure_connected().await;
+        let g = c
+            .client
+            .get_consumer_group(&name("s").unwrap(), &name("t").unwrap(), &name("g").unwrap())
+            .await;
+        format!(
+            "{:?}",
+            g.map(|g| g.map(|g| g
+                .members
+                .iter()
+                .map(|m| (m.id, m.partitions.clone()))
+                .collect::<Vec<_>>()))
+        )
+    }
+
+    #[tokio::test]
+    #[ignore]
+    async fn reconnects_after_a_server_restart() {
+        let dir = std::env::var("IGGY_TMP_DIR").unwrap();
+        let port = 18091;
+        let server = start(&dir, port);
+        ready(port).await;
+        let b = IggyBackend::connect(&format!("127.0.0.1:{port}"), "iggy", "iggy", 1)
+            .await
+            .unwrap();
+        b.ensure_stream("s").await.unwrap();
+        b.create_topic(
+            "s",
+            "t",
+            TopicSpec {
+                partitions: 1,
+                message_expiry_us: None,
+            },
+        )
+        .await
+        .unwrap();
+        let m = || {
+            IggyMessage::builder()
+                .payload(Bytes::from_static(b"x"))
+                .build()
+                .unwrap()
+        };
+        assert_eq!(b.append("s", "t", 0, vec![m()]).await.unwrap(), Some(0));
+        b.create_consumer_group("s", "t", "g").await.unwrap();
+        b.join_consumer_group("s", "t", "g", 7).await.unwrap();
+        println!("members before: {}", members(&b).await);
+        b.store_consumer_offset("s", "t", 0, "g", 7, 0).await.unwrap();
+        stop(server);
+
+        let limits = ReadLimits {
+            max_messages: 10,
+            max_bytes: 1 << 20,
+        };
+        let t = std::time::Instant::now();
+        let e = b.read("s", "t", 0, 0, limits).await.unwrap_err();
+        println!("read while down: {e} after {:?}", t.elapsed());
+        let t = std::time::Instant::now();
+        let e = b.append("s", "t", 0, vec![m()]).await.unwrap_err();
+        println!("append while down: {e} after {:?}", t.elapsed());
+        let t = std::time::Instant::now();
+        let e = b.store_consumer_offset("s", "t", 0, "g", 7, 0).await.unwrap_err();
+        println!("store while down: {e} after {:?}", t.elapsed());
+
+        let server = start(&dir, port);
+        ready(port).await;
+        let t = std::time::Instant::now();
+        let read = b.read("s", "t", 0, 0, limits).await;
+        println!(
+            "read after restart: {:?} after {:?}",
+            read.as_ref().map(|v| v.len()),
+            t.elapsed()
+        );
+        read.unwrap();
+        let wm = b.watermarks("s", "t", 0).await.unwrap();
+        println!("watermarks after restart: {wm:?}");
+        let base = b.append("s", "t", 0, vec![m()]).await.unwrap();
+        println!("append after restart: {base:?}");
+        println!("members after restart: {}", members(&b).await);
+        let store = b.store_consumer_offset("s", "t", 0, "g", 7, 0).await;
+        println!("store after restart (membership gone?): {store:?}");
+        b.join_consumer_group("s", "t", "g", 7).await.unwrap();
+        println!("members after rejoin: {}", members(&b).await);
+        let r = b.store_consumer_offset("s", "t", 0, "g", 7, 1).await;
+        println!("store after rejoin: {r:?}");
+        for i in 0..30 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let r = b.store_consumer_offset("s", "t", 0, "g", 7, 1).await;
+            println!("{i}s later: members {} store {r:?}", members(&b).await);
+            if r.is_ok() {
+                break;
+            }
+        }
+        println!("offset: {:?}", b.get_consumer_offset("s", "t", 0, "g").await.unwrap());
+
+        // Idle clients: drop the connection under a pooled client and let the keeper heal it.
+        stop(server);
+        let server = start(&dir, port);
+        ready(port).await;
+        tokio::time::sleep(Duration::from_secs(7)).await;
+        let mut states = Vec::new();
+        for c in &b.inner.pool {
+            states.push(c.state().await);
+        }
+        println!("pool states after heal interval: {states:?}");
+        stop(server);
+    }
+}
