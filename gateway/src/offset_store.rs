@@ -139,10 +139,48 @@ impl<B: Backend> OffsetStore<'_, B> {
         match op().await {
             Err(e) if is_not_member(&e) => {
                 self.ensure_member(t, key).await?;
-                op().await
+                match op().await {
+                    Err(e) if is_not_member(&e) => {
+                        self.reclaim(t, key).await?;
+                        op().await
+                    }
+                    other => other,
+                }
             }
             other => other,
         }
+    }
+
+    /// CO-RECLAIM-1: joined, yet another member owns the partition. After an Iggy restart the
+    /// members of before stay listed with no connection behind them (DIFF-12) and keep their
+    /// partitions for good; only recreating the group frees them. The group's offsets are read
+    /// first (reading needs no membership) and stored back once this client is the only member.
+    async fn reclaim(&self, t: &IggyTarget, key: &str) -> Result<(), BackendError> {
+        let (s, tp) = (&t.stream, &t.topic);
+        let Some(info) = self.backend.get_topic(s, tp).await? else {
+            return Ok(());
+        };
+        let mut saved = Vec::new();
+        for p in 0..info.partitions {
+            if let Some(offset) = self.backend.get_consumer_offset(s, tp, p, key).await? {
+                saved.push((p, offset));
+            }
+        }
+        tracing::warn!(
+            "Iggy consumer group {key} on {s}/{tp}: another member owns partitions this gateway coordinates; recreating the group and storing its {} offsets back",
+            saved.len()
+        );
+        match self.backend.delete_consumer_group(s, tp, key).await {
+            Err(e) if !is_absent(&e) => return Err(e),
+            _ => {}
+        }
+        self.ensure_member(t, key).await?;
+        for (p, offset) in saved {
+            self.backend
+                .store_consumer_offset(s, tp, p, key, self.client, offset)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Stores one Kafka commit.
@@ -246,7 +284,48 @@ impl<B: Backend> OffsetStore<'_, B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
+    use crate::backend::{ConsumerOffsets, TopicSpec};
+    use crate::clock::SystemClock;
+    use iggy_common::IggyMessage;
     use proptest::prelude::*;
+    use std::sync::Arc;
+
+    #[tokio::test]
+    async fn co_reclaim_1_a_stale_member_is_cleared_and_offsets_survive() {
+        let b = EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default());
+        b.ensure_stream("s").await.unwrap();
+        let spec = TopicSpec {
+            partitions: 2,
+            message_expiry_us: None,
+        };
+        b.create_topic("s", "t", spec).await.unwrap();
+        for p in 0..2 {
+            let messages = (0..5)
+                .map(|_| IggyMessage::builder().payload("x".into()).build().unwrap())
+                .collect();
+            b.append("s", "t", p, messages).await.unwrap();
+        }
+        let t = IggyTarget {
+            stream: "s".into(),
+            topic: "t".into(),
+        };
+        let before = OffsetStore { backend: &b, client: 7 };
+        before.commit(&t, 0, "g", 3).await.unwrap();
+        before.commit(&t, 1, "g", 4).await.unwrap();
+        // Client 7's connection died with the server, but it stays listed as a member (DIFF-12).
+        let after = OffsetStore { backend: &b, client: 8 };
+        // Client 8 joins as second member: Iggy gives it partition 1 only, so a commit on
+        // partition 0 needs the reclaim.
+        after.commit(&t, 0, "g", 5).await.unwrap();
+        assert_eq!(
+            after.fetch(&t, &[0, 1], "g").await.unwrap(),
+            vec![5, 4],
+            "partition 1's offset was kept"
+        );
+        // The stale member is gone: client 8 owns every partition now.
+        b.store_consumer_offset("s", "t", 1, "kafka.cg.g", 8, 1).await.unwrap();
+    }
 
     #[test]
     fn co_encode_1_co_zero_1_co_delete_1_commit_encoding() {

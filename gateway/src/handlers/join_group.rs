@@ -15,7 +15,7 @@ fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
 }
 
-/// GROUP-ID-1 and CO-GROUP-ID-1: an empty id, or one too long for its Iggy key, is refused.
+/// CO-GROUP-ID-1: an empty id, or one too long for its Iggy key, is refused (INVALID_GROUP_ID).
 pub(crate) fn valid_group_id(group_id: &str) -> bool {
     !group_id.is_empty() && group_id.len() <= MAX_GROUP_ID_LEN
 }
