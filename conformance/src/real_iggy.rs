@@ -33,6 +33,7 @@ enum Guard {
     Process {
         child: Child,
         _data: TempDir,
+        binary: PathBuf,
     },
     /// Dropping the container stops it.
     Container(#[allow(dead_code)] Box<ContainerAsync<GenericImage>>),
@@ -104,17 +105,17 @@ fn wait_until_listening(address: &str, child: &mut Child) -> anyhow::Result<()> 
     }
 }
 
-fn spawn(binary: PathBuf) -> anyhow::Result<IggyServer> {
-    let port = free_port()?;
-    let address = format!("127.0.0.1:{port}");
-    let data = TempDir(std::env::temp_dir().join(format!("kig-iggy-{}-{port}", std::process::id())));
-    std::fs::create_dir_all(&data.0)?;
+/// Starts the binary on `address` with its data in `dir`, and waits until it listens.
+fn start_process(binary: &PathBuf, address: &str, dir: &PathBuf) -> anyhow::Result<Child> {
     let (username, password) = credentials();
-    let log = std::fs::File::create(data.0.join("server.log"))?;
-    let mut child = Command::new(&binary)
-        .current_dir(&data.0)
-        .env("IGGY_SYSTEM_PATH", data.0.join("data"))
-        .env("IGGY_TCP_ADDRESS", &address)
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("server.log"))?;
+    let mut child = Command::new(binary)
+        .current_dir(dir)
+        .env("IGGY_SYSTEM_PATH", dir.join("data"))
+        .env("IGGY_TCP_ADDRESS", address)
         .env("IGGY_HTTP_ENABLED", "false")
         .env("IGGY_QUIC_ENABLED", "false")
         .env("IGGY_WEBSOCKET_ENABLED", "false")
@@ -127,22 +128,54 @@ fn spawn(binary: PathBuf) -> anyhow::Result<IggyServer> {
         .stderr(log)
         .spawn()
         .with_context(|| format!("starting {}", binary.display()))?;
-    if let Err(e) = wait_until_listening(&address, &mut child) {
+    if let Err(e) = wait_until_listening(address, &mut child) {
         let _ = child.kill();
-        let log = std::fs::read_to_string(data.0.join("server.log")).unwrap_or_default();
+        let log = std::fs::read_to_string(dir.join("server.log")).unwrap_or_default();
         let tail: Vec<&str> = log.lines().rev().take(20).collect();
         bail!(
             "{e}; last server log lines:\n{}",
             tail.into_iter().rev().collect::<Vec<_>>().join("\n")
         );
     }
+    Ok(child)
+}
+
+fn spawn(binary: PathBuf) -> anyhow::Result<IggyServer> {
+    let port = free_port()?;
+    let address = format!("127.0.0.1:{port}");
+    let data = TempDir(std::env::temp_dir().join(format!("kig-iggy-{}-{port}", std::process::id())));
+    std::fs::create_dir_all(&data.0)?;
+    let (username, password) = credentials();
+    let child = start_process(&binary, &address, &data.0)?;
     Ok(IggyServer {
+        how: format!("started {} on {address}", binary.display()),
         address,
         username,
         password,
-        how: format!("started {} on 127.0.0.1:{port}", binary.display()),
-        _guard: Guard::Process { child, _data: data },
+        _guard: Guard::Process {
+            child,
+            _data: data,
+            binary,
+        },
     })
+}
+
+impl IggyServer {
+    /// Whether this run started the server, and so can restart it.
+    pub fn restartable(&self) -> bool {
+        matches!(self._guard, Guard::Process { .. })
+    }
+
+    /// Stops the server (SIGTERM, then waits) and starts it again on the same address and data.
+    pub fn restart(&mut self) -> anyhow::Result<()> {
+        let Guard::Process { child, _data, binary } = &mut self._guard else {
+            bail!("only a server this run started can be restarted");
+        };
+        Command::new("kill").args(["-TERM", &child.id().to_string()]).status()?;
+        child.wait()?;
+        *child = start_process(binary, &self.address, &_data.0)?;
+        Ok(())
+    }
 }
 
 fn docker_answers() -> bool {

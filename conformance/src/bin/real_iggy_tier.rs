@@ -17,10 +17,11 @@ async fn main() -> anyhow::Result<()> {
     // The gateway logs the Iggy error behind every Kafka code that says less (ERR-MAP-1).
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "error,rdkafka=off".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| "error,rdkafka=off,iggy=off".into()),
         )
         .init();
-    let server = match discover().await? {
+    let mut server = match discover().await? {
         Discovery::Found(server) => server,
         Discovery::Skipped(why) => {
             println!("real-Iggy tier: SKIPPED ({why})");
@@ -40,6 +41,24 @@ async fn main() -> anyhow::Result<()> {
     let report = runner::run(&gateway.endpoint, &cases::all(), filter.as_deref()).await;
     gateway.stop().await;
 
+    // A server restart keeps committed offsets and lets the group commit again (CO-RECLAIM-1,
+    // DIFF-12). Only a server this run started can be restarted.
+    let restart = if server.restartable() {
+        match restart_keeps_commits(&mut server, backend.clone()).await {
+            Ok(()) => {
+                println!("PASS iggy_restart_keeps_committed_offsets_and_commits_again [CO-RECLAIM-1]");
+                Some(true)
+            }
+            Err(e) => {
+                println!("FAIL iggy_restart_keeps_committed_offsets_and_commits_again [CO-RECLAIM-1]: {e:#}");
+                Some(false)
+            }
+        }
+    } else {
+        println!("SKIP iggy_restart_keeps_committed_offsets_and_commits_again: the server was not started by this run");
+        None
+    };
+
     // Model vs real: the same random operation sequences on both backends.
     let cases: u32 = std::env::var("KIG_DIFF_CASES")
         .ok()
@@ -56,12 +75,59 @@ async fn main() -> anyhow::Result<()> {
     }
     println!(
         "real-Iggy tier: {} passed, {} failed, {} skipped",
-        report.passed + usize::from(differential.is_ok()),
-        report.failed.len() + usize::from(differential.is_err()),
-        report.skipped.len()
+        report.passed + usize::from(differential.is_ok()) + usize::from(restart == Some(true)),
+        report.failed.len() + usize::from(differential.is_err()) + usize::from(restart == Some(false)),
+        report.skipped.len() + usize::from(restart.is_none())
     );
-    if !report.failed.is_empty() || !report.skipped.is_empty() || differential.is_err() {
+    if !report.failed.is_empty() || !report.skipped.is_empty() || differential.is_err() || restart == Some(false) {
         std::process::exit(1);
     }
+    Ok(())
+}
+
+/// Commits through a gateway on the real server, restarts the server, commits again.
+async fn restart_keeps_commits(
+    server: &mut kafka_iggy_conformance::real_iggy::IggyServer,
+    backend: Arc<IggyBackend>,
+) -> anyhow::Result<()> {
+    use kafka_iggy_conformance::cases::group_cases::support::{commit_one, create_topic, fetch_one, produce};
+    use kafka_iggy_conformance::wire::WireClient;
+    let gateway = LocalGateway::serve(backend, LocalOptions::default()).await?;
+    let endpoint = gateway.endpoint.clone();
+    let topic = endpoint.unique_topic("restart");
+    let group = endpoint.unique_topic("restart-group");
+    create_topic(&endpoint, &topic, 2).await?;
+    produce(&endpoint, &topic, 0, 5).await?;
+    produce(&endpoint, &topic, 1, 5).await?;
+    let mut client = WireClient::connect(&endpoint.bootstrap).await?;
+    anyhow::ensure!(
+        commit_one(&mut client, &group, &topic, 0, 3).await? == 0,
+        "commit before the restart"
+    );
+    anyhow::ensure!(
+        commit_one(&mut client, &group, &topic, 1, 5).await? == 0,
+        "commit before the restart"
+    );
+    server.restart()?;
+    // The gateway's clients reconnect; the group's old member outlives the restart (DIFF-12).
+    let mut client = WireClient::connect(&endpoint.bootstrap).await?;
+    // NOT_LEADER_OR_FOLLOWER (6) is retriable, as a Kafka client treats it: the gateway's
+    // broken Iggy connections are replaced as the requests meet them.
+    let mut codes = Vec::new();
+    for _ in 0..5 {
+        let code = commit_one(&mut client, &group, &topic, 0, 4).await?;
+        codes.push(code);
+        if code != 6 {
+            break;
+        }
+    }
+    anyhow::ensure!(codes.last() == Some(&0), "commits after the restart answered {codes:?}");
+    let (p0, ..) = fetch_one(&mut client, &group, &topic, 0).await?;
+    let (p1, ..) = fetch_one(&mut client, &group, &topic, 1).await?;
+    anyhow::ensure!(
+        (p0, p1) == (4, 5),
+        "after the restart: partition 0 at {p0} (want 4), partition 1 at {p1} (want 5)"
+    );
+    gateway.stop().await;
     Ok(())
 }
