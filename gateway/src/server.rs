@@ -135,3 +135,91 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::TokioClock;
+    use crate::config::{Args, Config, FileConfig};
+    use std::time::Duration;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+    use tokio::sync::mpsc;
+
+    /// Connections handed over in memory: the same server code, no sockets.
+    struct ChannelListener(mpsc::Receiver<DuplexStream>);
+
+    impl Listener for ChannelListener {
+        type Stream = DuplexStream;
+        async fn accept(&mut self) -> std::io::Result<(DuplexStream, SocketAddr)> {
+            match self.0.recv().await {
+                Some(stream) => Ok((stream, "127.0.0.1:1".parse().expect("valid"))),
+                None => std::future::pending().await,
+            }
+        }
+    }
+
+    fn start(idle_ms: u64, read_ms: u64) -> (mpsc::Sender<DuplexStream>, Shutdown, tokio::task::JoinHandle<()>) {
+        let file = FileConfig {
+            idle_timeout_ms: Some(idle_ms),
+            read_timeout_ms: Some(read_ms),
+            ..FileConfig::default()
+        };
+        let config = Config::resolve(Args::default(), file).expect("valid config");
+        let gateway = crate::embedded_gateway(config, Arc::new(TokioClock::new(0)), 1);
+        let (tx, rx) = mpsc::channel(4);
+        let shutdown = Shutdown::default();
+        let task = tokio::spawn(serve(ChannelListener(rx), gateway, shutdown.clone()));
+        (tx, shutdown, task)
+    }
+
+    async fn connect(tx: &mpsc::Sender<DuplexStream>) -> DuplexStream {
+        let (client, server) = tokio::io::duplex(64 * 1024);
+        tx.send(server).await.expect("server accepts");
+        client
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn proto_timeout_1_idle_connection_is_closed_after_the_idle_timeout() {
+        let (tx, shutdown, task) = start(5_000, 30_000);
+        let mut client = connect(&tx).await;
+        let started = tokio::time::Instant::now();
+        let mut byte = [0u8; 1];
+        // Paused time advances to the server's idle deadline; the read then sees the close.
+        assert_eq!(client.read(&mut byte).await.unwrap(), 0);
+        assert!(
+            started.elapsed() >= Duration::from_millis(5_000),
+            "closed before the idle timeout"
+        );
+        shutdown.trigger();
+        task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn proto_timeout_1_a_started_frame_must_complete_within_the_read_timeout() {
+        let (tx, shutdown, task) = start(600_000, 2_000);
+        let mut client = connect(&tx).await;
+        // Half a length prefix, then nothing: the read timeout, not the idle one, closes it.
+        client.write_all(&[0, 0]).await.unwrap();
+        let started = tokio::time::Instant::now();
+        let mut byte = [0u8; 1];
+        assert_eq!(client.read(&mut byte).await.unwrap(), 0);
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(2_000) && waited < Duration::from_millis(600_000),
+            "{waited:?}"
+        );
+        shutdown.trigger();
+        task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn proto_shutdown_1_shutdown_closes_idle_connections_and_ends_serve() {
+        let (tx, shutdown, task) = start(600_000, 30_000);
+        let mut client = connect(&tx).await;
+        tokio::task::yield_now().await;
+        shutdown.trigger();
+        task.await.unwrap();
+        let mut byte = [0u8; 1];
+        assert_eq!(client.read(&mut byte).await.unwrap(), 0, "the connection is closed");
+    }
+}
