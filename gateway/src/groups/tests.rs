@@ -223,3 +223,43 @@ async fn proto_shutdown_1_stopping_answers_parked_joins_with_not_coordinator() {
         ResponseError::NotCoordinator.code()
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn group_limit_1_groups_members_and_metadata_are_bounded() {
+    let limits = GroupLimits {
+        max_groups: 1,
+        max_members_per_group: 1,
+        max_metadata_bytes: 64,
+        ..GroupLimits::default()
+    };
+    let c = GroupCoordinator::new(limits, SharedRng::seeded(3));
+    let a = c.join(join_request("", None)).await;
+    assert_eq!(c.join(join_request(&a.member_id, None)).await.error_code, 0);
+    // A second member of the group.
+    let b = c.join(join_request("", None)).await;
+    assert_eq!(
+        c.join(join_request(&b.member_id, None)).await.error_code,
+        ResponseError::GroupMaxSizeReached.code()
+    );
+    // A second group.
+    let mut other = join_request("", None);
+    other.group_id = "h".into();
+    assert_eq!(
+        c.join(other).await.error_code,
+        ResponseError::CoordinatorNotAvailable.code()
+    );
+    // Metadata above the bound, and an assignment above it.
+    let mut big = join_request("", None);
+    big.protocols = vec![("range".into(), Bytes::from(vec![0u8; 65]))];
+    assert_eq!(c.join(big).await.error_code, ResponseError::InvalidRequest.code());
+    let sync = c
+        .sync(
+            "g",
+            1,
+            &a.member_id,
+            None,
+            vec![(a.member_id.clone(), Bytes::from(vec![0u8; 65]))],
+        )
+        .await;
+    assert_eq!(sync.error_code, ResponseError::InvalidRequest.code());
+}
