@@ -327,6 +327,43 @@ mod tests {
         b.store_consumer_offset("s", "t", 1, "kafka.cg.g", 8, 1).await.unwrap();
     }
 
+    #[tokio::test]
+    async fn co_key_1_a_commit_is_the_group_kind_offset_of_kafka_cg_group_on_the_mapped_partition() {
+        let b = EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default());
+        b.ensure_stream("s").await.unwrap();
+        let spec = TopicSpec {
+            partitions: 3,
+            message_expiry_us: None,
+        };
+        b.create_topic("s", "t", spec).await.unwrap();
+        let messages = (0..4)
+            .map(|_| IggyMessage::builder().payload("x".into()).build().unwrap())
+            .collect();
+        b.append("s", "t", 2, messages).await.unwrap();
+        let t = IggyTarget {
+            stream: "s".into(),
+            topic: "t".into(),
+        };
+        OffsetStore { backend: &b, client: 1 }
+            .commit(&t, 2, "orders", 3)
+            .await
+            .unwrap();
+        assert!(b
+            .list_consumer_groups("s", "t")
+            .await
+            .unwrap()
+            .contains(&"kafka.cg.orders".to_string()));
+        assert_eq!(
+            b.get_consumer_offset("s", "t", 2, "kafka.cg.orders").await.unwrap(),
+            Some(2)
+        );
+        assert_eq!(
+            b.get_consumer_offset("s", "t", 0, "kafka.cg.orders").await.unwrap(),
+            None,
+            "partition unchanged"
+        );
+    }
+
     #[test]
     fn co_encode_1_co_zero_1_co_delete_1_commit_encoding() {
         assert_eq!(stored_for_commit(-1), Some(StoredCommit::Absent));

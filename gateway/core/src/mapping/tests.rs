@@ -484,3 +484,13 @@ proptest! {
         let _ = message_to_record(&m);
     }
 }
+
+#[test]
+fn env_mark_1_env_version_1_the_marker_is_the_only_header_and_holds_version_1() {
+    let (m, form) = record_to_message(&record(Some(b""), Some(b"v"), vec![header(b"h", None)])).unwrap();
+    assert!(matches!(form, StoredForm::Envelope(_)));
+    let h = stored_headers(&m);
+    assert_eq!(h.keys().collect::<Vec<_>>(), vec!["kafka.envelope"]);
+    assert_eq!(h["kafka.envelope"], (HeaderKind::Raw, vec![1]));
+    assert_eq!(ENVELOPE_VERSION, 1);
+}
