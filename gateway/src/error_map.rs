@@ -106,6 +106,16 @@ mod tests {
     }
 
     #[test]
+    fn co_limit_1_too_many_consumer_offsets_is_unknown_server_error() {
+        // The model raises it at its 4096-key limit (limit_offset_keys_1_too_many_consumer_offsets).
+        assert_eq!(
+            backend_error(&BackendError::TooManyConsumerOffsets, "OffsetCommit g t-0"),
+            -1
+        );
+        assert_eq!(kafka_code(&BackendError::TooManyConsumerOffsets), (-1, false));
+    }
+
+    #[test]
     fn batch_budget_2_and_batch_magic_1_codes() {
         let budget = DecodeError::Budget(kig_core::budget::DecompressionBudget::new(1).exceeded(2));
         assert_eq!(decode_error(&budget), 10);
