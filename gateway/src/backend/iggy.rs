@@ -317,6 +317,23 @@ impl Inner {
         }
     }
 
+    /// Runs a call that must not be repeated (a send, or a create or delete whose lost answer
+    /// would come back as "exists" or "not found"): connects first if needed, runs it once, and
+    /// after a connection failure marks the client broken so its next use reconnects first.
+    async fn once<T, Fut>(conn: &Conn, call: Fut) -> Result<T, IggyError>
+    where
+        Fut: Future<Output = Result<T, IggyError>>,
+    {
+        let epoch = conn.ensure_connected().await?;
+        let result = call.await;
+        if let Err(e) = &result {
+            if is_connection_error(e) {
+                conn.mark_broken(epoch).await;
+            }
+        }
+        result
+    }
+
     /// An idempotent call on the next pool client.
     async fn pooled<T, F, Fut>(&self, op: F) -> Result<T, IggyError>
     where
@@ -540,31 +557,15 @@ impl Backend for IggyBackend {
             ..TopicCreateOptions::default()
         };
         let conn = self.inner.any().clone();
-        let epoch = conn.ensure_connected().await?;
-        match conn.client.create_topic(&s, topic, &options).await {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                if is_connection_error(&e) {
-                    conn.mark_broken(epoch).await;
-                }
-                Err(e.into())
-            }
-        }
+        Inner::once(&conn, conn.client.create_topic(&s, topic, &options)).await?;
+        Ok(())
     }
 
     async fn delete_topic(&self, stream: &str, topic: &str) -> Result<(), BackendError> {
         let (s, t) = (name(stream)?, name(topic)?);
         let conn = self.inner.any().clone();
-        let epoch = conn.ensure_connected().await?;
-        match conn.client.delete_topic(&s, &t).await {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                if is_connection_error(&e) {
-                    conn.mark_broken(epoch).await;
-                }
-                Err(e.into())
-            }
-        }
+        Inner::once(&conn, conn.client.delete_topic(&s, &t)).await?;
+        Ok(())
     }
 
     /// One send through the partition's own client. A failure is reported, never retried here:
@@ -579,14 +580,11 @@ impl Backend for IggyBackend {
         let (s, t) = (name(stream)?, name(topic)?);
         let slot = append_slot(stream, topic, partition, self.inner.pool.len());
         let conn = self.inner.pool[slot].clone();
-        // A client known to be broken is reconnected before anything is sent.
-        let epoch = conn.ensure_connected().await?;
+        // A client known to be broken is reconnected before anything is sent; the send itself
+        // is never repeated (at-least-once: the server may have stored it).
         let mut messages = messages;
-        match conn
-            .client
-            .send_messages(&s, &t, &Partitioning::partition_id(partition), &mut messages)
-            .await
-        {
+        let partitioning = Partitioning::partition_id(partition);
+        match Inner::once(&conn, conn.client.send_messages(&s, &t, &partitioning, &mut messages)).await {
             Ok(response) => {
                 self.inner.appends.send_modify(|g| *g = g.wrapping_add(1));
                 Ok(response.confirmations.first().map(|c| c.base_offset))
@@ -594,7 +592,6 @@ impl Backend for IggyBackend {
             Err(e) => {
                 if is_connection_error(&e) {
                     tracing::warn!("append to {stream}/{topic}/{partition} failed on the connection, not retried: {e}");
-                    conn.mark_broken(epoch).await;
                 }
                 Err(e.into())
             }
@@ -701,16 +698,8 @@ impl ConsumerOffsets for IggyBackend {
         }
         // Not retried: a lost answer would turn into ConsumerGroupNameAlreadyExists.
         let conn = self.inner.any().clone();
-        let epoch = conn.ensure_connected().await?;
-        match conn.client.create_consumer_group(&s, &t, group).await {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                if is_connection_error(&e) {
-                    conn.mark_broken(epoch).await;
-                }
-                Err(e.into())
-            }
-        }
+        Inner::once(&conn, conn.client.create_consumer_group(&s, &t, group)).await?;
+        Ok(())
     }
 
     /// Shuts the client's dedicated connection down (in the background when a Tokio runtime is
@@ -730,16 +719,8 @@ impl ConsumerOffsets for IggyBackend {
         let (s, t, g) = (name(stream)?, name(topic)?, name(group)?);
         // Not retried: a lost answer would turn into ConsumerGroupNameNotFound.
         let conn = self.inner.any().clone();
-        let epoch = conn.ensure_connected().await?;
-        match conn.client.delete_consumer_group(&s, &t, &g).await {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                if is_connection_error(&e) {
-                    conn.mark_broken(epoch).await;
-                }
-                Err(e.into())
-            }
-        }
+        Inner::once(&conn, conn.client.delete_consumer_group(&s, &t, &g)).await?;
+        Ok(())
     }
 
     async fn list_consumer_groups(&self, stream: &str, topic: &str) -> Result<Vec<String>, BackendError> {
@@ -786,16 +767,8 @@ impl ConsumerOffsets for IggyBackend {
     ) -> Result<(), BackendError> {
         let (s, t, g) = (name(stream)?, name(topic)?, name(group)?);
         let conn = self.inner.member(client)?;
-        let epoch = conn.ensure_connected().await?;
-        match conn.client.leave_consumer_group(&s, &t, &g).await {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                if is_connection_error(&e) {
-                    conn.mark_broken(epoch).await;
-                }
-                Err(e.into())
-            }
-        }
+        Inner::once(&conn, conn.client.leave_consumer_group(&s, &t, &g)).await?;
+        Ok(())
     }
 
     /// Through the client's own connection (membership: DIFF-1). After a reconnect the new
