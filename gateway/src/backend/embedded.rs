@@ -160,6 +160,13 @@ impl Model {
         Ok(p)
     }
 
+    fn group(&mut self, stream: &str, topic: &str, group: &str) -> Result<&mut Group, IggyError> {
+        self.topic(stream, topic)?
+            .groups
+            .get_mut(group)
+            .ok_or_else(|| IggyError::ConsumerGroupIdNotFound(named(group), named(topic)))
+    }
+
     /// The partition a send goes to: a missing one is ResourceNotFound on send (DIFF-8), while
     /// reads answer PartitionNotFound.
     fn partition(&mut self, stream: &str, topic: &str, partition: u32) -> Result<&mut Partition, IggyError> {
@@ -486,11 +493,7 @@ impl ConsumerOffsets for EmbeddedBackend {
         client: ClientId,
     ) -> Result<(), BackendError> {
         let mut model = self.lock();
-        let t = model.topic(stream, topic)?;
-        let g = t
-            .groups
-            .get_mut(group)
-            .ok_or_else(|| IggyError::ConsumerGroupIdNotFound(named(group), named(topic)))?;
+        let g = model.group(stream, topic, group)?;
         if !g.members.contains(&client) {
             g.members.push(client);
         }
@@ -505,11 +508,7 @@ impl ConsumerOffsets for EmbeddedBackend {
         client: ClientId,
     ) -> Result<(), BackendError> {
         let mut model = self.lock();
-        let t = model.topic(stream, topic)?;
-        let g = t
-            .groups
-            .get_mut(group)
-            .ok_or_else(|| IggyError::ConsumerGroupIdNotFound(named(group), named(topic)))?;
+        let g = model.group(stream, topic, group)?;
         let before = g.members.len();
         g.members.retain(|&m| m != client);
         if g.members.len() == before {
