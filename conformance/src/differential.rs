@@ -291,8 +291,9 @@ pub async fn apply<B: Backend>(b: &B, stream: &str, op: &Op, client_base: Client
 
 static RUN: AtomicU64 = AtomicU64::new(0);
 
-/// Every sequence starts from topics with messages and a group, so random steps reach the
-/// interesting states (stores, reads of real data) instead of mostly hitting missing topics.
+/// Every sequence starts from topics with messages and a group holding a stored offset, so random
+/// steps reach the interesting states (stores, reads of real data) instead of mostly hitting
+/// missing topics, and every sequence exercises the membership and range rules at least once.
 fn setup() -> Vec<Op> {
     let msg = |b: u8| Msg {
         payload: vec![b; 4],
@@ -319,6 +320,18 @@ fn setup() -> Vec<Op> {
             messages: vec![msg(3)],
         },
         Op::CreateGroup { topic: 0, group: 0 },
+        Op::JoinGroup {
+            topic: 0,
+            group: 0,
+            client: 0,
+        },
+        Op::Store {
+            topic: 0,
+            partition: 0,
+            group: 0,
+            client: 0,
+            offset: 1,
+        },
     ]
 }
 
