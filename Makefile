@@ -43,7 +43,9 @@ lint: setup
 
 # Everything that runs offline, then the real-Iggy tier (which says plainly when it is skipped).
 test: lint
+	echo "test: disk before the build: $$(df -h . | tail -n 1)"
 	INSTA_UPDATE=no cargo test --workspace
+	echo "test: disk after the build: $$(df -h . | tail -n 1); target is $$(du -sh target | cut -f1)"
 	$(MAKE) --no-print-directory real-iggy-tier
 
 # Runs whenever a server is reachable (IGGY_ADDR, an iggy-server binary, or Docker); otherwise it
