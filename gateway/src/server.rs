@@ -159,11 +159,14 @@ mod tests {
     }
 
     fn start(idle_ms: u64, read_ms: u64) -> (mpsc::Sender<DuplexStream>, Shutdown, tokio::task::JoinHandle<()>) {
-        let file = FileConfig {
+        start_with(FileConfig {
             idle_timeout_ms: Some(idle_ms),
             read_timeout_ms: Some(read_ms),
             ..FileConfig::default()
-        };
+        })
+    }
+
+    fn start_with(file: FileConfig) -> (mpsc::Sender<DuplexStream>, Shutdown, tokio::task::JoinHandle<()>) {
         let config = Config::resolve(Args::default(), file).expect("valid config");
         let gateway = crate::embedded_gateway(config, Arc::new(TokioClock::new(0)), 1);
         let (tx, rx) = mpsc::channel(4);
@@ -173,9 +176,64 @@ mod tests {
     }
 
     async fn connect(tx: &mpsc::Sender<DuplexStream>) -> DuplexStream {
-        let (client, server) = tokio::io::duplex(64 * 1024);
+        connect_buffered(tx, 64 * 1024).await
+    }
+
+    /// A connection whose in-flight bytes, each way, are capped at `buffer_size`.
+    async fn connect_buffered(tx: &mpsc::Sender<DuplexStream>, buffer_size: usize) -> DuplexStream {
+        let (client, server) = tokio::io::duplex(buffer_size);
         tx.send(server).await.expect("server accepts");
         client
+    }
+
+    /// An ApiVersions v0 request frame (header v1, no client id): its answer lists every API,
+    /// far more than the 16 bytes the write-timeout test lets through.
+    fn api_versions_v0_frame() -> Vec<u8> {
+        let mut frame = 10i32.to_be_bytes().to_vec();
+        frame.extend_from_slice(&18i16.to_be_bytes()); // api key
+        frame.extend_from_slice(&0i16.to_be_bytes()); // api version
+        frame.extend_from_slice(&7i32.to_be_bytes()); // correlation id
+        frame.extend_from_slice(&(-1i16).to_be_bytes()); // null client id
+        frame
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn proto_timeout_1_a_response_the_client_does_not_read_is_abandoned_at_the_write_timeout() {
+        let (tx, shutdown, task) = start_with(FileConfig {
+            idle_timeout_ms: Some(600_000),
+            read_timeout_ms: Some(600_000),
+            write_timeout_ms: Some(3_000),
+            ..FileConfig::default()
+        });
+        let mut client = connect_buffered(&tx, 16).await;
+        client.write_all(&api_versions_v0_frame()).await.unwrap();
+        let started = tokio::time::Instant::now();
+        // The client never reads, so the server's write stalls once 16 bytes are in flight.
+        // Bytes the client keeps sending fill its own 16-byte direction; the write only fails
+        // when the server gives the connection up and drops its end.
+        let stalled = tokio::time::timeout(Duration::from_secs(3_600), client.write_all(&[0u8; 64]))
+            .await
+            .expect("the server still holds the stalled connection after an hour");
+        assert!(
+            stalled.is_err(),
+            "the server read the client's bytes while its response stalled"
+        );
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(3_000) && waited < Duration::from_millis(600_000),
+            "the server gave up after {waited:?}, not at the 3 s write timeout"
+        );
+        // What did get through is a truncated response: fewer bytes than its length prefix.
+        let mut received = Vec::new();
+        client.read_to_end(&mut received).await.unwrap();
+        assert!(received.len() >= 4 && received.len() <= 16, "{} bytes", received.len());
+        let declared = i32::from_be_bytes(received[..4].try_into().unwrap()) as usize;
+        assert!(
+            declared > received.len() - 4,
+            "the whole response fit: {declared} bytes"
+        );
+        shutdown.trigger();
+        task.await.unwrap();
     }
 
     #[tokio::test(start_paused = true)]
