@@ -43,8 +43,6 @@ pub const TEST_INSTANCE_ID: u16 = 4242;
 pub struct LocalOptions {
     /// Listen here instead of an OS-chosen port (to restart a gateway where clients expect it).
     pub listen: Option<SocketAddr>,
-    /// Share this backend (gateways fronting one Iggy, or a restart that keeps the data).
-    pub backend: Option<Arc<EmbeddedBackend>>,
     pub instance_id: Option<u16>,
     /// Other gateways, as `id=host:port`.
     pub peers: Vec<String>,
@@ -64,20 +62,14 @@ pub struct LocalGateway<B: Backend = EmbeddedBackend> {
 }
 
 impl LocalGateway<EmbeddedBackend> {
-    /// Starts a gateway on 127.0.0.1 with an OS-chosen port.
+    /// Starts a gateway on a fresh embedded backend, on 127.0.0.1 with an OS-chosen port.
     pub async fn start() -> anyhow::Result<Self> {
-        Self::start_with(LocalOptions::default()).await
-    }
-
-    /// Starts a gateway as `options` say.
-    pub async fn start_with(mut options: LocalOptions) -> anyhow::Result<Self> {
-        let backend = options.backend.take().unwrap_or_else(shared_backend);
-        LocalGateway::serve(backend, options).await
+        LocalGateway::serve(shared_backend(), LocalOptions::default()).await
     }
 }
 
 impl<B: Backend> LocalGateway<B> {
-    /// Starts a gateway on `backend` (the real-Iggy tier passes its SDK backend here).
+    /// Starts a gateway on `backend` as `options` say (the real-Iggy tier passes its SDK backend).
     pub async fn serve(backend: Arc<B>, options: LocalOptions) -> anyhow::Result<Self> {
         let bind = options.listen.unwrap_or_else(|| "127.0.0.1:0".parse().expect("valid"));
         let listener = tokio::net::TcpListener::bind(bind).await?;

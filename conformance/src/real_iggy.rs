@@ -5,10 +5,14 @@
 //! daemon answers. When none is available the tier is skipped with the reason, and
 //! `IGGY_REQUIRED=1` turns the skip into a failure. A skipped tier is never reported as passed.
 
+use crate::cases::gateway_cases::BackendSource;
 use anyhow::{bail, Context};
+use kafka_iggy_gateway::backend::iggy::IggyBackend;
+use kafka_iggy_gateway::backend::Backend;
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use testcontainers::core::{IntoContainerPort, WaitFor};
 use testcontainers::runners::AsyncRunner;
@@ -211,6 +215,32 @@ async fn container() -> anyhow::Result<IggyServer> {
         how: format!("container {image} on 127.0.0.1:{port}"),
         _guard: Guard::Container(Box::new(container)),
     })
+}
+
+/// The SDK clients each gateway on the real server pools.
+pub const GATEWAY_POOL_SIZE: usize = 4;
+/// The stream unlisted Kafka topics map to (the gateway's default).
+pub const DEFAULT_STREAM: &str = "kafka";
+
+impl IggyServer {
+    /// A gateway's backend on this server: its own pool of logged-in SDK clients, and the default
+    /// stream ensured, as a gateway process does when it starts.
+    pub async fn gateway_backend(&self) -> anyhow::Result<IggyBackend> {
+        let backend = IggyBackend::connect(&self.address, &self.username, &self.password, GATEWAY_POOL_SIZE)
+            .await
+            .with_context(|| format!("connecting a gateway backend to {}", self.address))?;
+        backend.ensure_stream(DEFAULT_STREAM).await?;
+        Ok(backend)
+    }
+}
+
+/// Each gateway a case starts gets its own connections to the server, as a separate gateway
+/// process would: two gateways are two sets of Iggy clients, and a restarted one starts afresh.
+impl BackendSource for IggyServer {
+    type Backend = IggyBackend;
+    async fn backend_for_new_gateway(&self) -> anyhow::Result<Arc<IggyBackend>> {
+        Ok(Arc::new(self.gateway_backend().await?))
+    }
 }
 
 /// Looks for a server in the documented order.

@@ -16,27 +16,39 @@ pub struct Report {
 pub async fn run(endpoint: &Endpoint, cases: &[Case], filter: Option<&str>) -> Report {
     let mut report = Report::default();
     for case in cases.iter().filter(|c| filter.is_none_or(|f| c.name.contains(f))) {
-        let rules = case.rules.join(", ");
-        match (case.run)(endpoint.clone()).await {
+        report.record(case.name, case.rules, (case.run)(endpoint.clone()).await);
+    }
+    report.print_totals("conformance");
+    report
+}
+
+impl Report {
+    /// Prints a case's line and counts it.
+    pub fn record(&mut self, name: &'static str, rules: &[&str], outcome: anyhow::Result<Outcome>) {
+        let rules = rules.join(", ");
+        match outcome {
             Ok(Outcome::Passed) => {
-                println!("PASS {} [{rules}]", case.name);
-                report.passed += 1;
+                println!("PASS {name} [{rules}]");
+                self.passed += 1;
             }
             Ok(Outcome::Skipped(why)) => {
-                println!("SKIP {} [{rules}]: {why}", case.name);
-                report.skipped.push((case.name, why));
+                println!("SKIP {name} [{rules}]: {why}");
+                self.skipped.push((name, why));
             }
             Err(e) => {
-                println!("FAIL {} [{rules}]: {e:#}", case.name);
-                report.failed.push((case.name, format!("{e:#}")));
+                println!("FAIL {name} [{rules}]: {e:#}");
+                self.failed.push((name, format!("{e:#}")));
             }
         }
     }
-    println!(
-        "conformance: {} passed, {} failed, {} skipped",
-        report.passed,
-        report.failed.len(),
-        report.skipped.len()
-    );
-    report
+
+    /// Prints `<what>: N passed, N failed, N skipped`.
+    pub fn print_totals(&self, what: &str) {
+        println!(
+            "{what}: {} passed, {} failed, {} skipped",
+            self.passed,
+            self.failed.len(),
+            self.skipped.len()
+        );
+    }
 }

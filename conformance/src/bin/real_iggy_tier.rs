@@ -8,7 +8,6 @@ use kafka_iggy_conformance::real_iggy::{discover, required, Discovery};
 use kafka_iggy_conformance::{cases, differential, runner};
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use kafka_iggy_gateway::backend::iggy::IggyBackend;
-use kafka_iggy_gateway::backend::Backend;
 use kafka_iggy_gateway::clock::SystemClock;
 use std::sync::Arc;
 
@@ -33,13 +32,16 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     println!("real-Iggy tier: running against {}", server.how);
-    let backend = IggyBackend::connect(&server.address, &server.username, &server.password, 4).await?;
-    backend.ensure_stream("kafka").await?;
-    let backend = Arc::new(backend);
+    let backend = Arc::new(server.gateway_backend().await?);
     let gateway = LocalGateway::serve(backend.clone(), LocalOptions::default()).await?;
     let filter = std::env::args().nth(1);
-    let report = runner::run(&gateway.endpoint, &cases::all(), filter.as_deref()).await;
+    let mut report = runner::run(&gateway.endpoint, &cases::all(), filter.as_deref()).await;
     gateway.stop().await;
+    // The cases that start their own gateways, each with its own connections to the server.
+    let gateway_report = cases::gateway_cases::run(&server, filter.as_deref()).await;
+    report.passed += gateway_report.passed;
+    report.failed.extend(gateway_report.failed);
+    report.skipped.extend(gateway_report.skipped);
 
     // A server restart keeps committed offsets and lets the group commit again (CO-RECLAIM-1,
     // DIFF-12). Only a server this run started can be restarted.

@@ -70,7 +70,7 @@ pub fn cases() -> Vec<Case> {
 }
 
 /// Clients, raw group requests and waits shared by the cases and by the gateway-specific
-/// group tests (`tests/gateway_groups.rs`).
+/// group cases (`gateway_cases`).
 pub mod support {
     use crate::endpoint::Endpoint;
     use crate::wire::WireClient;

@@ -5,6 +5,7 @@ use crate::endpoint::Endpoint;
 use std::future::Future;
 use std::pin::Pin;
 
+pub mod gateway_cases;
 pub mod group_cases;
 pub mod rdkafka_cases;
 pub mod wire_cases;
