@@ -16,22 +16,11 @@
 
 use bytes::Bytes;
 use kafka_iggy_conformance::wire::WireClient;
+use kafka_iggy_simulation::requests::{batch, create_topic, fetch, produce, Fetched};
 use kafka_iggy_simulation::{connect, gateway_host, EPOCH_US, GATEWAY_HOST};
-use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
-use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
-use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse,
-    TopicName,
-};
-use kafka_protocol::protocol::StrBytes;
-use kig_core::batch::{decode_batches, encode_batch, BatchAttributes, BatchHeader, Record, RecordBatch};
-use kig_core::budget::DecompressionBudget;
-use kig_core::compression::Compression;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, UNIX_EPOCH};
-use tokio::io::{AsyncRead, AsyncWrite};
 
 const CLIENT_HOST: &str = "client";
 const TOPIC: &str = "smoke";
@@ -40,15 +29,6 @@ const FIRST_BATCH_MS: i64 = 1_700_000_000_000;
 /// How long the client waits for a request while the link is partitioned (simulated time).
 const PARTITIONED_WAIT: Duration = Duration::from_secs(5);
 const SEEDS: std::ops::RangeInclusive<u64> = 1..=5;
-
-/// One fetched record: offset, timestamp (ms), key, value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct Fetched {
-    offset: i64,
-    timestamp_ms: i64,
-    key: Option<Bytes>,
-    value: Option<Bytes>,
-}
 
 /// How a request bounded by a timeout ended.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -82,7 +62,7 @@ async fn attempt_produce(conn: Option<&mut WireClient<turmoil::net::TcpStream>>,
                 &mut fresh
             }
         };
-        produce(conn, batch(FIRST_BATCH_MS, &[(None, value)]))
+        produce(conn, TOPIC, batch(FIRST_BATCH_MS, &[(None::<&str>, value)]))
             .await
             .map_err(|e| Attempt::RequestFailed(format!("{e:#}")))
     };
@@ -144,105 +124,6 @@ impl Observed {
     }
 }
 
-/// A plain CreateTime batch, as a non-idempotent producer writes it. `base_timestamp` -1 gives
-/// every record "no timestamp", which the gateway reads back as its append time (MAP-TS-2).
-fn batch(base_timestamp: i64, records: &[(Option<&'static str>, &'static str)]) -> Bytes {
-    let records: Vec<Record> = records
-        .iter()
-        .enumerate()
-        .map(|(i, (key, value))| Record {
-            attributes: 0,
-            timestamp_delta: if base_timestamp == -1 { 0 } else { i as i64 * 10 },
-            offset_delta: i as i32,
-            key: key.map(|k| Bytes::from_static(k.as_bytes())),
-            value: Some(Bytes::from_static(value.as_bytes())),
-            headers: vec![],
-        })
-        .collect();
-    let max_timestamp = base_timestamp + records.last().map_or(0, |r| r.timestamp_delta);
-    let header = BatchHeader {
-        base_offset: 0,
-        partition_leader_epoch: -1,
-        attributes: BatchAttributes::plain(Compression::None),
-        last_offset_delta: records.len() as i32 - 1,
-        base_timestamp,
-        max_timestamp,
-        producer_id: -1,
-        producer_epoch: -1,
-        base_sequence: -1,
-    };
-    encode_batch(&RecordBatch { header, records }).expect("an uncompressed batch encodes")
-}
-
-fn topic_name() -> TopicName {
-    TopicName(StrBytes::from_static_str(TOPIC))
-}
-
-async fn create_topic<S: AsyncRead + AsyncWrite + Unpin>(client: &mut WireClient<S>) -> anyhow::Result<i16> {
-    let request = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
-        .with_name(topic_name())
-        .with_num_partitions(1)
-        .with_replication_factor(1)]);
-    let response: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &request).await?;
-    Ok(response.topics[0].error_code)
-}
-
-/// Produces `records` to partition 0 with acks=-1: the error code and base offset.
-async fn produce<S: AsyncRead + AsyncWrite + Unpin>(
-    client: &mut WireClient<S>,
-    records: Bytes,
-) -> anyhow::Result<(i16, i64)> {
-    let request = ProduceRequest::default()
-        .with_acks(-1)
-        .with_timeout_ms(30_000)
-        .with_topic_data(vec![TopicProduceData::default()
-            .with_name(topic_name())
-            .with_partition_data(vec![PartitionProduceData::default()
-                .with_index(0)
-                .with_records(Some(records))])]);
-    let response: ProduceResponse = client.request(ApiKey::Produce, 9, &request).await?;
-    let partition = &response.responses[0].partition_responses[0];
-    Ok((partition.error_code, partition.base_offset))
-}
-
-/// Fetches partition 0 from `offset`: the records and the high watermark.
-async fn fetch<S: AsyncRead + AsyncWrite + Unpin>(
-    client: &mut WireClient<S>,
-    offset: i64,
-) -> anyhow::Result<(Vec<Fetched>, i64)> {
-    let request = FetchRequest::default()
-        .with_max_wait_ms(100)
-        .with_min_bytes(1)
-        .with_topics(vec![FetchTopic::default().with_topic(topic_name()).with_partitions(
-            vec![FetchPartition::default()
-                .with_partition(0)
-                .with_fetch_offset(offset)
-                .with_partition_max_bytes(1 << 20)],
-        )]);
-    let response: FetchResponse = client.request(ApiKey::Fetch, 11, &request).await?;
-    let partition = &response.responses[0].partitions[0];
-    anyhow::ensure!(
-        partition.error_code == 0,
-        "Fetch answered error {}",
-        partition.error_code
-    );
-    let mut fetched = Vec::new();
-    if let Some(records) = &partition.records {
-        let mut budget = DecompressionBudget::new(1 << 20);
-        for batch in decode_batches(records, &mut budget)? {
-            for record in &batch.records {
-                fetched.push(Fetched {
-                    offset: batch.header.base_offset + i64::from(record.offset_delta),
-                    timestamp_ms: batch.record_timestamp_ms(record),
-                    key: record.key.clone(),
-                    value: record.value.clone(),
-                });
-            }
-        }
-    }
-    Ok((fetched, partition.high_watermark))
-}
-
 /// The client's whole scenario; fills `observed` as it goes.
 async fn client(observed: Rc<RefCell<Observed>>) -> anyhow::Result<()> {
     let start = tokio::time::Instant::now();
@@ -254,13 +135,13 @@ async fn client(observed: Rc<RefCell<Observed>>) -> anyhow::Result<()> {
     // Round trip on a healthy link.
     let mut conn = connect().await?;
     step("connected");
-    let create_error = create_topic(&mut conn).await?;
+    let create_error = create_topic(&mut conn, TOPIC).await?;
     observed.borrow_mut().create_error = create_error;
     let first = batch(FIRST_BATCH_MS, &[(Some("k0"), "v0"), (Some("k1"), "v1"), (None, "v2")]);
-    let first_produce = produce(&mut conn, first).await?;
+    let first_produce = produce(&mut conn, TOPIC, first).await?;
     observed.borrow_mut().first_produce = first_produce;
     step("produced batch 1");
-    let (records, high_watermark) = fetch(&mut conn, 0).await?;
+    let (records, high_watermark) = fetch(&mut conn, TOPIC, 0, 100).await?;
     {
         let mut o = observed.borrow_mut();
         o.first_fetch = records;
@@ -288,10 +169,10 @@ async fn client(observed: Rc<RefCell<Observed>>) -> anyhow::Result<()> {
     let mut conn = connect().await?;
     step("reconnected");
     let second = batch(-1, &[(Some("k3"), "v3"), (Some("k4"), "v4"), (None, "v5")]);
-    let second_produce = produce(&mut conn, second).await?;
+    let second_produce = produce(&mut conn, TOPIC, second).await?;
     observed.borrow_mut().second_produce = second_produce;
     step("produced batch 2");
-    let (records, high_watermark) = fetch(&mut conn, 0).await?;
+    let (records, high_watermark) = fetch(&mut conn, TOPIC, 0, 100).await?;
     {
         let mut o = observed.borrow_mut();
         o.second_fetch = records;
