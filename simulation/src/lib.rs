@@ -11,15 +11,26 @@
 //! - [`TurmoilListener`]: the server's [`Listener`] over `turmoil::net::TcpListener`.
 //! - [`gateway_config`], [`run_gateway`], [`gateway_host`]: a gateway host listening on
 //!   `0.0.0.0:9092` and advertising `gateway:9092`.
+//! - [`gateway_host_on`]: the same host over an [`EmbeddedBackend`] that outlives it, standing in
+//!   for the Iggy server behind a gateway process that restarts; its clock is [`SimClock`].
 //! - [`connect`]: a raw [`WireClient`] over a simulated connection to that host.
+//! - [`producer`], [`consumer`]: clients that retry as Kafka clients do and log what they saw;
+//!   [`checker`]: classifies lost, duplicated and reordered records from those logs.
 //!
 //! A client in the simulation speaks to the gateway with the conformance suite's raw client, so
 //! the requests are byte for byte what a conformance case would send over a real socket.
 
+pub mod checker;
+pub mod consumer;
+pub mod producer;
+pub mod requests;
+
 use kafka_iggy_conformance::wire::WireClient;
-use kafka_iggy_gateway::clock::{Clock, TokioClock};
+use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
+use kafka_iggy_gateway::clock::{Clock, SharedRng, TokioClock};
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
 use kafka_iggy_gateway::embedded_gateway;
+use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::server::{serve, Listener, Shutdown};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -73,6 +84,48 @@ pub async fn run_gateway(seed: u64, shutdown: Shutdown) -> turmoil::Result {
 /// would.
 pub fn gateway_host(sim: &mut turmoil::Sim<'_>, seed: u64) {
     sim.host(GATEWAY_HOST, move || run_gateway(seed, Shutdown::default()));
+}
+
+/// The simulation's own time since it started, from the epoch [`EPOCH_US`]: a clock for state
+/// that outlives any one host (a backend shared across gateway restarts), which a host's tokio
+/// clock cannot be because it restarts with the host. Outside a simulation it reads the epoch.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SimClock;
+
+impl Clock for SimClock {
+    fn now_us(&self) -> u64 {
+        EPOCH_US + turmoil::sim_elapsed().unwrap_or_default().as_micros() as u64
+    }
+}
+
+/// An embedded backend on the [`SimClock`], to outlive the gateway hosts that use it.
+pub fn shared_backend() -> Arc<EmbeddedBackend> {
+    Arc::new(EmbeddedBackend::new(Arc::new(SimClock), EmbeddedConfig::default()))
+}
+
+/// Registers the host [`GATEWAY_HOST`] running a gateway over `backend`. A bounced host starts a
+/// new gateway (no group members, a new offsets client) over the same backend, as a restarted
+/// gateway process finds the Iggy server as its predecessor left it. The RNG is seeded with
+/// `seed` and the number of starts, so each incarnation differs and every run repeats.
+pub fn gateway_host_on(sim: &mut turmoil::Sim<'_>, backend: Arc<EmbeddedBackend>, seed: u64) {
+    let starts = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    sim.host(GATEWAY_HOST, move || {
+        let backend = backend.clone();
+        let start = starts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        async move {
+            let config = gateway_config();
+            let listener = TcpListener::bind(config.listen).await?;
+            let clock: Arc<dyn Clock> = Arc::new(SimClock);
+            let gateway = Arc::new(Gateway::new(
+                Arc::new(config),
+                backend,
+                clock,
+                SharedRng::seeded(seed.wrapping_add(start.wrapping_mul(0x9E37_79B9_7F4A_7C15))),
+            ));
+            serve(TurmoilListener(listener), gateway, Shutdown::default()).await;
+            Ok(())
+        }
+    });
 }
 
 /// Opens a new connection to the gateway host. Call it inside a turmoil client or host.

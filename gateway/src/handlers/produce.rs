@@ -73,6 +73,7 @@ async fn append<B: Backend>(
     // Split from the back so each run is moved out without copying the messages.
     let mut sends: Vec<Vec<IggyMessage>> = runs.iter().rev().map(|run| messages.split_off(run.start)).collect();
     sends.reverse();
+    // DELIVERY-ORDER-1: each send is awaited before the next, so the runs land in batch order.
     for (i, send) in sends.into_iter().enumerate() {
         match gateway.backend.append(stream, topic, partition, send).await {
             // OFFSET-BASE-1: the first send's confirmation, or -1 when the server sent none.
