@@ -494,3 +494,75 @@ fn env_mark_1_env_version_1_the_marker_is_the_only_header_and_holds_version_1() 
     assert_eq!(h["kafka.envelope"], (HeaderKind::Raw, vec![1]));
     assert_eq!(ENVELOPE_VERSION, 1);
 }
+
+/// The order in which triggers are evaluated ("Triggers" in docs/spec/envelope.md): with two
+/// triggers in one record, the first in that order is the one reported. The stored envelope is
+/// the same either way.
+#[test]
+fn env_trigger_order_the_first_trigger_in_spec_order_is_reported() {
+    let long_name = vec![b'n'; 256];
+    // 600 more headers of 200-byte values: about 128 KB of Iggy wire form, over the 100 KB budget.
+    let over_budget = |mut headers: Vec<RecordHeader>| {
+        headers.extend((0..600).map(|i| header(format!("x{i}").as_bytes(), Some(&[b'v'; 200]))));
+        headers
+    };
+    let cases: Vec<(&str, KafkaRecord, EnvelopeTrigger)> = vec![
+        (
+            "empty key before a null header value",
+            record(Some(b""), Some(b"v"), vec![header(b"h", None)]),
+            EnvelopeTrigger::EmptyKey,
+        ),
+        (
+            "long key before a non-UTF-8 name",
+            record(Some(&[1; 300]), Some(b"v"), vec![header(&[0xff], Some(b"x"))]),
+            EnvelopeTrigger::KeyTooLong,
+        ),
+        (
+            "headers in record order: the first header's empty value before the second's bad name",
+            record(
+                Some(b"k"),
+                Some(b"v"),
+                vec![header(b"a", Some(b"")), header(&[0xff], Some(b"x"))],
+            ),
+            EnvelopeTrigger::HeaderValueEmpty,
+        ),
+        (
+            "within a header, a non-UTF-8 name before its length",
+            record(Some(b"k"), Some(b"v"), vec![header(&[0xff; 300], Some(b"x"))]),
+            EnvelopeTrigger::HeaderNameNotUtf8,
+        ),
+        (
+            "within a header, the name's length before a null value",
+            record(Some(b"k"), Some(b"v"), vec![header(&long_name, None)]),
+            EnvelopeTrigger::HeaderNameTooLong,
+        ),
+        (
+            "a null value before the repeat of its name",
+            record(
+                Some(b"k"),
+                Some(b"v"),
+                vec![header(b"h", Some(b"x")), header(b"h", None)],
+            ),
+            EnvelopeTrigger::HeaderValueNull,
+        ),
+        (
+            "a repeated name before the header budget",
+            record(
+                Some(b"k"),
+                Some(b"v"),
+                over_budget(vec![header(b"h", Some(b"1")), header(b"h", Some(b"2"))]),
+            ),
+            EnvelopeTrigger::RepeatedHeaderName,
+        ),
+        (
+            "the same headers without the repeat: the budget alone",
+            record(Some(b"k"), Some(b"v"), over_budget(vec![header(b"h", Some(b"1"))])),
+            EnvelopeTrigger::HeaderBudget,
+        ),
+    ];
+    for (what, r, trigger) in cases {
+        assert_eq!(classify(&r), StoredForm::Envelope(trigger), "{what}");
+        let (_, form) = record_to_message(&r).unwrap();
+        assert_eq!(form, StoredForm::Envelope(trigger), "{what}");
+    }
+}
