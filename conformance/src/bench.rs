@@ -39,6 +39,7 @@ pub async fn run(bootstrap: &str) -> Figures {
         .create()
         .expect("consumer");
     let value = vec![b'x'; RECORD_BYTES];
+    warm_up(&producer, &consumer, &value).await;
     let mut latencies = Vec::with_capacity(RECORDS);
     let (mut produce_s, mut fetch_s) = (0.0, 0.0);
     for round in 0..ROUNDS {
@@ -83,6 +84,10 @@ pub async fn run(bootstrap: &str) -> Figures {
             );
         }
         fetch_s += start.elapsed().as_secs_f64();
+        // Not assigned while the next round is produced: otherwise the consumer follows the
+        // produce, ends it parked in a long-poll Fetch at the high watermark, and the next
+        // assign waits out that Fetch's max wait (500 ms) on the clock.
+        consumer.unassign().expect("unassigned");
     }
     latencies.sort();
     let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)].as_secs_f64() * 1e3;
@@ -92,6 +97,34 @@ pub async fn run(bootstrap: &str) -> Figures {
         p99_ms: pct(0.99),
         fetch_s,
     }
+}
+
+/// One record produced and read back, untimed: both clients connect, learn the partition's
+/// leader and start their fetcher before the clock runs. Without it the first round measured
+/// librdkafka's start-up (about a second of its metadata refresh after the first assign),
+/// which swung the fetch figure five-fold from run to run.
+async fn warm_up(producer: &FutureProducer, consumer: &BaseConsumer, value: &[u8]) {
+    let delivered = producer
+        .send(
+            FutureRecord::to(TOPIC).key("warm-up").payload(value).partition(0),
+            Duration::from_secs(30),
+        )
+        .await
+        .map_err(|(e, _)| e)
+        .expect("the warm-up record is delivered");
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(TOPIC, 0, Offset::Offset(delivered.offset))
+        .expect("partition");
+    consumer.assign(&assignment).expect("assigned");
+    let start = Instant::now();
+    while consumer.poll(Duration::from_secs(5)).is_none() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the warm-up record was never fetched"
+        );
+    }
+    consumer.unassign().expect("unassigned");
 }
 
 /// One line of figures.
