@@ -243,19 +243,65 @@ fn message_size(m: &IggyMessage) -> u64 {
     (m.payload.len() + m.user_headers.as_ref().map_or(0, |h| h.len())) as u64
 }
 
-/// Keeps messages while their bytes fit `max_bytes`; the first is always kept.
-fn cut_to_bytes(messages: Vec<IggyMessage>, max_bytes: u64) -> Vec<IggyMessage> {
-    let mut bytes = 0u64;
-    let mut out = Vec::with_capacity(messages.len());
-    for m in messages {
-        let size = message_size(&m);
-        if !out.is_empty() && bytes + size > max_bytes {
-            break;
+/// The first poll of a read asks for this many messages: small messages fill a Fetch in a few
+/// polls, and large ones do not drag megabytes past the byte limit over the wire.
+const FIRST_POLL_MESSAGES: u32 = 64;
+
+/// One read's progress over several polls. Iggy's poll takes a count, not a byte limit; asking
+/// for the read's whole message limit at once pulled up to 10,000 messages over the wire to
+/// keep the first megabyte. So each poll asks for as many messages as the bytes left hold at
+/// the average size kept so far (plus one, so every poll makes progress), and messages are kept
+/// while their bytes fit the limit; the first is always kept.
+struct ChunkedRead {
+    limits: ReadLimits,
+    kept: Vec<IggyMessage>,
+    kept_bytes: u64,
+    /// Set once a message did not fit or a poll came back short (the partition's end).
+    done: bool,
+}
+
+impl ChunkedRead {
+    fn new(limits: ReadLimits) -> Self {
+        Self {
+            limits,
+            kept: Vec::new(),
+            kept_bytes: 0,
+            done: false,
         }
-        bytes += size;
-        out.push(m);
     }
-    out
+
+    /// How many messages the next poll asks for; 0 when the read is complete.
+    fn next_count(&self) -> u32 {
+        let left = self.limits.max_messages.saturating_sub(self.kept.len() as u32);
+        if self.done || left == 0 {
+            return 0;
+        }
+        if self.kept.is_empty() {
+            return FIRST_POLL_MESSAGES.min(left);
+        }
+        let average = (self.kept_bytes / self.kept.len() as u64).max(1);
+        let fits = self.limits.max_bytes.saturating_sub(self.kept_bytes) / average + 1;
+        fits.min(u64::from(left)) as u32
+    }
+
+    /// The offset the next poll starts from, given the read's first offset.
+    fn next_offset(&self, first: u64) -> u64 {
+        self.kept.last().map_or(first, |m| m.header.offset + 1)
+    }
+
+    /// Keeps what fits of a poll that asked for `asked` messages.
+    fn take(&mut self, polled: Vec<IggyMessage>, asked: u32) {
+        self.done = (polled.len() as u32) < asked;
+        for message in polled {
+            let size = message_size(&message);
+            if !self.kept.is_empty() && self.kept_bytes + size > self.limits.max_bytes {
+                self.done = true;
+                return;
+            }
+            self.kept_bytes += size;
+            self.kept.push(message);
+        }
+    }
 }
 
 /// Which pool client carries a partition's appends.
@@ -607,21 +653,17 @@ impl Backend for IggyBackend {
         offset: u64,
         limits: ReadLimits,
     ) -> Result<Vec<IggyMessage>, BackendError> {
-        if limits.max_messages == 0 {
-            // The SDK refuses a poll of 0 messages; the model answers empty.
-            return Ok(Vec::new());
+        // A count of 0 polls nothing: the SDK refuses a poll of 0 messages; the model answers empty.
+        let mut read = ChunkedRead::new(limits);
+        loop {
+            let count = read.next_count();
+            if count == 0 {
+                return Ok(read.kept);
+            }
+            let from = PollingStrategy::offset(read.next_offset(offset));
+            let polled = self.inner.poll(stream, topic, partition, from, count).await?;
+            read.take(polled, count);
         }
-        let messages = self
-            .inner
-            .poll(
-                stream,
-                topic,
-                partition,
-                PollingStrategy::offset(offset),
-                limits.max_messages,
-            )
-            .await?;
-        Ok(cut_to_bytes(messages, limits.max_bytes))
     }
 
     /// From `get_topic`'s partition counters (see [`high_watermark`]). The log start is 0 when
@@ -890,20 +932,89 @@ mod tests {
         assert_eq!(high_watermark(0, 9), 10);
     }
 
+    /// Feeds `read` the polls a server holding `len` messages would answer, message `i` being
+    /// `message(i)` at offset `i`: the offsets kept and the counts asked for.
+    fn drive(mut read: ChunkedRead, len: u64, message: impl Fn(u64) -> IggyMessage) -> (Vec<u64>, Vec<u32>) {
+        let mut asked = Vec::new();
+        loop {
+            let count = read.next_count();
+            if count == 0 {
+                break;
+            }
+            asked.push(count);
+            let from = read.next_offset(0);
+            let polled = (from..len.min(from + u64::from(count)))
+                .map(|i| {
+                    let mut m = message(i);
+                    m.header.offset = i;
+                    m
+                })
+                .collect();
+            read.take(polled, count);
+        }
+        (read.kept.iter().map(|m| m.header.offset).collect(), asked)
+    }
+
+    fn limits(max_messages: u32, max_bytes: u64) -> ReadLimits {
+        ReadLimits {
+            max_messages,
+            max_bytes,
+        }
+    }
+
     #[test]
-    fn cut_keeps_the_first_message_and_counts_payload_and_headers() {
-        let ms = vec![msg(b"aaaa"), msg(b"bbbb"), msg(b"cccc")];
-        assert_eq!(cut_to_bytes(ms, 1).len(), 1, "the first message is always returned");
-        let ms = vec![msg(b"aaaa"), msg(b"bbbb"), msg(b"cccc")];
-        assert_eq!(cut_to_bytes(ms, 8).len(), 2);
-        let ms = vec![msg(b"aaaa"), msg(b"bbbb"), msg(b"cccc")];
-        assert_eq!(cut_to_bytes(ms, 7).len(), 1);
+    fn chunked_read_keeps_the_first_message_and_counts_payload_and_headers() {
+        let four = |_| msg(b"aaaa");
+        assert_eq!(
+            drive(ChunkedRead::new(limits(10, 1)), 3, four).0,
+            [0],
+            "the first message is always kept"
+        );
+        assert_eq!(drive(ChunkedRead::new(limits(10, 8)), 3, four).0, [0, 1]);
+        assert_eq!(drive(ChunkedRead::new(limits(10, 7)), 3, four).0, [0]);
+        assert_eq!(
+            drive(ChunkedRead::new(limits(2, 1_000)), 3, four).0,
+            [0, 1],
+            "the message limit"
+        );
+        assert_eq!(
+            drive(ChunkedRead::new(limits(0, 1_000)), 3, four),
+            (vec![], vec![]),
+            "nothing polled"
+        );
         let with_headers = msg_with_header(b"aaaa", b"vv");
         let header_bytes = with_headers.user_headers.as_ref().map_or(0, |h| h.len()) as u64;
         assert!(header_bytes > 0);
         assert_eq!(message_size(&with_headers), 4 + header_bytes);
-        let ms = vec![with_headers, msg(b"bbbb")];
-        assert_eq!(cut_to_bytes(ms, 8).len(), 1, "headers count against the limit");
+        let headed_then_plain = |i| {
+            if i == 0 {
+                msg_with_header(b"aaaa", b"vv")
+            } else {
+                msg(b"bbbb")
+            }
+        };
+        assert_eq!(
+            drive(ChunkedRead::new(limits(10, 8)), 2, headed_then_plain).0,
+            [0],
+            "headers count against the limit"
+        );
+    }
+
+    #[test]
+    fn chunked_read_polls_about_what_the_byte_limit_holds() {
+        static KIB: [u8; 1024] = [7; 1024];
+        let kib = |_| msg(&KIB);
+        // 1 KiB messages, a 100 KiB limit: 64 first, then what the rest holds, not 10,000.
+        let (kept, asked) = drive(ChunkedRead::new(limits(10_000, 100 * 1024)), 5_000, kib);
+        assert_eq!(
+            kept,
+            (0..100).collect::<Vec<u64>>(),
+            "consecutive offsets from the first"
+        );
+        assert_eq!(asked, [64, 37], "the second poll asks for the 36 that fit, plus one");
+        // A short poll is the partition's end: no further poll.
+        let (kept, asked) = drive(ChunkedRead::new(limits(10_000, 1 << 20)), 10, kib);
+        assert_eq!((kept.len(), asked), (10, vec![64]));
     }
 
     #[test]
