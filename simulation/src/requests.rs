@@ -13,7 +13,7 @@ use kafka_protocol::messages::{
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
-use kig_core::batch::{decode_batches, encode_batch, BatchAttributes, BatchHeader, Record, RecordBatch};
+use kig_core::batch::{decode_batches, encode_batch, Record, RecordBatch};
 use kig_core::budget::DecompressionBudget;
 use kig_core::compression::Compression;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -46,19 +46,8 @@ pub fn batch<K: AsRef<[u8]>, V: AsRef<[u8]>>(base_timestamp: i64, records: &[(Op
             headers: vec![],
         })
         .collect();
-    let max_timestamp = base_timestamp + records.last().map_or(0, |r| r.timestamp_delta);
-    let header = BatchHeader {
-        base_offset: 0,
-        partition_leader_epoch: -1,
-        attributes: BatchAttributes::plain(Compression::None),
-        last_offset_delta: records.len() as i32 - 1,
-        base_timestamp,
-        max_timestamp,
-        producer_id: -1,
-        producer_epoch: -1,
-        base_sequence: -1,
-    };
-    encode_batch(&RecordBatch { header, records }).expect("an uncompressed batch encodes")
+    encode_batch(&RecordBatch::from_producer(Compression::None, base_timestamp, records))
+        .expect("an uncompressed batch encodes")
 }
 
 fn topic_name(topic: &str) -> TopicName {

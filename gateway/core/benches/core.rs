@@ -2,7 +2,7 @@
 //! next to a plain memory copy of the same bytes as the limit. Prints figures; asserts nothing.
 
 use bytes::Bytes;
-use kig_core::batch::{decode_batches, encode_batch, BatchAttributes, BatchHeader, Record, RecordBatch, RecordHeader};
+use kig_core::batch::{decode_batches, encode_batch, Record, RecordBatch, RecordHeader};
 use kig_core::budget::DecompressionBudget;
 use kig_core::compression::Compression;
 use kig_core::fetch_batch::FetchBatchBuilder;
@@ -33,32 +33,20 @@ fn value(i: usize) -> Bytes {
 }
 
 fn batch(codec: Compression) -> RecordBatch {
-    RecordBatch {
-        header: BatchHeader {
-            base_offset: 0,
-            partition_leader_epoch: -1,
-            attributes: BatchAttributes::plain(codec),
-            last_offset_delta: RECORDS_PER_BATCH as i32 - 1,
-            base_timestamp: 1_764_000_000_000,
-            max_timestamp: 1_764_000_000_000,
-            producer_id: -1,
-            producer_epoch: -1,
-            base_sequence: -1,
-        },
-        records: (0..RECORDS_PER_BATCH)
-            .map(|i| Record {
-                attributes: 0,
-                timestamp_delta: i as i64,
-                offset_delta: i as i32,
-                key: Some(Bytes::from(format!("key-{i}"))),
-                value: Some(value(i)),
-                headers: vec![RecordHeader {
-                    name: Bytes::from_static(b"trace"),
-                    value: Some(Bytes::from_static(b"00-4bf92f3577b34da6-00f067aa0ba902b7-01")),
-                }],
-            })
-            .collect(),
-    }
+    let records = (0..RECORDS_PER_BATCH)
+        .map(|i| Record {
+            attributes: 0,
+            timestamp_delta: i as i64,
+            offset_delta: 0,
+            key: Some(Bytes::from(format!("key-{i}"))),
+            value: Some(value(i)),
+            headers: vec![RecordHeader {
+                name: Bytes::from_static(b"trace"),
+                value: Some(Bytes::from_static(b"00-4bf92f3577b34da6-00f067aa0ba902b7-01")),
+            }],
+        })
+        .collect();
+    RecordBatch::from_producer(codec, 1_764_000_000_000, records)
 }
 
 /// Runs `f` repeatedly for about `MEASURE`; returns iterations per second.

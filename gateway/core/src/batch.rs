@@ -142,6 +142,28 @@ pub struct RecordBatch {
 }
 
 impl RecordBatch {
+    /// `records` as a producer without idempotence or transactions batches them: base offset 0,
+    /// offset deltas renumbered 0, 1, 2, ..., no producer id, epoch or sequence (-1), CreateTime,
+    /// and the max timestamp the base plus the largest timestamp delta.
+    pub fn from_producer(compression: Compression, base_timestamp: i64, mut records: Vec<Record>) -> Self {
+        for (i, record) in records.iter_mut().enumerate() {
+            record.offset_delta = i as i32;
+        }
+        let max_delta = records.iter().map(|r| r.timestamp_delta).max().unwrap_or(0);
+        let header = BatchHeader {
+            base_offset: 0,
+            partition_leader_epoch: -1,
+            attributes: BatchAttributes::plain(compression),
+            last_offset_delta: records.len() as i32 - 1,
+            base_timestamp,
+            max_timestamp: base_timestamp.wrapping_add(max_delta),
+            producer_id: -1,
+            producer_epoch: -1,
+            base_sequence: -1,
+        };
+        Self { header, records }
+    }
+
     /// The absolute timestamp of `record` in milliseconds: the batch's max timestamp under
     /// LogAppendTime, otherwise base timestamp plus the record's delta.
     pub fn record_timestamp_ms(&self, record: &Record) -> i64 {
