@@ -66,6 +66,9 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
+            // Branches in written order, not tokio's own random order: a simulation seed must
+            // decide every choice the server makes (PROTO-DETERMINISM-1).
+            biased;
             _ = stopped(&mut stop) => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
@@ -93,6 +96,9 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
     let config = gateway.config.clone();
     loop {
         let frame = tokio::select! {
+            // Branches in written order, not tokio's own random order: a simulation seed must
+            // decide every choice the server makes (PROTO-DETERMINISM-1).
+            biased;
             _ = stopped(&mut stop) => break,
             read = tokio::time::timeout(config.idle_timeout, read_frame(&mut stream, config.max_frame_size, config.read_timeout)) => match read {
                 Err(_) => {

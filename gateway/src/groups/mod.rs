@@ -279,12 +279,15 @@ impl GroupCoordinator {
                 }
             };
             tokio::select! {
-                _ = sleep => {}
-                _ = self.deadlines_changed.notified() => {}
+                // Branches in written order, not tokio's own random order: a simulation seed must
+                // decide every choice the server makes (PROTO-DETERMINISM-1).
+                biased;
                 _ = stop.wait_for(|s| *s) => {
                     self.stop();
                     return;
                 }
+                _ = sleep => {}
+                _ = self.deadlines_changed.notified() => {}
             }
         }
     }
