@@ -100,6 +100,7 @@ pub mod support {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
+    use tokio::io::{AsyncRead, AsyncWrite};
     use tokio::net::TcpStream;
     use tokio::sync::{mpsc, watch};
     use tokio::time::Instant;
@@ -746,8 +747,8 @@ pub mod support {
 
     /// OffsetCommit v8 with the given generation and member (-1 and "" commit standalone);
     /// returns (topic, partition, error code) for every partition answered.
-    pub async fn offset_commit(
-        client: &mut Client,
+    pub async fn offset_commit<S: AsyncRead + AsyncWrite + Unpin>(
+        client: &mut WireClient<S>,
         group: &str,
         generation: i32,
         member: &str,
@@ -790,8 +791,8 @@ pub mod support {
     }
 
     /// A standalone commit (generation -1, no member) of one offset; returns its error code.
-    pub async fn commit_one(
-        client: &mut Client,
+    pub async fn commit_one<S: AsyncRead + AsyncWrite + Unpin>(
+        client: &mut WireClient<S>,
         group: &str,
         topic: &str,
         partition: i32,
@@ -805,8 +806,8 @@ pub mod support {
     }
 
     /// OffsetFetch v5: `None` asks for every committed partition of the group.
-    pub async fn offset_fetch(
-        client: &mut Client,
+    pub async fn offset_fetch<S: AsyncRead + AsyncWrite + Unpin>(
+        client: &mut WireClient<S>,
         group: &str,
         topics: Option<&[(&str, &[i32])]>,
     ) -> anyhow::Result<OffsetFetchResponse> {
@@ -831,8 +832,8 @@ pub mod support {
     pub type FetchedOffset = (i64, i32, Option<String>, i16);
 
     /// The committed offset of one partition, with the whole answer checked for errors.
-    pub async fn fetch_one(
-        client: &mut Client,
+    pub async fn fetch_one<S: AsyncRead + AsyncWrite + Unpin>(
+        client: &mut WireClient<S>,
         group: &str,
         topic: &str,
         partition: i32,
