@@ -63,7 +63,9 @@ pub async fn run(config: ConsumerConfig, producer: Rc<RefCell<ProducerLog>>, log
             }
             Ok(Err(e)) => {
                 conn = None;
-                log.borrow_mut().failures.push(format!("offset {offset}: {e}"));
+                log.borrow_mut()
+                    .failures
+                    .push(format!("{} ms: offset {offset}: {e}", crate::sim_ms()));
             }
             Err(_) => {
                 conn = None;

@@ -16,11 +16,15 @@
 //! - [`connect`]: a raw [`WireClient`] over a simulated connection to that host.
 //! - [`producer`], [`consumer`]: clients that retry as Kafka clients do and log what they saw;
 //!   [`checker`]: classifies lost, duplicated and reordered records from those logs.
+//! - [`committing_consumer`]: a group consumer that commits and restarts from its commits;
+//!   [`commit_checker`]: checks that acknowledged commits are durable and nothing is skipped.
 //!
 //! A client in the simulation speaks to the gateway with the conformance suite's raw client, so
 //! the requests are byte for byte what a conformance case would send over a real socket.
 
 pub mod checker;
+pub mod commit_checker;
+pub mod committing_consumer;
 pub mod consumer;
 pub mod producer;
 pub mod requests;
@@ -96,6 +100,11 @@ impl Clock for SimClock {
     fn now_us(&self) -> u64 {
         EPOCH_US + turmoil::sim_elapsed().unwrap_or_default().as_micros() as u64
     }
+}
+
+/// Simulated milliseconds since the simulation started, for the clients' logs.
+pub fn sim_ms() -> u128 {
+    turmoil::sim_elapsed().unwrap_or_default().as_millis()
 }
 
 /// An embedded backend on the [`SimClock`], to outlive the gateway hosts that use it.

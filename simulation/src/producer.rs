@@ -8,6 +8,8 @@
 use crate::checker::RecordId;
 use crate::connect;
 use crate::requests::{batch, produce};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
@@ -25,6 +27,10 @@ pub struct ProducerConfig {
     pub retry_backoff: Duration,
     /// Attempts per batch before the producer gives up on it (and the run reports it).
     pub max_attempts: u32,
+    /// Before each batch the producer pauses for up to this long, drawn from an RNG seeded with
+    /// `seed`: varied interleavings that one seed always repeats.
+    pub max_think_time: Duration,
+    pub seed: u64,
 }
 
 /// What the producer did.
@@ -56,6 +62,7 @@ pub fn record_id(value: &[u8]) -> Option<RecordId> {
 
 /// Produces every batch, logging into `log`. Ends when all are acknowledged or abandoned.
 pub async fn run(config: ProducerConfig, log: Rc<RefCell<ProducerLog>>) {
+    let mut rng = StdRng::seed_from_u64(config.seed);
     let mut conn = None;
     let mut next: RecordId = 0;
     while next < config.records {
@@ -63,6 +70,8 @@ pub async fn run(config: ProducerConfig, log: Rc<RefCell<ProducerLog>>) {
         let values: Vec<String> = ids.iter().map(|id| record_value(*id)).collect();
         let records: Vec<(Option<&str>, &str)> = values.iter().map(|v| (None, v.as_str())).collect();
         let body = batch(-1, &records);
+        let think_us = rng.random_range(0..=config.max_think_time.as_micros() as u64);
+        tokio::time::sleep(Duration::from_micros(think_us)).await;
         log.borrow_mut().sent.extend(&ids);
         let mut attempt = 0;
         loop {
@@ -102,10 +111,10 @@ pub async fn run(config: ProducerConfig, log: Rc<RefCell<ProducerLog>>) {
                     format!("no answer within {:?}", config.request_timeout)
                 }
             };
+            let (first, last) = (ids[0], ids[ids.len() - 1]);
             log.borrow_mut().failures.push(format!(
-                "records {}..={}: attempt {attempt}: {failure}",
-                ids[0],
-                ids[ids.len() - 1]
+                "{} ms: records {first}..={last}: attempt {attempt}: {failure}",
+                crate::sim_ms()
             ));
             if attempt >= config.max_attempts {
                 log.borrow_mut().abandoned.extend(&ids);
