@@ -102,16 +102,53 @@ impl Run {
     }
 }
 
-fn change(sim: &turmoil::Sim<'_>, host: &str, link: Link, next: Link) {
-    match link {
-        Link::Partitioned => sim.repair(host, GATEWAY_HOST),
-        Link::Held => sim.release(host, GATEWAY_HOST),
-        Link::Healthy => {}
+/// A client host's link to the gateway, and the faults it may suffer.
+struct ClientLink {
+    host: &'static str,
+    state: Link,
+    /// The chance per simulated millisecond that its state changes.
+    change_chance: f64,
+    /// Whether a fault may hold (delay) its segments rather than drop them.
+    may_hold: bool,
+}
+
+impl ClientLink {
+    fn new(host: &'static str, change_chance: f64, may_hold: bool) -> Self {
+        Self {
+            host,
+            state: Link::Healthy,
+            change_chance,
+            may_hold,
+        }
     }
-    match next {
-        Link::Partitioned => sim.partition(host, GATEWAY_HOST),
-        Link::Held => sim.hold(host, GATEWAY_HOST),
-        Link::Healthy => {}
+
+    /// Moves the link to `next` and records the change in `faults`.
+    fn set(&mut self, sim: &turmoil::Sim<'_>, next: Link, ms: u128, faults: &mut Vec<String>) {
+        match self.state {
+            Link::Partitioned => sim.repair(self.host, GATEWAY_HOST),
+            Link::Held => sim.release(self.host, GATEWAY_HOST),
+            Link::Healthy => {}
+        }
+        match next {
+            Link::Partitioned => sim.partition(self.host, GATEWAY_HOST),
+            Link::Held => sim.hold(self.host, GATEWAY_HOST),
+            Link::Healthy => {}
+        }
+        faults.push(format!("{ms} ms: {} link {:?} -> {next:?}", self.host, self.state));
+        self.state = next;
+    }
+
+    /// With the link's chance, breaks a healthy link or restores a broken one.
+    fn maybe_change(&mut self, sim: &turmoil::Sim<'_>, rng: &mut StdRng, ms: u128, faults: &mut Vec<String>) {
+        if !rng.random_bool(self.change_chance) {
+            return;
+        }
+        let next = match self.state {
+            Link::Healthy if self.may_hold && rng.random_bool(0.5) => Link::Held,
+            Link::Healthy => Link::Partitioned,
+            _ => Link::Healthy,
+        };
+        self.set(sim, next, ms, faults);
     }
 }
 
@@ -206,7 +243,11 @@ fn run(seed: u64) -> Run {
     });
 
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5EED_FA17);
-    let (mut producer_link, mut consumer_link, mut committer_link) = (Link::Healthy, Link::Healthy, Link::Healthy);
+    let mut links = [
+        ClientLink::new(PRODUCER_HOST, PRODUCER_LINK_CHANGE, true),
+        ClientLink::new(CONSUMER_HOST, CONSUMER_LINK_CHANGE, false),
+        ClientLink::new(COMMITTER_HOST, CONSUMER_LINK_CHANGE, false),
+    ];
     let mut faults = Vec::new();
     let mut bounces = 0;
     let mut healed = false;
@@ -220,11 +261,10 @@ fn run(seed: u64) -> Run {
         let started = !producer_log.borrow().sent.is_empty();
         if producer_log.borrow().done {
             if !healed {
-                change(&sim, PRODUCER_HOST, producer_link, Link::Healthy);
-                change(&sim, CONSUMER_HOST, consumer_link, Link::Healthy);
-                change(&sim, COMMITTER_HOST, committer_link, Link::Healthy);
-                (producer_link, consumer_link, committer_link, healed) =
-                    (Link::Healthy, Link::Healthy, Link::Healthy, true);
+                for link in links.iter_mut().filter(|l| l.state != Link::Healthy) {
+                    link.set(&sim, Link::Healthy, ms, &mut faults);
+                }
+                healed = true;
                 faults.push(format!("{ms} ms: producer done, network healed"));
             }
             continue;
@@ -232,33 +272,8 @@ fn run(seed: u64) -> Run {
         if !started {
             continue;
         }
-        if rng.random_bool(PRODUCER_LINK_CHANGE) {
-            let next = match producer_link {
-                Link::Healthy if rng.random_bool(0.5) => Link::Partitioned,
-                Link::Healthy => Link::Held,
-                _ => Link::Healthy,
-            };
-            change(&sim, PRODUCER_HOST, producer_link, next);
-            faults.push(format!("{ms} ms: producer link {producer_link:?} -> {next:?}"));
-            producer_link = next;
-        }
-        if rng.random_bool(CONSUMER_LINK_CHANGE) {
-            let next = match consumer_link {
-                Link::Healthy => Link::Partitioned,
-                _ => Link::Healthy,
-            };
-            change(&sim, CONSUMER_HOST, consumer_link, next);
-            faults.push(format!("{ms} ms: consumer link {consumer_link:?} -> {next:?}"));
-            consumer_link = next;
-        }
-        if rng.random_bool(CONSUMER_LINK_CHANGE) {
-            let next = match committer_link {
-                Link::Healthy => Link::Partitioned,
-                _ => Link::Healthy,
-            };
-            change(&sim, COMMITTER_HOST, committer_link, next);
-            faults.push(format!("{ms} ms: committer link {committer_link:?} -> {next:?}"));
-            committer_link = next;
+        for link in &mut links {
+            link.maybe_change(&sim, &mut rng, ms, &mut faults);
         }
         if rng.random_bool(GATEWAY_BOUNCE) {
             sim.bounce(GATEWAY_HOST);
