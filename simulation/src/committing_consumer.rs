@@ -9,7 +9,8 @@
 
 use crate::checker::RecordId;
 use crate::connect;
-use crate::producer::{record_id, ProducerLog};
+use crate::consumer::deliver;
+use crate::producer::ProducerLog;
 use crate::requests::fetch;
 use kafka_iggy_conformance::cases::group_cases::support::{commit_one, fetch_one};
 use std::cell::RefCell;
@@ -91,15 +92,7 @@ pub async fn run(
             let (records, high_watermark) = fetch(client, &config.topic, from, config.max_wait_ms)
                 .await
                 .map_err(|e| format!("fetch: {e:#}"))?;
-            let mut next = from;
-            {
-                let mut log = log.borrow_mut();
-                for record in records.iter().filter(|r| r.offset >= from) {
-                    let id = record.value.as_deref().and_then(record_id).unwrap_or(RecordId::MAX);
-                    log.delivered.push((record.offset, id));
-                    next = record.offset + 1;
-                }
-            }
+            let next = deliver(&records, from, &mut log.borrow_mut().delivered);
             position = Some(next);
             if next > from {
                 let code = commit_one(client, &config.group, &config.topic, 0, next)

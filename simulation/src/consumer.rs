@@ -5,7 +5,7 @@
 use crate::checker::RecordId;
 use crate::connect;
 use crate::producer::{record_id, ProducerLog};
-use crate::requests::fetch;
+use crate::requests::{fetch, Fetched};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;
@@ -29,6 +29,19 @@ pub struct ConsumerLog {
     pub failures: Vec<String>,
 }
 
+/// Appends the fetched records at or past `from` to `delivered` as (offset, record) and returns
+/// the next offset to fetch. Kafka clients skip what precedes their fetch offset in a returned
+/// batch. A value that names no record is delivered as `RecordId::MAX`.
+pub(crate) fn deliver(records: &[Fetched], from: i64, delivered: &mut Vec<(i64, RecordId)>) -> i64 {
+    let mut next = from;
+    for record in records.iter().filter(|r| r.offset >= from) {
+        let id = record.value.as_deref().and_then(record_id).unwrap_or(RecordId::MAX);
+        delivered.push((record.offset, id));
+        next = record.offset + 1;
+    }
+    next
+}
+
 /// Follows the partition into `log` until `producer` is done and everything is read.
 pub async fn run(config: ConsumerConfig, producer: Rc<RefCell<ProducerLog>>, log: Rc<RefCell<ConsumerLog>>) {
     let mut conn = None;
@@ -47,14 +60,7 @@ pub async fn run(config: ConsumerConfig, producer: Rc<RefCell<ProducerLog>>, log
         .await;
         match outcome {
             Ok(Ok((records, high_watermark))) => {
-                let mut log = log.borrow_mut();
-                // Kafka clients skip what precedes their fetch offset in a returned batch.
-                let from = offset;
-                for record in records.iter().filter(|r| r.offset >= from) {
-                    let id = record.value.as_deref().and_then(record_id).unwrap_or(RecordId::MAX);
-                    log.delivered.push((record.offset, id));
-                    offset = record.offset + 1;
-                }
+                offset = deliver(&records, offset, &mut log.borrow_mut().delivered);
                 // Done once the producer had finished before this Fetch and it found nothing more.
                 if producer_done && offset >= high_watermark {
                     return;

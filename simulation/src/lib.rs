@@ -31,6 +31,7 @@ pub mod requests;
 
 use kafka_iggy_conformance::wire::WireClient;
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
+use kafka_iggy_gateway::backend::Backend;
 use kafka_iggy_gateway::clock::{Clock, SharedRng, TokioClock};
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
 use kafka_iggy_gateway::embedded_gateway;
@@ -75,10 +76,13 @@ pub fn gateway_config() -> Config {
 /// embedded backend with a [`TokioClock`] at [`EPOCH_US`] and an RNG seeded with `seed`, and
 /// serves. Call it inside a turmoil host, whose runtime the clock then follows.
 pub async fn run_gateway(seed: u64, shutdown: Shutdown) -> turmoil::Result {
-    let config = gateway_config();
-    let listener = TcpListener::bind(config.listen).await?;
     let clock: Arc<dyn Clock> = Arc::new(TokioClock::new(EPOCH_US));
-    let gateway = embedded_gateway(config, clock, seed);
+    serve_on_host(embedded_gateway(gateway_config(), clock, seed), shutdown).await
+}
+
+/// Binds `gateway`'s listen address on the current host and serves until `shutdown`.
+async fn serve_on_host<B: Backend>(gateway: Arc<Gateway<B>>, shutdown: Shutdown) -> turmoil::Result {
+    let listener = TcpListener::bind(gateway.config.listen).await?;
     serve(TurmoilListener(listener), gateway, shutdown).await;
     Ok(())
 }
@@ -121,19 +125,13 @@ pub fn gateway_host_on(sim: &mut turmoil::Sim<'_>, backend: Arc<EmbeddedBackend>
     sim.host(GATEWAY_HOST, move || {
         let backend = backend.clone();
         let start = starts.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        async move {
-            let config = gateway_config();
-            let listener = TcpListener::bind(config.listen).await?;
-            let clock: Arc<dyn Clock> = Arc::new(SimClock);
-            let gateway = Arc::new(Gateway::new(
-                Arc::new(config),
-                backend,
-                clock,
-                SharedRng::seeded(seed.wrapping_add(start.wrapping_mul(0x9E37_79B9_7F4A_7C15))),
-            ));
-            serve(TurmoilListener(listener), gateway, Shutdown::default()).await;
-            Ok(())
-        }
+        let gateway = Arc::new(Gateway::new(
+            Arc::new(gateway_config()),
+            backend,
+            Arc::new(SimClock),
+            SharedRng::seeded(seed.wrapping_add(start.wrapping_mul(0x9E37_79B9_7F4A_7C15))),
+        ));
+        serve_on_host(gateway, Shutdown::default())
     });
 }
 

@@ -373,7 +373,7 @@ fn delivery_1_at_least_once_and_in_order_through_partitions_holds_and_gateway_re
 /// A seed plays out the same way twice, and the same whatever ran before it in the process:
 /// a seed replayed alone (`KIG_SIM_SEEDS=N`) is the run the loop above made.
 #[test]
-fn one_seed_always_plays_out_the_same_way() {
+fn proto_determinism_1_one_seed_always_plays_out_the_same_way() {
     let seeds = 1..=6u64;
     let first: Vec<Vec<String>> = seeds.clone().map(|seed| run(seed).trace()).collect();
     let again: Vec<Vec<String>> = seeds.clone().rev().map(|seed| run(seed).trace()).collect();
