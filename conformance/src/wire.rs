@@ -80,13 +80,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WireClient<S> {
     ) -> anyhow::Result<(i32, Bytes)> {
         let correlation_id = self.next_correlation_id;
         self.next_correlation_id += 1;
-        let header = RequestHeader::default()
-            .with_request_api_key(key as i16)
-            .with_request_api_version(version)
-            .with_correlation_id(correlation_id)
-            .with_client_id(Some(StrBytes::from_static_str("kig-wire")));
-        let mut buf = BytesMut::new();
-        header.encode(&mut buf, key.request_header_version(version))?;
+        let mut buf = encode_request_header(key, version, correlation_id)?;
         request.encode(&mut buf, version)?;
         Ok((correlation_id, buf.freeze()))
     }
@@ -147,4 +141,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WireClient<S> {
     pub async fn closed_by_server(&mut self) -> anyhow::Result<bool> {
         Ok(self.recv_frame().await?.is_none())
     }
+}
+
+/// The request header this client writes for `key` at `version`, in the header version the key
+/// and version call for; a request body follows it.
+pub fn encode_request_header(key: ApiKey, version: i16, correlation_id: i32) -> anyhow::Result<BytesMut> {
+    let header = RequestHeader::default()
+        .with_request_api_key(key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(Some(StrBytes::from_static_str("kig-wire")));
+    let mut buf = BytesMut::new();
+    header.encode(&mut buf, key.request_header_version(version))?;
+    Ok(buf)
 }

@@ -13,7 +13,7 @@
 use super::{Case, Outcome};
 use crate::case;
 use crate::endpoint::Endpoint;
-use crate::wire::WireClient;
+use crate::wire::{encode_request_header, WireClient};
 use anyhow::{bail, ensure, Context};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
@@ -34,8 +34,7 @@ use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, CreateTopicsRequest, CreateTopicsResponse,
     DeleteTopicsRequest, DeleteTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse, FetchRequest,
     FetchResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse,
-    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, ProducerId, RequestHeader, TopicName,
-    TransactionalId,
+    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kig_core::batch::{
@@ -308,18 +307,6 @@ fn raw_request(key: i16, version: i16, correlation_id: i32, flexible_header: boo
     }
     frame.put_slice(body);
     frame.freeze()
-}
-
-/// The request header kafka-protocol writes for `key` at `version`.
-fn encoded_header(key: ApiKey, version: i16, correlation_id: i32) -> anyhow::Result<BytesMut> {
-    let header = RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(correlation_id)
-        .with_client_id(Some(StrBytes::from_static_str("kig-wire")));
-    let mut buf = BytesMut::new();
-    header.encode(&mut buf, key.request_header_version(version))?;
-    Ok(buf)
 }
 
 fn creatable(topic: &str, partitions: i32) -> CreatableTopic {
@@ -1336,12 +1323,12 @@ pub async fn malformed_request_body_closes_the_connection(endpoint: Endpoint) ->
         produce_request("kig-malformed", vec![(0, records)], -1).encode(&mut body, PRODUCE_V)?;
         body.freeze()
     };
-    let mut garbage = encoded_header(ApiKey::Produce, PRODUCE_V, 41)?;
+    let mut garbage = encode_request_header(ApiKey::Produce, PRODUCE_V, 41)?;
     // Four bytes with their continuation bits set: the transactional id's length never ends.
     garbage.put_slice(&[0xde, 0xad, 0xbe, 0xef]);
-    let mut truncated = encoded_header(ApiKey::Produce, PRODUCE_V, 42)?;
+    let mut truncated = encode_request_header(ApiKey::Produce, PRODUCE_V, 42)?;
     truncated.put_slice(&valid_body[..valid_body.len() / 2]);
-    let mut fetch_garbage = encoded_header(ApiKey::Fetch, FETCH_V, 45)?;
+    let mut fetch_garbage = encode_request_header(ApiKey::Fetch, FETCH_V, 45)?;
     fetch_garbage.put_slice(&[0xff; 3]);
     // Metadata v9, header v2: the client id declares 1000 bytes and 3 follow.
     let mut bad_header = BytesMut::new();
