@@ -27,13 +27,17 @@ pub struct Case {
     pub run: fn(Endpoint) -> CaseFuture,
 }
 
-/// Declares a `Case` from an `async fn(Endpoint) -> anyhow::Result<Outcome>`.
+/// Declares a `Case` from an `async fn(Endpoint) -> anyhow::Result<Outcome>` and its rule IDs:
+/// a list of literals, or a `&'static [&'static str]` that several cases share.
 #[macro_export]
 macro_rules! case {
     ($f:path, [$($rule:literal),+ $(,)?]) => {
+        $crate::case!($f, &[$($rule),+])
+    };
+    ($f:path, $rules:expr) => {
         $crate::cases::Case {
             name: stringify!($f),
-            rules: &[$($rule),+],
+            rules: $rules,
             run: |endpoint| Box::pin($f(endpoint)),
         }
     };

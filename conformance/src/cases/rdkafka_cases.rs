@@ -53,6 +53,20 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+/// The rules the every-mapping-case round trip checks, the same for each codec.
+const EVERY_MAPPING_CASE_RULES: &[&str] = &[
+    "MAP-KEY-1",
+    "MAP-VALUE-1",
+    "MAP-VALUE-2",
+    "MAP-HEADER-1",
+    "ENV-TRIGGER-KEY-LEN-1",
+    "ENV-TRIGGER-HEADER-VALUE-1",
+    "ENV-TRIGGER-REPEAT-1",
+    "BATCH-COMPRESSION-1",
+    "FETCH-BATCH-1",
+    "MAP-TS-1",
+];
+
 pub fn cases() -> Vec<Case> {
     vec![
         case!(
@@ -61,78 +75,23 @@ pub fn cases() -> Vec<Case> {
         ),
         case!(
             produce_and_consume_every_mapping_case_with_none,
-            [
-                "MAP-KEY-1",
-                "MAP-VALUE-1",
-                "MAP-VALUE-2",
-                "MAP-HEADER-1",
-                "ENV-TRIGGER-KEY-LEN-1",
-                "ENV-TRIGGER-HEADER-VALUE-1",
-                "ENV-TRIGGER-REPEAT-1",
-                "BATCH-COMPRESSION-1",
-                "FETCH-BATCH-1",
-                "MAP-TS-1"
-            ]
+            EVERY_MAPPING_CASE_RULES
         ),
         case!(
             produce_and_consume_every_mapping_case_with_gzip,
-            [
-                "MAP-KEY-1",
-                "MAP-VALUE-1",
-                "MAP-VALUE-2",
-                "MAP-HEADER-1",
-                "ENV-TRIGGER-KEY-LEN-1",
-                "ENV-TRIGGER-HEADER-VALUE-1",
-                "ENV-TRIGGER-REPEAT-1",
-                "BATCH-COMPRESSION-1",
-                "FETCH-BATCH-1",
-                "MAP-TS-1"
-            ]
+            EVERY_MAPPING_CASE_RULES
         ),
         case!(
             produce_and_consume_every_mapping_case_with_snappy,
-            [
-                "MAP-KEY-1",
-                "MAP-VALUE-1",
-                "MAP-VALUE-2",
-                "MAP-HEADER-1",
-                "ENV-TRIGGER-KEY-LEN-1",
-                "ENV-TRIGGER-HEADER-VALUE-1",
-                "ENV-TRIGGER-REPEAT-1",
-                "BATCH-COMPRESSION-1",
-                "FETCH-BATCH-1",
-                "MAP-TS-1"
-            ]
+            EVERY_MAPPING_CASE_RULES
         ),
         case!(
             produce_and_consume_every_mapping_case_with_lz4,
-            [
-                "MAP-KEY-1",
-                "MAP-VALUE-1",
-                "MAP-VALUE-2",
-                "MAP-HEADER-1",
-                "ENV-TRIGGER-KEY-LEN-1",
-                "ENV-TRIGGER-HEADER-VALUE-1",
-                "ENV-TRIGGER-REPEAT-1",
-                "BATCH-COMPRESSION-1",
-                "FETCH-BATCH-1",
-                "MAP-TS-1"
-            ]
+            EVERY_MAPPING_CASE_RULES
         ),
         case!(
             produce_and_consume_every_mapping_case_with_zstd,
-            [
-                "MAP-KEY-1",
-                "MAP-VALUE-1",
-                "MAP-VALUE-2",
-                "MAP-HEADER-1",
-                "ENV-TRIGGER-KEY-LEN-1",
-                "ENV-TRIGGER-HEADER-VALUE-1",
-                "ENV-TRIGGER-REPEAT-1",
-                "BATCH-COMPRESSION-1",
-                "FETCH-BATCH-1",
-                "MAP-TS-1"
-            ]
+            EVERY_MAPPING_CASE_RULES
         ),
         case!(
             idempotent_producer_produces_and_reads_back,
