@@ -1,6 +1,7 @@
 //! Gateway configuration: flags, `IGGY_KAFKA_*` environment variables and an optional TOML file
 //! (flags and variables win over the file), and the Kafka-topic-to-Iggy mapping it defines.
 
+use crate::limits::{LimitSettings, Limits, MAX_FRAME_SIZE_CEILING};
 use anyhow::{bail, Context};
 use clap::{Parser, ValueEnum};
 use serde::Deserialize;
@@ -64,6 +65,8 @@ pub struct Args {
     pub default_partitions: Option<u32>,
     #[arg(long, env = "IGGY_KAFKA_AUTO_CREATE_TOPICS")]
     pub auto_create_topics: Option<bool>,
+    #[command(flatten)]
+    pub limits: LimitSettings,
 }
 
 /// The TOML file's shape; every field optional.
@@ -94,6 +97,9 @@ pub struct FileConfig {
     /// Kafka topic name -> Iggy stream and topic.
     #[serde(default)]
     pub topics: BTreeMap<String, IggyTarget>,
+    /// The `[limits]` table (docs/spec/limits.md).
+    #[serde(default)]
+    pub limits: LimitSettings,
 }
 
 /// A gateway node as Metadata reports it.
@@ -124,6 +130,7 @@ pub struct Config {
     pub write_timeout: Duration,
     pub topics: TopicMapping,
     pub group_limits: crate::groups::GroupLimits,
+    pub limits: Limits,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
@@ -191,9 +198,11 @@ impl Config {
             .max_frame_size
             .or(file.max_frame_size)
             .unwrap_or(DEFAULT_MAX_FRAME_SIZE);
-        if !(1024..=i32::MAX as usize).contains(&max_frame_size) {
-            bail!("max_frame_size must be between 1024 and {}", i32::MAX);
+        // LIMIT-FRAME-CEILING-1
+        if !(1024..=MAX_FRAME_SIZE_CEILING).contains(&max_frame_size) {
+            bail!("max_frame_size must be between 1024 and {MAX_FRAME_SIZE_CEILING}");
         }
+        let (limits, group_settings) = Limits::resolve(&args.limits.or(file.limits), max_frame_size)?;
         let default_partitions = args.default_partitions.or(file.default_partitions).unwrap_or(1);
         if default_partitions == 0 {
             bail!("default_partitions must be at least 1");
@@ -239,8 +248,14 @@ impl Config {
                     max_session_timeout: file
                         .group_max_session_timeout_ms
                         .map_or(d.max_session_timeout, Duration::from_millis),
+                    max_protocols: group_settings.max_join_protocols,
+                    max_rebalance_timeout: group_settings.max_rebalance_timeout,
+                    pending_member_timeout: group_settings.pending_member_timeout,
+                    max_members_total: group_settings.max_members_total,
+                    max_stored_bytes: group_settings.max_stored_bytes,
                 }
             },
+            limits,
         })
     }
 }
@@ -369,6 +384,46 @@ mod tests {
         assert_eq!(c.peers.iter().map(|p| p.id).collect::<Vec<_>>(), vec![1, 4]);
         assert_eq!(c.topics.resolve("orders"), target("shop", "orders"));
         assert_eq!(c.topics.default_stream(), "main");
+    }
+
+    #[test]
+    fn limit_frame_ceiling_1_max_frame_size_above_100_mib_is_refused_at_startup() {
+        let at = |size: usize| {
+            Config::resolve(
+                Args {
+                    max_frame_size: Some(size),
+                    ..Args::default()
+                },
+                FileConfig::default(),
+            )
+        };
+        assert!(at(MAX_FRAME_SIZE_CEILING).is_ok());
+        let err = at(MAX_FRAME_SIZE_CEILING + 1).unwrap_err();
+        assert!(err.to_string().contains("max_frame_size"), "{err}");
+        assert!(at(i32::MAX as usize).is_err());
+    }
+
+    #[test]
+    fn limits_come_from_flags_over_the_toml_limits_table() {
+        let file: FileConfig = toml::from_str(
+            r#"
+            [limits]
+            max_connections = 10
+            fetch_max_wait_ms = 1000
+            max_join_protocols = 3
+            "#,
+        )
+        .unwrap();
+        let args = Args::try_parse_from(["gw", "--max-connections", "20"]).unwrap();
+        let c = Config::resolve(args, file).unwrap();
+        assert_eq!(c.limits.max_connections, 20, "the flag wins");
+        assert_eq!(
+            c.limits.fetch_max_wait,
+            Duration::from_millis(1000),
+            "the file fills in"
+        );
+        assert_eq!(c.group_limits.max_protocols, 3);
+        assert!(toml::from_str::<FileConfig>("[limits]\nmax_conections = 1").is_err());
     }
 
     #[test]

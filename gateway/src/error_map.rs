@@ -64,12 +64,13 @@ pub fn backend_error(e: &BackendError, context: &str) -> KafkaCode {
     kafka
 }
 
-/// Maps a record-batch decode error (BATCH-MAGIC-1, BATCH-CRC-1, BATCH-BUDGET-2).
+/// Maps a record-batch decode error (BATCH-MAGIC-1, BATCH-CRC-1, BATCH-BUDGET-2,
+/// LIMIT-RECORDS-1).
 pub fn decode_error(e: &DecodeError) -> KafkaCode {
     use ResponseError::*;
     match e {
         DecodeError::UnsupportedMagic(_) => UnsupportedForMessageFormat.code(),
-        DecodeError::Budget(_) => MessageTooLarge.code(),
+        DecodeError::Budget(_) | DecodeError::RecordBudget(_) => MessageTooLarge.code(),
         _ => CorruptMessage.code(),
     }
 }
@@ -119,6 +120,13 @@ mod tests {
     fn batch_budget_2_and_batch_magic_1_codes() {
         let budget = DecodeError::Budget(kig_core::budget::DecompressionBudget::new(1).exceeded(2));
         assert_eq!(decode_error(&budget), 10);
+        let records = DecodeError::RecordBudget(
+            kig_core::budget::DecompressionBudget::new(1)
+                .with_record_limit(1)
+                .take_records(2)
+                .unwrap_err(),
+        );
+        assert_eq!(decode_error(&records), 10, "LIMIT-RECORDS-1");
         assert_eq!(decode_error(&DecodeError::UnsupportedMagic(1)), 43);
         assert_eq!(decode_error(&DecodeError::CrcMismatch { stored: 1, computed: 2 }), 2);
     }

@@ -1,18 +1,23 @@
 //! The shared state every connection of one gateway instance uses, and the dispatch of one
-//! request frame to its handler.
+//! request frame to its handler: header, version, body decode with its entry limit, handler,
+//! response encode. No error a client can cause here panics; each closes the connection with a
+//! log line naming it.
 
 use crate::backend::{Backend, ClientId};
 use crate::clock::{Clock, SharedRng};
 use crate::config::{Config, Node};
+use crate::decode_pool::DecodePool;
 use crate::groups::{coordinator_index, GroupCoordinator};
 use crate::handlers;
 use crate::producer_id::ProducerIdAllocator;
 use crate::protocol::api::serves;
-use crate::protocol::request::{decode_body, encode_response, parse_request, peek_header, RequestError};
+use crate::protocol::entries::Entries;
+use crate::protocol::request::{decode_body, encode_response, parse_request, peek_header, Request, RequestError};
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
-use kafka_protocol::protocol::Encodable;
+use kafka_protocol::protocol::{Decodable, Encodable};
 use std::sync::Arc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// One gateway instance: configuration, backend, injected clock and RNG.
 pub struct Gateway<B> {
@@ -24,6 +29,10 @@ pub struct Gateway<B> {
     pub groups: GroupCoordinator,
     /// The backend client that stores committed offsets (CO-MEMBER-1).
     pub offsets_client: ClientId,
+    /// Where Produce requests are decoded and mapped (LIMIT-BLOCKING-1).
+    pub decode_pool: DecodePool,
+    /// Bytes of request frames admitted and not yet answered (LIMIT-INFLIGHT-1).
+    inflight_bytes: Arc<Semaphore>,
 }
 
 /// What a request gets back.
@@ -40,6 +49,8 @@ impl<B: Backend> Gateway<B> {
         let producer_ids = ProducerIdAllocator::new(config.instance_id);
         let groups = GroupCoordinator::new(config.group_limits.clone(), rng.clone());
         let offsets_client = rng.next_u64();
+        let decode_pool = DecodePool::new(config.limits.decode_threads);
+        let inflight_bytes = Arc::new(Semaphore::new(config.limits.max_inflight_request_bytes));
         Self {
             config,
             backend,
@@ -48,7 +59,37 @@ impl<B: Backend> Gateway<B> {
             producer_ids,
             groups,
             offsets_client,
+            decode_pool,
+            inflight_bytes,
         }
+    }
+
+    /// Waits until `size` more bytes of requests fit the in-flight budget (LIMIT-INFLIGHT-1).
+    /// The configuration keeps `max_frame_size` within the budget, so every frame fits once
+    /// others are answered.
+    pub async fn admit_request_bytes(&self, size: usize) -> OwnedSemaphorePermit {
+        let permits = u32::try_from(size).expect("max_frame_size fits in u32");
+        self.inflight_bytes
+            .clone()
+            .acquire_many_owned(permits)
+            .await
+            .expect("the in-flight semaphore is never closed")
+    }
+
+    /// Decodes a request body and holds it to the entry limit (LIMIT-ENTRIES-1).
+    fn decode<T: Decodable + Entries>(&self, request: &Request) -> Result<T, RequestError> {
+        let body: T = decode_body(request)?;
+        let entries = body.entries();
+        let limit = self.config.limits.max_request_entries;
+        if entries > limit {
+            return Err(RequestError::TooManyEntries {
+                key: request.key,
+                version: request.version,
+                entries,
+                limit,
+            });
+        }
+        Ok(body)
     }
 
     /// The gateway that coordinates `group_id` (GROUP-COORDINATOR-1).
@@ -69,7 +110,13 @@ impl<B: Backend> Gateway<B> {
         if raw_key == ApiKey::ApiVersions as i16 && !serves(ApiKey::ApiVersions, version) {
             // PROTO-APIVERSIONS-1 (KIP-511): the header may not even parse; answer in v0.
             let body = handlers::api_versions::unsupported_version();
-            return Ok(Reply::Frame(encode(correlation_id, 0, &body, 0)));
+            return encode_response(correlation_id, 0, &body, 0)
+                .map(Reply::Frame)
+                .map_err(|e| RequestError::Encode {
+                    key: ApiKey::ApiVersions,
+                    version: 0,
+                    reason: format!("{e:#}"),
+                });
         }
         let request = parse_request(frame)?;
         let (key, version) = (request.key, request.version);
@@ -86,69 +133,87 @@ impl<B: Backend> Gateway<B> {
         } else {
             key.response_header_version(version)
         };
-        let reply =
-            |body: &dyn ErasedEncodable| Reply::Frame(body.encode_frame(correlation_id, header_version, version));
-        Ok(match key {
-            ApiKey::ApiVersions => reply(&handlers::api_versions::handle(decode_body(&request)?)),
-            ApiKey::Metadata => reply(&handlers::metadata::handle(self, decode_body(&request)?, version).await),
-            ApiKey::Produce => match handlers::produce::handle(self, decode_body(&request)?, version).await {
+        // PROTO-ENCODE-1: a response that does not encode closes the connection with a log line;
+        // it never panics the connection task.
+        let reply = |body: &dyn ErasedEncodable| {
+            body.encode_frame(correlation_id, header_version, version)
+                .map(Reply::Frame)
+                .map_err(|e| RequestError::Encode {
+                    key,
+                    version,
+                    reason: format!("{e:#}"),
+                })
+        };
+        match key {
+            ApiKey::ApiVersions => reply(&handlers::api_versions::handle(self.decode(&request)?)),
+            ApiKey::Metadata => reply(&handlers::metadata::handle(self, self.decode(&request)?, version).await),
+            ApiKey::Produce => match handlers::produce::handle(self, self.decode(&request)?, version).await {
                 Some(response) => reply(&response),
-                None => Reply::Nothing,
+                None => Ok(Reply::Nothing),
             },
-            ApiKey::Fetch => reply(&handlers::fetch::handle(self, decode_body(&request)?, version).await),
-            ApiKey::ListOffsets => reply(&handlers::list_offsets::handle(self, decode_body(&request)?, version).await),
+            ApiKey::Fetch => reply(&handlers::fetch::handle(self, self.decode(&request)?, version).await),
+            ApiKey::ListOffsets => reply(&handlers::list_offsets::handle(self, self.decode(&request)?, version).await),
             ApiKey::CreateTopics => {
-                reply(&handlers::create_topics::handle(self, decode_body(&request)?, version).await)
+                reply(&handlers::create_topics::handle(self, self.decode(&request)?, version).await)
             }
             ApiKey::DeleteTopics => {
-                reply(&handlers::delete_topics::handle(self, decode_body(&request)?, version).await)
+                reply(&handlers::delete_topics::handle(self, self.decode(&request)?, version).await)
             }
-            ApiKey::InitProducerId => reply(&handlers::init_producer_id::handle(self, decode_body(&request)?)),
-            ApiKey::DescribeConfigs => reply(&handlers::describe_configs::handle(self, decode_body(&request)?).await),
+            ApiKey::InitProducerId => reply(&handlers::init_producer_id::handle(self, self.decode(&request)?)),
+            ApiKey::DescribeConfigs => reply(&handlers::describe_configs::handle(self, self.decode(&request)?).await),
             ApiKey::FindCoordinator => reply(&handlers::find_coordinator::handle(
                 self,
-                decode_body(&request)?,
+                self.decode(&request)?,
                 version,
             )),
             ApiKey::JoinGroup => {
-                reply(&handlers::join_group::handle(self, decode_body(&request)?, &request.header, version).await)
+                reply(&handlers::join_group::handle(self, self.decode(&request)?, &request.header, version).await)
             }
-            ApiKey::SyncGroup => reply(&handlers::sync_group::handle(self, decode_body(&request)?).await),
-            ApiKey::Heartbeat => reply(&handlers::heartbeat::handle(self, decode_body(&request)?)),
-            ApiKey::LeaveGroup => reply(&handlers::leave_group::handle(self, decode_body(&request)?, version)),
-            ApiKey::DescribeGroups => reply(&handlers::describe_groups::handle(self, decode_body(&request)?)),
-            ApiKey::ListGroups => reply(&handlers::list_groups::handle(self, decode_body(&request)?)),
-            ApiKey::DeleteGroups => reply(&handlers::delete_groups::handle(self, decode_body(&request)?).await),
-            ApiKey::OffsetCommit => reply(&handlers::offset_commit::handle(self, decode_body(&request)?).await),
-            ApiKey::OffsetFetch => reply(&handlers::offset_fetch::handle(self, decode_body(&request)?, version).await),
+            ApiKey::SyncGroup => reply(&handlers::sync_group::handle(self, self.decode(&request)?).await),
+            ApiKey::Heartbeat => reply(&handlers::heartbeat::handle(self, self.decode(&request)?)),
+            ApiKey::LeaveGroup => reply(&handlers::leave_group::handle(self, self.decode(&request)?, version)),
+            ApiKey::DescribeGroups => reply(&handlers::describe_groups::handle(self, self.decode(&request)?)),
+            ApiKey::ListGroups => reply(&handlers::list_groups::handle(self, self.decode(&request)?)),
+            ApiKey::DeleteGroups => reply(&handlers::delete_groups::handle(self, self.decode(&request)?).await),
+            ApiKey::OffsetCommit => reply(&handlers::offset_commit::handle(self, self.decode(&request)?).await),
+            ApiKey::OffsetFetch => reply(&handlers::offset_fetch::handle(self, self.decode(&request)?, version).await),
             // Unreachable while ADVERTISED and this table agree; a conformance case calls every
             // advertised API at both ends of its range to keep them so.
             other => {
                 tracing::error!("{other:?} v{version} is advertised but has no handler");
-                return Err(RequestError::UnsupportedVersion {
+                Err(RequestError::UnsupportedVersion {
                     key: other,
                     version,
                     correlation_id,
-                });
+                })
             }
-        })
+        }
     }
-}
-
-fn encode<T: Encodable>(correlation_id: i32, header_version: i16, body: &T, version: i16) -> Bytes {
-    // A response built by a handler for a version it serves always encodes; failing here is a
-    // handler bug, not a client error.
-    encode_response(correlation_id, header_version, body, version)
-        .expect("response encodes at the version it was built for")
 }
 
 /// Lets the dispatch table hand differently typed responses to one encoder.
 trait ErasedEncodable {
-    fn encode_frame(&self, correlation_id: i32, header_version: i16, version: i16) -> Bytes;
+    fn encode_frame(&self, correlation_id: i32, header_version: i16, version: i16) -> anyhow::Result<Bytes>;
 }
 
 impl<T: Encodable> ErasedEncodable for T {
-    fn encode_frame(&self, correlation_id: i32, header_version: i16, version: i16) -> Bytes {
-        encode(correlation_id, header_version, self, version)
+    fn encode_frame(&self, correlation_id: i32, header_version: i16, version: i16) -> anyhow::Result<Bytes> {
+        encode_response(correlation_id, header_version, self, version)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::JoinGroupResponse;
+    use kafka_protocol::protocol::StrBytes;
+
+    #[test]
+    fn proto_encode_1_a_response_that_does_not_encode_is_an_error() {
+        // A member id past a Kafka string's 32,767 bytes: what a 32,760-byte client id made.
+        let response = JoinGroupResponse::default().with_member_id(StrBytes::from_string("m".repeat(40_000)));
+        let erased: &dyn ErasedEncodable = &response;
+        assert!(erased.encode_frame(1, 0, 5).is_err());
+        assert!(JoinGroupResponse::default().encode_frame(1, 0, 5).is_ok());
     }
 }

@@ -10,10 +10,12 @@
 pub mod backend;
 pub mod clock;
 pub mod config;
+pub mod decode_pool;
 pub mod error_map;
 pub mod gateway;
 pub mod groups;
 pub mod handlers;
+pub mod limits;
 pub mod offset_store;
 pub mod producer_id;
 pub mod protocol;

@@ -1,4 +1,5 @@
-//! `kafka-iggy-gateway`: runs the gateway until Ctrl-C, then shuts down gracefully.
+//! `kafka-iggy-gateway`: runs the gateway until SIGTERM or SIGINT, then shuts down gracefully
+//! within the shutdown timeout; a second signal stops the process at once (PROTO-SHUTDOWN-2).
 
 use anyhow::Context;
 use clap::Parser;
@@ -22,15 +23,45 @@ async fn run<B: Backend>(listener: tokio::net::TcpListener, gateway: Arc<Gateway
     );
     let shutdown = Shutdown::default();
     let trigger = shutdown.clone();
+    let mut signals = Signals::new()?;
+    let timeout = gateway.config.limits.shutdown_timeout;
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            println!("shutting down: finishing in-flight requests");
-            trigger.trigger();
-        }
+        let first = signals.next().await;
+        println!(
+            "{first}: shutting down, finishing in-flight requests (at most {timeout:?}); a second signal stops at once"
+        );
+        trigger.trigger();
+        let second = signals.next().await;
+        eprintln!("{second} during shutdown: stopping now");
+        std::process::exit(1);
     });
     serve(listener, gateway, shutdown).await;
     println!("stopped");
     Ok(())
+}
+
+/// SIGTERM (what containers and systemd send) and SIGINT (Ctrl-C).
+struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> anyhow::Result<Self> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Self {
+            terminate: signal(SignalKind::terminate()).context("installing the SIGTERM handler")?,
+            interrupt: signal(SignalKind::interrupt()).context("installing the SIGINT handler")?,
+        })
+    }
+
+    /// The name of the next signal to arrive.
+    async fn next(&mut self) -> &'static str {
+        tokio::select! {
+            _ = self.terminate.recv() => "SIGTERM",
+            _ = self.interrupt.recv() => "SIGINT",
+        }
+    }
 }
 
 #[tokio::main]

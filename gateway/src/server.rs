@@ -2,15 +2,19 @@
 //! types so the same code runs over tokio sockets and turmoil's simulated ones.
 //!
 //! A connection answers its requests one at a time, in order (PROTO-ORDER-1), as a Kafka broker
-//! does; clients pipeline across connections. Shutdown stops accepting, lets every connection
-//! finish the request it is in, then closes (PROTO-SHUTDOWN-1).
+//! does; clients pipeline across connections. So a connection has one request in flight, and
+//! the gateway as a whole at most `max_connections` connections (LIMIT-CONNECTIONS-1) and
+//! `max_inflight_request_bytes` of frames (LIMIT-INFLIGHT-1). Shutdown stops accepting, lets
+//! every connection finish the request it is in, then closes (PROTO-SHUTDOWN-1), within the
+//! shutdown timeout (PROTO-SHUTDOWN-2).
 
 use crate::backend::Backend;
 use crate::gateway::{Gateway, Reply};
-use crate::protocol::frame::{read_frame, write_frame, FrameError};
+use crate::protocol::frame::{read_admitted_frame, write_frame, FrameError};
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -54,8 +58,33 @@ async fn stopped(rx: &mut watch::Receiver<bool>) {
     let _ = rx.wait_for(|stop| *stop).await;
 }
 
+/// Back-off after a failed accept (LIMIT-ACCEPT-1): doubles from the first to the last.
+const ACCEPT_BACKOFF_FIRST: Duration = Duration::from_millis(10);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// A run of refusals or failures that is logged once when it starts and once, with its count,
+/// when it ends, rather than once per event.
+#[derive(Default)]
+struct Burst {
+    count: u64,
+}
+
+impl Burst {
+    /// Counts one event; true when it starts a burst (the caller logs it).
+    fn hit(&mut self) -> bool {
+        self.count += 1;
+        self.count == 1
+    }
+
+    /// Ends the burst; the number of events in it, when there was one.
+    fn end(&mut self) -> Option<u64> {
+        (self.count > 0).then(|| std::mem::take(&mut self.count))
+    }
+}
+
 /// Serves connections from `listener` until `shutdown` triggers, then waits for every
-/// connection to finish its current request.
+/// connection to finish its current request, for at most the shutdown timeout
+/// (PROTO-SHUTDOWN-2).
 pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gateway<B>>, shutdown: Shutdown) {
     let mut stop = shutdown.subscribe();
     let timers = tokio::spawn({
@@ -63,7 +92,11 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
         let stop = shutdown.subscribe();
         async move { gateway.groups.run_timers(stop).await }
     });
+    let limits = gateway.config.limits.clone();
     let mut connections = JoinSet::new();
+    let mut refused = Burst::default();
+    let mut failed = Burst::default();
+    let mut backoff = ACCEPT_BACKOFF_FIRST;
     loop {
         tokio::select! {
             // Branches in written order, not tokio's own random order: a simulation seed must
@@ -72,16 +105,66 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
             _ = stopped(&mut stop) => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    backoff = ACCEPT_BACKOFF_FIRST;
+                    if let Some(errors) = failed.end() {
+                        tracing::warn!("accepting again after {errors} failed accepts");
+                    }
+                    // Connections that ended and were not joined yet still count in `len`.
+                    while connections.try_join_next().is_some() {}
+                    // LIMIT-CONNECTIONS-1: closed at once, so the client sees it and backs off,
+                    // instead of waiting in the backlog.
+                    if connections.len() >= limits.max_connections {
+                        if refused.hit() {
+                            tracing::warn!(
+                                %peer,
+                                "refusing connections: {} open, max_connections is {} (LIMIT-CONNECTIONS-1)",
+                                connections.len(),
+                                limits.max_connections
+                            );
+                        }
+                        drop(stream);
+                        continue;
+                    }
+                    if let Some(count) = refused.end() {
+                        tracing::warn!("accepting connections again after refusing {count} at max_connections");
+                    }
                     tracing::debug!(%peer, "connection accepted");
                     connections.spawn(connection(stream, peer, gateway.clone(), shutdown.subscribe()));
                 }
-                Err(e) => tracing::warn!("accept failed: {e}"),
+                Err(e) => {
+                    // LIMIT-ACCEPT-1: an accept that fails (EMFILE, ENFILE, ENOBUFS) fails again
+                    // at once; without a pause the loop spins and floods the log.
+                    if failed.hit() {
+                        tracing::warn!("accept failed: {e}; backing off up to {ACCEPT_BACKOFF_MAX:?} between tries (LIMIT-ACCEPT-1)");
+                    }
+                    tokio::select! {
+                        biased;
+                        _ = stopped(&mut stop) => break,
+                        _ = tokio::time::sleep(backoff) => {}
+                        // A closing connection frees the descriptor the accept needed.
+                        Some(_) = connections.join_next(), if !connections.is_empty() => {}
+                    }
+                    backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                }
             },
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
     }
     drop(listener);
-    while connections.join_next().await.is_some() {}
+    // PROTO-SHUTDOWN-2: acknowledged work drains, but a connection stuck in a backend call does
+    // not hold the process past the timeout.
+    let drained = tokio::time::timeout(limits.shutdown_timeout, async {
+        while connections.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            "shutdown: {} connections still busy after {:?}; closing them",
+            connections.len(),
+            limits.shutdown_timeout
+        );
+        connections.shutdown().await;
+    }
     let _ = timers.await;
     // The offsets client's connection ends with the server: Iggy drops its memberships.
     gateway.backend.release_client(gateway.offsets_client);
@@ -95,12 +178,15 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
 ) {
     let config = gateway.config.clone();
     loop {
-        let frame = tokio::select! {
+        // LIMIT-INFLIGHT-1: a frame's bytes are admitted against the gateway-wide budget before
+        // its body is allocated; the permit is held until the response is written.
+        let admit = |size: usize| gateway.admit_request_bytes(size);
+        let (frame, _permit) = tokio::select! {
             // Branches in written order, not tokio's own random order: a simulation seed must
             // decide every choice the server makes (PROTO-DETERMINISM-1).
             biased;
             _ = stopped(&mut stop) => break,
-            read = tokio::time::timeout(config.idle_timeout, read_frame(&mut stream, config.max_frame_size, config.read_timeout)) => match read {
+            read = tokio::time::timeout(config.idle_timeout, read_admitted_frame(&mut stream, config.max_frame_size, config.read_timeout, admit)) => match read {
                 Err(_) => {
                     tracing::debug!(%peer, "closing idle connection after {:?}", config.idle_timeout);
                     break;
@@ -134,7 +220,8 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
             }
             Ok(Reply::Nothing) => {}
             Err(e) => {
-                // PROTO-VERSION-2, PROTO-MALFORMED-1
+                // PROTO-VERSION-2, PROTO-MALFORMED-1, LIMIT-ENTRIES-1, LIMIT-TRAILING-BYTES-1,
+                // PROTO-ENCODE-1
                 tracing::error!(%peer, "closing connection: {e}");
                 break;
             }
@@ -161,6 +248,17 @@ mod tests {
                 Some(stream) => Ok((stream, "127.0.0.1:1".parse().expect("valid"))),
                 None => std::future::pending().await,
             }
+        }
+    }
+
+    /// A listener out of descriptors: every accept fails at once, as with EMFILE, and is counted.
+    struct ExhaustedListener(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl Listener for ExhaustedListener {
+        type Stream = DuplexStream;
+        async fn accept(&mut self) -> std::io::Result<(DuplexStream, SocketAddr)> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Err(std::io::Error::from_raw_os_error(24)) // EMFILE
         }
     }
 
@@ -240,6 +338,157 @@ mod tests {
         );
         shutdown.trigger();
         task.await.unwrap();
+    }
+
+    /// Sends one ApiVersions v0 and reads its whole answer: the connection is being served.
+    async fn served(client: &mut DuplexStream) -> bool {
+        if client.write_all(&api_versions_v0_frame()).await.is_err() {
+            return false;
+        }
+        let mut size = [0u8; 4];
+        if client.read_exact(&mut size).await.is_err() {
+            return false;
+        }
+        let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+        client.read_exact(&mut body).await.is_ok()
+    }
+
+    fn with_limits(limits: crate::limits::LimitSettings) -> FileConfig {
+        FileConfig {
+            idle_timeout_ms: Some(600_000),
+            read_timeout_ms: Some(5_000),
+            limits,
+            ..FileConfig::default()
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn limit_connections_1_connections_beyond_the_limit_are_closed_at_once() {
+        let (tx, shutdown, task) = start_with(with_limits(crate::limits::LimitSettings {
+            max_connections: Some(2),
+            ..Default::default()
+        }));
+        let mut a = connect(&tx).await;
+        let mut b = connect(&tx).await;
+        assert!(served(&mut a).await && served(&mut b).await);
+        let started = tokio::time::Instant::now();
+        let mut c = connect(&tx).await;
+        let mut byte = [0u8; 1];
+        assert_eq!(c.read(&mut byte).await.unwrap(), 0, "the third connection is closed");
+        assert_eq!(started.elapsed(), Duration::ZERO, "closed at once, not after a timeout");
+        assert!(served(&mut a).await, "the open connections are still served");
+        // A closed connection makes room for a new one.
+        drop(b);
+        let mut d = connect(&tx).await;
+        assert!(served(&mut d).await, "a connection is accepted again below the limit");
+        shutdown.trigger();
+        task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn limit_accept_1_failed_accepts_back_off_and_log_once() {
+        let config = Config::resolve(Args::default(), FileConfig::default()).expect("valid config");
+        let gateway = crate::embedded_gateway(config, Arc::new(TokioClock::new(0)), 1);
+        let attempts = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let shutdown = Shutdown::default();
+        let task = tokio::spawn(serve(ExhaustedListener(attempts.clone()), gateway, shutdown.clone()));
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let tried = attempts.load(std::sync::atomic::Ordering::SeqCst);
+        // 10, 20, ... 640 ms, then once a second: 17 tries in 10 s. A loop without a pause
+        // never lets paused time advance and makes millions.
+        assert!((10..=20).contains(&tried), "{tried} accepts in 10 s");
+        shutdown.trigger();
+        task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn limit_inflight_1_a_frame_waits_for_room_in_the_budget() {
+        let (tx, shutdown, task) = start_with(FileConfig {
+            max_frame_size: Some(1024),
+            ..with_limits(crate::limits::LimitSettings {
+                max_inflight_request_bytes: Some(1024),
+                ..Default::default()
+            })
+        });
+        // A declares a frame that takes the whole budget, sends part of it and stalls.
+        let mut a = connect(&tx).await;
+        a.write_all(&1024i32.to_be_bytes()).await.unwrap();
+        a.write_all(&[0u8; 10]).await.unwrap();
+        let mut b = connect(&tx).await;
+        let started = tokio::time::Instant::now();
+        assert!(served(&mut b).await);
+        // B was answered only once A's read timeout gave its bytes back.
+        assert!(
+            started.elapsed() >= Duration::from_millis(5_000),
+            "answered after {:?}, while A held the budget",
+            started.elapsed()
+        );
+        let mut byte = [0u8; 1];
+        assert_eq!(a.read(&mut byte).await.unwrap(), 0, "A was closed at its read timeout");
+        shutdown.trigger();
+        task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn proto_shutdown_2_shutdown_stops_busy_connections_at_the_timeout() {
+        use kafka_protocol::messages::create_topics_request::CreatableTopic;
+        use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+        use kafka_protocol::messages::{ApiKey, CreateTopicsRequest, FetchRequest, RequestHeader, TopicName};
+        use kafka_protocol::protocol::{Encodable, StrBytes};
+        fn frame<T: Encodable>(key: ApiKey, version: i16, body: &T) -> Vec<u8> {
+            let header = RequestHeader::default()
+                .with_request_api_key(key as i16)
+                .with_request_api_version(version)
+                .with_correlation_id(1);
+            let mut out = bytes::BytesMut::new();
+            header.encode(&mut out, key.request_header_version(version)).unwrap();
+            body.encode(&mut out, version).unwrap();
+            let mut framed = (out.len() as i32).to_be_bytes().to_vec();
+            framed.extend_from_slice(&out);
+            framed
+        }
+        let (tx, shutdown, task) = start_with(FileConfig {
+            limits: crate::limits::LimitSettings {
+                shutdown_timeout_ms: Some(2_000),
+                fetch_max_wait_ms: Some(3_600_000),
+                ..Default::default()
+            },
+            ..FileConfig::default()
+        });
+        let topic = TopicName(StrBytes::from_static_str("waits"));
+        let mut client = connect(&tx).await;
+        let create = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+            .with_name(topic.clone())
+            .with_num_partitions(1)
+            .with_replication_factor(1)]);
+        client
+            .write_all(&frame(ApiKey::CreateTopics, 4, &create))
+            .await
+            .unwrap();
+        let mut size = [0u8; 4];
+        client.read_exact(&mut size).await.unwrap();
+        client
+            .read_exact(&mut vec![0u8; i32::from_be_bytes(size) as usize])
+            .await
+            .unwrap();
+        // A Fetch that waits an hour for a record that never comes.
+        let fetch = FetchRequest::default()
+            .with_max_wait_ms(i32::MAX)
+            .with_min_bytes(1)
+            .with_max_bytes(1 << 20)
+            .with_topics(vec![FetchTopic::default().with_topic(topic).with_partitions(vec![
+                FetchPartition::default().with_partition_max_bytes(1 << 20),
+            ])]);
+        client.write_all(&frame(ApiKey::Fetch, 4, &fetch)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = tokio::time::Instant::now();
+        shutdown.trigger();
+        task.await.unwrap();
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(2_000) && waited < Duration::from_secs(3_600),
+            "serve ended {waited:?} after the shutdown began"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -36,6 +36,7 @@ use kafka_iggy_gateway::clock::{Clock, SharedRng, TokioClock};
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
 use kafka_iggy_gateway::embedded_gateway;
 use kafka_iggy_gateway::gateway::Gateway;
+use kafka_iggy_gateway::limits::LimitSettings;
 use kafka_iggy_gateway::server::{serve, Listener, Shutdown};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -67,6 +68,12 @@ pub fn gateway_config() -> Config {
     let args = Args {
         listen: Some(SocketAddr::from(([0, 0, 0, 0], GATEWAY_PORT))),
         advertised: Some(format!("{GATEWAY_HOST}:{GATEWAY_PORT}")),
+        limits: LimitSettings {
+            // Decoding on another OS thread would finish at a moment no seed decides
+            // (PROTO-DETERMINISM-1).
+            decode_threads: Some(0),
+            ..LimitSettings::default()
+        },
         ..Args::default()
     };
     Config::resolve(args, FileConfig::default()).expect("the simulation's configuration is valid")

@@ -202,6 +202,12 @@ impl RawBatch {
     /// Decodes the records, decompressing under `budget`. The CRC is checked first.
     pub fn decode_records(&self, budget: &mut DecompressionBudget) -> Result<Vec<Record>, DecodeError> {
         self.verify_crc()?;
+        // LIMIT-RECORDS-1: charged from the declared count before decompressing or decoding.
+        let declared = usize::try_from(self.records_count).map_err(|_| DecodeError::Invalid {
+            what: "record count",
+            value: i64::from(self.records_count),
+        })?;
+        budget.take_records(declared)?;
         let compression = self.header.attributes.compression()?;
         let section = self.bytes.slice(BATCH_HEADER_LEN..);
         let records = match compression {

@@ -30,6 +30,8 @@ pub enum DecodeError {
     Corrupt { codec: &'static str, reason: String },
     #[error(transparent)]
     Budget(#[from] BudgetExceeded),
+    #[error(transparent)]
+    RecordBudget(#[from] RecordBudgetExceeded),
 }
 
 /// The shared per-request decompression budget would be exceeded.
@@ -39,6 +41,15 @@ pub enum DecodeError {
 )]
 pub struct BudgetExceeded {
     pub requested: u64,
+    pub remaining: usize,
+    pub limit: usize,
+}
+
+/// The per-request record budget would be exceeded (LIMIT-RECORDS-1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Error)]
+#[error("the request would decode more records than allowed: {requested} declared, {remaining} left of {limit}")]
+pub struct RecordBudgetExceeded {
+    pub requested: usize,
     pub remaining: usize,
     pub limit: usize,
 }

@@ -13,8 +13,9 @@ pub use state::{DescribedGroup, DescribedMember, GroupState, JoinOutcome, JoinRe
 
 use crate::clock::SharedRng;
 use kafka_protocol::error::ResponseError;
-use state::Group;
+use state::{protocol_bytes, Group, Usage};
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::{oneshot, Notify};
@@ -29,10 +30,21 @@ pub struct GroupLimits {
     pub max_metadata_bytes: usize,
     pub min_session_timeout: Duration,
     pub max_session_timeout: Duration,
+    /// Protocols one JoinGroup may offer (LIMIT-JOIN-PROTOCOLS-1).
+    pub max_protocols: usize,
+    /// Longer rebalance timeouts are cut to this (LIMIT-REBALANCE-TIMEOUT-1).
+    pub max_rebalance_timeout: Duration,
+    /// A KIP-394 pending id lapses after min(session timeout, this) (LIMIT-GROUP-PENDING-1).
+    pub pending_member_timeout: Duration,
+    /// Joined and pending members over every group (LIMIT-GROUP-MEMBERS-1).
+    pub max_members_total: usize,
+    /// Metadata and assignment bytes held over every group (LIMIT-GROUP-BYTES-1).
+    pub max_stored_bytes: usize,
 }
 
 impl Default for GroupLimits {
     fn default() -> Self {
+        let settings = crate::limits::GroupLimitSettings::default();
         Self {
             max_groups: 10_000,
             max_members_per_group: 1_000,
@@ -40,6 +52,11 @@ impl Default for GroupLimits {
             // Kafka's group.min.session.timeout.ms and group.max.session.timeout.ms.
             min_session_timeout: Duration::from_millis(6_000),
             max_session_timeout: Duration::from_millis(1_800_000),
+            max_protocols: settings.max_join_protocols,
+            max_rebalance_timeout: settings.max_rebalance_timeout,
+            pending_member_timeout: settings.pending_member_timeout,
+            max_members_total: settings.max_members_total,
+            max_stored_bytes: settings.max_stored_bytes,
         }
     }
 }
@@ -55,6 +72,11 @@ pub struct GroupCoordinator {
     stopped: std::sync::atomic::AtomicBool,
     /// Serialises the commits of one group, whose two-step stores must not interleave (CO-ZERO-1).
     commit_locks: Mutex<BTreeMap<String, std::sync::Arc<tokio::sync::Mutex<()>>>>,
+    /// Joined and pending members over every group (LIMIT-GROUP-MEMBERS-1); changed only under
+    /// the `groups` lock, read without it.
+    members_total: AtomicUsize,
+    /// Metadata and assignment bytes over every group (LIMIT-GROUP-BYTES-1); likewise.
+    bytes_total: AtomicUsize,
 }
 
 fn code(e: ResponseError) -> i16 {
@@ -70,7 +92,34 @@ impl GroupCoordinator {
             deadlines_changed: Notify::new(),
             stopped: std::sync::atomic::AtomicBool::new(false),
             commit_locks: Mutex::new(BTreeMap::new()),
+            members_total: AtomicUsize::new(0),
+            bytes_total: AtomicUsize::new(0),
         }
+    }
+
+    /// What every group holds together (LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1).
+    pub fn usage(&self) -> (usize, usize) {
+        (
+            self.members_total.load(Ordering::Relaxed),
+            self.bytes_total.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Moves the totals from `before` to `after`; called with the `groups` lock held. Adds
+    /// first, so a concurrent reader never sees a total below zero.
+    fn retally(&self, before: Usage, after: Usage) {
+        self.members_total.fetch_add(after.members, Ordering::Relaxed);
+        self.members_total.fetch_sub(before.members, Ordering::Relaxed);
+        self.bytes_total.fetch_add(after.bytes, Ordering::Relaxed);
+        self.bytes_total.fetch_sub(before.bytes, Ordering::Relaxed);
+    }
+
+    /// Runs `change` on `group` and keeps the totals in step with it.
+    fn tracked<R>(&self, group: &mut Group, change: impl FnOnce(&mut Group) -> R) -> R {
+        let before = group.usage();
+        let result = change(group);
+        self.retally(before, group.usage());
+        result
     }
 
     fn is_stopped(&self) -> bool {
@@ -99,6 +148,7 @@ impl GroupCoordinator {
 
     /// A commit from a current member counts as a sign of life, as in Kafka.
     pub fn touch(&self, group_id: &str, member_id: &str) {
+        // Changes no usage: only a deadline.
         if let Some(group) = self.lock().get_mut(group_id) {
             group.touch(member_id, Instant::now());
         }
@@ -109,12 +159,15 @@ impl GroupCoordinator {
     }
 
     fn new_member_id(&self, client_id: &str) -> String {
+        // LIMIT-BUILT-STRING-1: the client id is the client's to choose; the member id must
+        // still encode as a Kafka string.
+        let client_id = crate::limits::truncate_utf8(client_id, crate::limits::MAX_CLIENT_ID_IN_MEMBER_ID_BYTES);
         format!("{client_id}-{:016x}{:016x}", self.rng.next_u64(), self.rng.next_u64())
     }
 
     /// JoinGroup. Returns at once for errors and KIP-394's MEMBER_ID_REQUIRED, otherwise when the
     /// rebalance completes (all members rejoined, or the rebalance timeout removed the rest).
-    pub async fn join(&self, request: JoinRequest) -> JoinOutcome {
+    pub async fn join(&self, mut request: JoinRequest) -> JoinOutcome {
         if self.is_stopped() {
             return JoinOutcome::error(code(ResponseError::NotCoordinator), &request.member_id);
         }
@@ -125,13 +178,44 @@ impl GroupCoordinator {
         if request.protocol_type.is_empty() || request.protocols.is_empty() {
             return JoinOutcome::error(code(ResponseError::InconsistentGroupProtocol), &request.member_id);
         }
-        if request.protocols.iter().map(|(n, m)| n.len() + m.len()).sum::<usize>() > limits.max_metadata_bytes {
+        // LIMIT-JOIN-PROTOCOLS-1
+        if request.protocols.len() > limits.max_protocols {
+            tracing::error!(
+                "JoinGroup for {}: {} protocols offered, at most {} accepted (LIMIT-JOIN-PROTOCOLS-1)",
+                request.group_id,
+                request.protocols.len(),
+                limits.max_protocols
+            );
+            return JoinOutcome::error(code(ResponseError::InvalidRequest), &request.member_id);
+        }
+        let metadata_bytes = protocol_bytes(&request.protocols);
+        if metadata_bytes > limits.max_metadata_bytes {
             tracing::error!(
                 "JoinGroup for {}: protocol metadata above {} bytes refused",
                 request.group_id,
                 limits.max_metadata_bytes
             );
             return JoinOutcome::error(code(ResponseError::InvalidRequest), &request.member_id);
+        }
+        // LIMIT-REBALANCE-TIMEOUT-1: a member may hold a rebalance open only so long.
+        request.rebalance_timeout = request.rebalance_timeout.min(limits.max_rebalance_timeout);
+        let (members_total, bytes_total) = self.usage();
+        // LIMIT-GROUP-MEMBERS-1: only a join without a member id adds a member or a pending id.
+        if request.member_id.is_empty() && members_total >= limits.max_members_total {
+            tracing::error!(
+                "JoinGroup for {}: this gateway holds {members_total} members and pending ids already (LIMIT-GROUP-MEMBERS-1)",
+                request.group_id
+            );
+            return JoinOutcome::error(code(ResponseError::CoordinatorNotAvailable), &request.member_id);
+        }
+        // LIMIT-GROUP-BYTES-1
+        if bytes_total.saturating_add(metadata_bytes) > limits.max_stored_bytes {
+            tracing::error!(
+                "JoinGroup for {}: groups hold {bytes_total} bytes of metadata and assignments, at most {} (LIMIT-GROUP-BYTES-1)",
+                request.group_id,
+                limits.max_stored_bytes
+            );
+            return JoinOutcome::error(code(ResponseError::CoordinatorNotAvailable), &request.member_id);
         }
         let receiver = {
             let mut groups = self.lock();
@@ -147,7 +231,7 @@ impl GroupCoordinator {
                 .entry(request.group_id.clone())
                 .or_insert_with(|| Group::new(request.group_id.clone()));
             let new_id = self.new_member_id(&request.client_id);
-            let joined = group.join(request, new_id, limits, Instant::now());
+            let joined = self.tracked(group, |g| g.join(request, new_id, limits, Instant::now()));
             // Also on MEMBER_ID_REQUIRED: the pending id's deadline must be scheduled.
             self.deadlines_changed.notify_one();
             match joined {
@@ -179,6 +263,16 @@ impl GroupCoordinator {
             );
             return SyncOutcome::error(code(ResponseError::InvalidRequest));
         }
+        // LIMIT-GROUP-BYTES-1
+        let assigned: usize = assignments.iter().map(|(_, a)| a.len()).sum();
+        let (_, bytes_total) = self.usage();
+        if bytes_total.saturating_add(assigned) > self.limits.max_stored_bytes {
+            tracing::error!(
+                "SyncGroup for {group_id}: groups hold {bytes_total} bytes of metadata and assignments, at most {} (LIMIT-GROUP-BYTES-1)",
+                self.limits.max_stored_bytes
+            );
+            return SyncOutcome::error(code(ResponseError::CoordinatorNotAvailable));
+        }
         if self.is_stopped() {
             return SyncOutcome::error(code(ResponseError::NotCoordinator));
         }
@@ -187,7 +281,7 @@ impl GroupCoordinator {
             let Some(group) = groups.get_mut(group_id) else {
                 return SyncOutcome::error(code(ResponseError::UnknownMemberId));
             };
-            match group.sync(generation, member_id, instance_id, assignments) {
+            match self.tracked(group, |g| g.sync(generation, member_id, instance_id, assignments)) {
                 Ok(receiver) => receiver,
                 Err(outcome) => return outcome,
             }
@@ -212,7 +306,7 @@ impl GroupCoordinator {
             let mut groups = self.lock();
             match groups.get_mut(group_id) {
                 None => vec![code(ResponseError::UnknownMemberId); members.len()],
-                Some(group) => members.iter().map(|m| group.leave(m, Instant::now())).collect(),
+                Some(group) => self.tracked(group, |g| members.iter().map(|m| g.leave(m, Instant::now())).collect()),
             }
         };
         self.deadlines_changed.notify_one();
@@ -251,7 +345,9 @@ impl GroupCoordinator {
         match groups.get(group_id) {
             Some(g) if !g.member_ids().is_empty() => false,
             _ => {
-                groups.remove(group_id);
+                if let Some(group) = groups.remove(group_id) {
+                    self.retally(group.usage(), Usage::default());
+                }
                 true
             }
         }
@@ -262,8 +358,9 @@ impl GroupCoordinator {
     pub fn expire(&self, now: Instant) -> Option<Instant> {
         let mut groups = self.lock();
         for group in groups.values_mut() {
-            group.expire(now);
+            self.tracked(group, |g| g.expire(now));
         }
+        // A vacant group holds no usage: nothing to take from the totals.
         groups.retain(|_, g| !g.is_vacant());
         groups.values().filter_map(Group::next_deadline).min()
     }

@@ -5,7 +5,7 @@
 use super::GroupLimits;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -139,6 +139,34 @@ pub(super) struct Group {
     /// KIP-394 ids handed out, each with the time it lapses if its member never rejoins.
     pending: BTreeMap<String, Instant>,
     rebalance_deadline: Option<Instant>,
+    /// How many members offer each protocol name, so protocol checks cost O(protocols of one
+    /// request) under the coordinator's lock, not O(members x protocols^2).
+    support: HashMap<String, usize>,
+    /// Bytes of protocol names, metadata and assignments held (LIMIT-GROUP-BYTES-1).
+    stored_bytes: usize,
+}
+
+/// What a group holds that counts against the coordinator's totals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct Usage {
+    /// Joined members and pending KIP-394 ids (LIMIT-GROUP-MEMBERS-1).
+    pub(super) members: usize,
+    /// LIMIT-GROUP-BYTES-1
+    pub(super) bytes: usize,
+}
+
+/// The bytes `protocols` hold: names and metadata.
+pub(super) fn protocol_bytes(protocols: &[(String, Bytes)]) -> usize {
+    protocols.iter().map(|(n, m)| n.len() + m.len()).sum()
+}
+
+/// Each protocol name once, in the order first offered.
+fn unique_names(protocols: &[(String, Bytes)]) -> impl Iterator<Item = &String> {
+    let mut seen = HashSet::new();
+    protocols
+        .iter()
+        .map(|(n, _)| n)
+        .filter(move |n| seen.insert(n.as_str()))
 }
 
 fn code(e: ResponseError) -> i16 {
@@ -157,7 +185,49 @@ impl Group {
             members: Vec::new(),
             pending: BTreeMap::new(),
             rebalance_deadline: None,
+            support: HashMap::new(),
+            stored_bytes: 0,
         }
+    }
+
+    pub(super) fn usage(&self) -> Usage {
+        Usage {
+            members: self.members.len() + self.pending.len(),
+            bytes: self.stored_bytes,
+        }
+    }
+
+    /// Counts a member's protocols in or out of `support` and `stored_bytes`.
+    fn account(&mut self, protocols: &[(String, Bytes)], add: bool) {
+        for name in unique_names(protocols) {
+            if add {
+                *self.support.entry(name.clone()).or_default() += 1;
+            } else if let Some(count) = self.support.get_mut(name) {
+                *count -= 1;
+                if *count == 0 {
+                    self.support.remove(name);
+                }
+            }
+        }
+        let bytes = protocol_bytes(protocols);
+        if add {
+            self.stored_bytes += bytes;
+        } else {
+            self.stored_bytes -= bytes;
+        }
+    }
+
+    /// Replaces a member's assignment, keeping `stored_bytes` exact.
+    fn set_assignment(&mut self, index: usize, assignment: Bytes) {
+        let old = std::mem::replace(&mut self.members[index].assignment, assignment);
+        self.stored_bytes = self.stored_bytes - old.len() + self.members[index].assignment.len();
+    }
+
+    /// How many members other than `except` offer `name`.
+    fn supporters(&self, name: &str, except: Option<&Member>) -> usize {
+        let count = self.support.get(name).copied().unwrap_or(0);
+        let own = except.is_some_and(|m| m.protocols.iter().any(|(n, _)| n == name));
+        count - usize::from(own)
     }
 
     pub(super) fn id(&self) -> &str {
@@ -198,7 +268,7 @@ impl Group {
         self.members.is_empty()
             || protocols
                 .iter()
-                .any(|(name, _)| self.members.iter().all(|m| m.protocols.iter().any(|(n, _)| n == name)))
+                .any(|(name, _)| self.supporters(name, None) == self.members.len())
     }
 
     pub(super) fn join(
@@ -229,8 +299,14 @@ impl Group {
                 }
                 member_id = new_id;
             } else if request.require_known_member_id && request.instance_id.is_none() {
+                // LIMIT-GROUP-PENDING-1: pending ids count against the group's size, and lapse
+                // soon, whatever session timeout the client chose.
+                if self.members.len() + self.pending.len() >= limits.max_members_per_group {
+                    return err(ResponseError::GroupMaxSizeReached, "");
+                }
                 // GROUP-JOIN-1 (KIP-394)
-                self.pending.insert(new_id.clone(), now + request.session_timeout);
+                let lapse = request.session_timeout.min(limits.pending_member_timeout);
+                self.pending.insert(new_id.clone(), now + lapse);
                 return err(ResponseError::MemberIdRequired, &new_id);
             } else {
                 member_id = new_id;
@@ -261,20 +337,27 @@ impl Group {
                 sync_waiter: None,
             });
         } else {
-            let others_ok = {
-                let others: Vec<&Member> = self.members.iter().filter(|m| m.id != member_id).collect();
-                others.is_empty()
-                    || request
-                        .protocols
-                        .iter()
-                        .any(|(name, _)| others.iter().all(|m| m.protocols.iter().any(|(n, _)| n == name)))
-            };
+            let me = self.members.iter().find(|m| m.id == member_id);
+            let others = self.members.len() - 1;
+            let others_ok = others == 0
+                || request
+                    .protocols
+                    .iter()
+                    .any(|(name, _)| self.supporters(name, me) == others);
             if !others_ok {
                 return err(ResponseError::InconsistentGroupProtocol, &member_id);
             }
         }
+        let index = self
+            .members
+            .iter()
+            .position(|m| m.id == member_id)
+            .expect("member present");
+        let old = std::mem::take(&mut self.members[index].protocols);
+        self.account(&old, false);
+        self.account(&request.protocols, true);
         let (tx, rx) = oneshot::channel();
-        let member = self.member(&member_id).expect("member present");
+        let member = &mut self.members[index];
         member.protocols = request.protocols;
         member.session_timeout = request.session_timeout;
         member.rebalance_timeout = request.rebalance_timeout;
@@ -344,8 +427,10 @@ impl Group {
                 (m.id.clone(), m.instance_id.clone(), metadata)
             })
             .collect();
+        for index in 0..self.members.len() {
+            self.set_assignment(index, Bytes::new());
+        }
         for m in &mut self.members {
-            m.assignment = Bytes::new();
             m.session_deadline = now + m.session_timeout;
             let outcome = JoinOutcome {
                 error_code: 0,
@@ -362,30 +447,25 @@ impl Group {
         }
     }
 
-    /// Each member votes for its most preferred protocol that every member supports.
+    /// Each member votes for its most preferred protocol that every member supports. Linear in
+    /// the members' protocols: it runs under the coordinator's lock.
     fn select_protocol(&self) -> String {
-        let common: Vec<&String> = self.members[0]
-            .protocols
-            .iter()
-            .map(|(n, _)| n)
-            .filter(|n| self.members.iter().all(|m| m.protocols.iter().any(|(p, _)| p == *n)))
+        let everyone = self.members.len();
+        // In the first member's preference order, which breaks ties.
+        let common: Vec<&String> = unique_names(&self.members[0].protocols)
+            .filter(|n| self.supporters(n, None) == everyone)
             .collect();
-        let mut votes: BTreeMap<&String, usize> = BTreeMap::new();
+        let rank: HashMap<&str, usize> = common.iter().enumerate().map(|(i, n)| (n.as_str(), i)).collect();
+        let mut votes = vec![0usize; common.len()];
         for m in &self.members {
-            if let Some((n, _)) = m.protocols.iter().find(|(n, _)| common.contains(&n)) {
-                *votes.entry(n).or_default() += 1;
+            if let Some(i) = m.protocols.iter().find_map(|(n, _)| rank.get(n.as_str())) {
+                votes[*i] += 1;
             }
         }
         // Most votes; ties go to the first member's preference order.
-        common
-            .iter()
-            .max_by_key(|n| {
-                (
-                    votes.get(*n).copied().unwrap_or(0),
-                    std::cmp::Reverse(common.iter().position(|c| c == *n)),
-                )
-            })
-            .map(|n| (*n).clone())
+        (0..common.len())
+            .max_by_key(|&i| (votes[i], std::cmp::Reverse(i)))
+            .map(|i| common[i].clone())
             .unwrap_or_default()
     }
 
@@ -428,9 +508,10 @@ impl Group {
                 self.member(member_id).expect("present").sync_waiter = Some(tx);
                 if self.leader.as_deref() == Some(member_id) {
                     // GROUP-SYNC-1: the leader's assignments go to every member.
-                    let mut given: BTreeMap<String, Bytes> = assignments.into_iter().collect();
-                    for m in &mut self.members {
-                        m.assignment = given.remove(&m.id).unwrap_or_default();
+                    let mut given: HashMap<String, Bytes> = assignments.into_iter().collect();
+                    for index in 0..self.members.len() {
+                        let assignment = given.remove(&self.members[index].id).unwrap_or_default();
+                        self.set_assignment(index, assignment);
                     }
                     self.state = GroupState::Stable;
                     let replies: Vec<(oneshot::Sender<SyncOutcome>, Bytes)> = self
@@ -474,7 +555,9 @@ impl Group {
     }
 
     fn remove_member(&mut self, index: usize, now: Instant) {
+        self.set_assignment(index, Bytes::new());
         let member = self.members.remove(index);
+        self.account(&member.protocols, false);
         if let Some(w) = member.join_waiter {
             let _ = w.send(JoinOutcome::error(code(ResponseError::UnknownMemberId), &member.id));
         }

@@ -263,3 +263,135 @@ async fn group_limit_1_groups_members_and_metadata_are_bounded() {
         .await;
     assert_eq!(sync.error_code, ResponseError::InvalidRequest.code());
 }
+
+#[tokio::test(start_paused = true)]
+async fn limit_join_protocols_1_too_many_protocols_are_refused() {
+    let c = coordinator();
+    let mut many = join_request("", None);
+    many.protocols = (0..65).map(|i| (format!("p{i}"), Bytes::new())).collect();
+    assert_eq!(c.join(many).await.error_code, ResponseError::InvalidRequest.code());
+    let mut at_limit = join_request("", None);
+    at_limit.protocols = (0..64).map(|i| (format!("p{i}"), Bytes::new())).collect();
+    assert_eq!(
+        c.join(at_limit).await.error_code,
+        ResponseError::MemberIdRequired.code()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn limit_rebalance_timeout_1_a_rebalance_ends_by_the_cap() {
+    let c = coordinator();
+    let stop = tokio::sync::watch::channel(false);
+    let timers = tokio::spawn({
+        let c = c.clone();
+        let rx = stop.0.subscribe();
+        async move { c.run_timers(rx).await }
+    });
+    // The first member asks for 24 days, then stops responding (it heartbeats no more).
+    let mut first = join_request("", None);
+    first.rebalance_timeout = Duration::from_millis(i32::MAX as u64);
+    first.session_timeout = Duration::from_secs(1_800);
+    let pending = c.join(first.clone()).await;
+    first.member_id = pending.member_id;
+    assert_eq!(c.join(first).await.error_code, 0);
+    // A second member's join starts a rebalance the first never rejoins.
+    let started = Instant::now();
+    let second = join_new(&c).await;
+    assert_eq!(second.error_code, 0, "the rebalance completed without the first member");
+    let waited = started.elapsed();
+    assert!(
+        waited <= GroupLimits::default().max_rebalance_timeout,
+        "the rebalance was held open for {waited:?}"
+    );
+    stop.0.send_replace(true);
+    timers.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn limit_group_pending_1_pending_ids_are_bounded_and_lapse_soon() {
+    let limits = GroupLimits {
+        max_members_per_group: 3,
+        ..GroupLimits::default()
+    };
+    let c = Arc::new(GroupCoordinator::new(limits.clone(), SharedRng::seeded(5)));
+    let mut long_session = join_request("", None);
+    long_session.session_timeout = Duration::from_secs(1_800);
+    for _ in 0..3 {
+        assert_eq!(
+            c.join(long_session.clone()).await.error_code,
+            ResponseError::MemberIdRequired.code()
+        );
+    }
+    assert_eq!(c.usage().0, 3, "three pending ids");
+    assert_eq!(
+        c.join(long_session.clone()).await.error_code,
+        ResponseError::GroupMaxSizeReached.code(),
+        "pending ids count against the group's size"
+    );
+    // They lapse after the pending timeout, not the 30-minute session the client chose.
+    let now = Instant::now();
+    c.expire(now + limits.pending_member_timeout - Duration::from_millis(1));
+    assert_eq!(c.usage().0, 3);
+    c.expire(now + limits.pending_member_timeout);
+    assert_eq!(c.usage().0, 0);
+    assert_eq!(
+        c.join(long_session).await.error_code,
+        ResponseError::MemberIdRequired.code()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn limit_group_members_1_and_limit_group_bytes_1_totals_over_all_groups() {
+    let limits = GroupLimits {
+        max_members_total: 2,
+        max_stored_bytes: 100,
+        ..GroupLimits::default()
+    };
+    let c = Arc::new(GroupCoordinator::new(limits, SharedRng::seeded(9)));
+    let in_group = |g: &str, metadata: usize| {
+        let mut r = join_request("", None);
+        r.group_id = g.into();
+        r.protocols = vec![("range".into(), Bytes::from(vec![7u8; metadata]))];
+        r
+    };
+    // Two members in two groups: 2 x (5 + 40) = 90 bytes held.
+    let mut held = Vec::new();
+    for g in ["g1", "g2"] {
+        let mut r = in_group(g, 40);
+        r.member_id = c.join(r.clone()).await.member_id;
+        let joined = c.join(r).await;
+        assert_eq!(joined.error_code, 0);
+        held.push((g, joined.member_id));
+    }
+    assert_eq!(c.usage(), (2, 90));
+    // A third member anywhere is refused, whatever its group holds.
+    assert_eq!(
+        c.join(in_group("g3", 1)).await.error_code,
+        ResponseError::CoordinatorNotAvailable.code()
+    );
+    // An assignment that would take the bytes past 100 is refused; one that fits is kept.
+    let (g, member) = &held[0];
+    let too_big = c
+        .sync(g, 1, member, None, vec![(member.clone(), Bytes::from(vec![0u8; 11]))])
+        .await;
+    assert_eq!(too_big.error_code, ResponseError::CoordinatorNotAvailable.code());
+    let fits = c
+        .sync(g, 1, member, None, vec![(member.clone(), Bytes::from(vec![0u8; 10]))])
+        .await;
+    assert_eq!(fits.error_code, 0);
+    assert_eq!(c.usage(), (2, 100));
+    // Leaving gives everything back, exactly.
+    for (g, member) in &held {
+        let left = c.leave(
+            g,
+            &[MemberLeave {
+                member_id: member.clone(),
+                instance_id: None,
+            }],
+        );
+        assert_eq!(left, vec![0]);
+    }
+    assert_eq!(c.usage(), (0, 0));
+    c.expire(Instant::now());
+    assert_eq!(c.usage(), (0, 0));
+}

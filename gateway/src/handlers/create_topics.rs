@@ -48,7 +48,13 @@ fn message_expiry(topic: &CreatableTopic) -> Result<Option<u64>, String> {
                     .map_err(|_| format!("retention.ms {value:?} is not a number"))?;
                 expiry = match ms {
                     -1 => None,
-                    ms if ms > 0 => Some(ms as u64 * 1_000),
+                    // LIMIT-CONFIG-VALUE-1: Iggy counts expiry in microseconds; a value whose microseconds overflow is
+                    // refused, never wrapped into an expiry of a few microseconds.
+                    ms if ms > 0 => Some(
+                        (ms as u64)
+                            .checked_mul(1_000)
+                            .ok_or_else(|| format!("retention.ms {ms} is too large: at most {}", u64::MAX / 1_000))?,
+                    ),
                     ms => return Err(format!("retention.ms {ms} must be positive or -1")),
                 };
             }
@@ -143,7 +149,7 @@ pub async fn handle<B: Backend>(
                 .with_configs(Some(vec![])),
             Err((code, message)) => result
                 .with_error_code(code)
-                .with_error_message(Some(StrBytes::from_string(message)))
+                .with_error_message(Some(StrBytes::from_string(crate::limits::error_message(message))))
                 .with_num_partitions(-1)
                 .with_replication_factor(-1),
         });
@@ -163,5 +169,27 @@ mod tests {
         for bad in ["", ".", "..", "a b", "ä", "a/b", &"x".repeat(250)] {
             assert!(validate_topic_name(bad).is_err(), "{bad}");
         }
+    }
+
+    fn with_retention(ms: &str) -> CreatableTopic {
+        use kafka_protocol::messages::create_topics_request::CreatableTopicConfig;
+        CreatableTopic::default().with_configs(vec![CreatableTopicConfig::default()
+            .with_name(StrBytes::from_static_str("retention.ms"))
+            .with_value(Some(StrBytes::from_string(ms.to_string())))])
+    }
+
+    #[test]
+    fn limit_config_value_1_retention_whose_microseconds_overflow_is_refused() {
+        // The value from the report: its microseconds wrapped to an expiry of about 384 µs.
+        let err = message_expiry(&with_retention("18446744073709552")).unwrap_err();
+        assert!(err.contains("too large"), "{err}");
+        assert!(message_expiry(&with_retention(&i64::MAX.to_string())).is_err());
+        let largest = (u64::MAX / 1_000).min(i64::MAX as u64);
+        assert_eq!(
+            message_expiry(&with_retention(&largest.to_string())).unwrap(),
+            Some(largest * 1_000)
+        );
+        assert_eq!(message_expiry(&with_retention("-1")).unwrap(), None);
+        assert_eq!(message_expiry(&with_retention("1500")).unwrap(), Some(1_500_000));
     }
 }

@@ -40,7 +40,10 @@ async fn read_pass<B: Backend>(
                 .with_topic_id(t.topic_id)
         })
         .collect();
-    let request_max = usize::try_from(request.max_bytes).unwrap_or(0);
+    // LIMIT-FETCH-BYTES-1: as Kafka's fetch.max.bytes, whatever the client asks for.
+    let request_max = usize::try_from(request.max_bytes)
+        .unwrap_or(0)
+        .min(gateway.config.limits.fetch_max_bytes);
     let mut total = 0usize;
     for slot in slots {
         let data = read_partition(gateway, slot, request_max.saturating_sub(total), total == 0).await;
@@ -128,6 +131,9 @@ async fn read_partition<B: Backend>(
 
 pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: FetchRequest, _version: i16) -> FetchResponse {
     let mut slots = Vec::new();
+    // LIMIT-FETCH-DUPLICATES-1: a partition named twice is read and answered once, as Kafka's
+    // fetch map keeps one entry per partition.
+    let mut named = std::collections::HashSet::new();
     for (i, topic) in request.topics.iter().enumerate() {
         let name = topic.topic.0.as_str();
         let target = match super::resolve_topic(gateway, name).await {
@@ -135,6 +141,9 @@ pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: FetchRequest, _ve
             Err(code) => Err(code),
         };
         for p in &topic.partitions {
+            if !named.insert((name, p.partition)) {
+                continue;
+            }
             let target = match &target {
                 Ok((_, count)) if p.partition < 0 || p.partition as u32 >= *count => {
                     Err(ResponseError::UnknownTopicOrPartition.code())
@@ -152,7 +161,9 @@ pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: FetchRequest, _ve
         }
     }
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
-    let wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
+    // LIMIT-FETCH-WAIT-1
+    let wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0))
+        .min(gateway.config.limits.fetch_max_wait);
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         // Take the generation before reading, so an append during the pass is not missed.

@@ -53,7 +53,9 @@ pub async fn handle<B: Backend>(
             protocols: request
                 .protocols
                 .iter()
-                .map(|p| (p.name.as_str().to_string(), p.metadata.clone()))
+                // LIMIT-GROUP-METADATA-1: copied out, so the group does not keep the whole
+                // request frame alive for as long as the member stays.
+                .map(|p| (p.name.as_str().to_string(), bytes::Bytes::copy_from_slice(&p.metadata)))
                 .collect(),
             require_known_member_id: version >= 4,
         };

@@ -8,6 +8,7 @@
 
 use super::resolve_topic;
 use crate::backend::Backend;
+use crate::config::IggyTarget;
 use crate::error_map;
 use crate::gateway::Gateway;
 use bytes::Bytes;
@@ -24,12 +25,15 @@ use kig_core::timestamps::send_runs;
 /// A partition's outcome: a Kafka error code and a message for the client, or the base offset.
 type PartitionResult = Result<i64, (i16, String)>;
 
+/// A partition's records mapped to Iggy messages, or why they were refused.
+type Mapped = Result<Vec<IggyMessage>, (i16, String)>;
+
 fn refused(code: ResponseError, message: impl Into<String>) -> (i16, String) {
     (code.code(), message.into())
 }
 
 /// Decodes and maps one partition's records blob. Nothing is written here.
-fn map_records(records: Option<&Bytes>, budget: &mut DecompressionBudget) -> Result<Vec<IggyMessage>, (i16, String)> {
+fn map_records(records: Option<&Bytes>, budget: &mut DecompressionBudget) -> Mapped {
     let records = records.ok_or_else(|| refused(ResponseError::CorruptMessage, "no records"))?;
     let batches = parse_batches(records).map_err(|e| (error_map::decode_error(&e), e.to_string()))?;
     let mut messages = Vec::new();
@@ -93,6 +97,37 @@ async fn append<B: Backend>(
     Ok(base_offset.map_or(-1, |o| o as i64))
 }
 
+/// One partition's part of the request, with what was resolved for its topic.
+struct PartitionInput {
+    index: i32,
+    records: Option<Bytes>,
+    /// The Iggy topic to append to, or why the partition is refused before decoding.
+    target: Result<IggyTarget, (i16, String)>,
+}
+
+/// Decodes and maps every partition in request order under the one budget. Pure CPU work: it
+/// runs on the decode pool (LIMIT-BLOCKING-1).
+fn map_partitions(
+    inputs: Vec<Vec<PartitionInput>>,
+    mut budget: DecompressionBudget,
+) -> Vec<Vec<(PartitionInput, Mapped)>> {
+    inputs
+        .into_iter()
+        .map(|partitions| {
+            partitions
+                .into_iter()
+                .map(|input| {
+                    let mapped = match &input.target {
+                        Err(refusal) => Err(refusal.clone()),
+                        Ok(_) => map_records(input.records.as_ref(), &mut budget),
+                    };
+                    (input, mapped)
+                })
+                .collect()
+        })
+        .collect()
+}
+
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
     request: ProduceRequest,
@@ -109,9 +144,11 @@ pub async fn handle<B: Backend>(
     } else {
         None
     };
-    let mut budget = DecompressionBudget::new(gateway.config.max_frame_size);
-    let mut responses = Vec::with_capacity(request.topic_data.len());
-    for topic_data in &request.topic_data {
+    // Resolve every topic first (backend calls), then decode everything at once off the async
+    // workers, then append in request order.
+    let mut names = Vec::with_capacity(request.topic_data.len());
+    let mut inputs = Vec::with_capacity(request.topic_data.len());
+    for topic_data in request.topic_data {
         let kafka_topic = topic_data.name.0.as_str();
         let resolved = match &request_refusal {
             Some(refusal) => Err(refusal.clone()),
@@ -119,42 +156,70 @@ pub async fn handle<B: Backend>(
                 .await
                 .map_err(|code| (code, format!("topic {kafka_topic}"))),
         };
-        let mut partitions = Vec::with_capacity(topic_data.partition_data.len());
-        for data in &topic_data.partition_data {
-            let index = data.index;
-            let result: PartitionResult = match &resolved {
-                Err(refusal) => Err(refusal.clone()),
-                Ok((_, info)) if index < 0 || index as u32 >= info.partitions => Err(refused(
-                    ResponseError::UnknownTopicOrPartition,
-                    format!("partition {index} of {kafka_topic}"),
-                )),
-                Ok((target, _)) => match map_records(data.records.as_ref(), &mut budget) {
-                    Err(refusal) => Err(refusal),
-                    Ok(messages) => {
-                        let context = format!("Produce to {kafka_topic}-{index}");
-                        append(gateway, &target.stream, &target.topic, index as u32, messages, &context).await
-                    }
-                },
+        let partitions: Vec<PartitionInput> = topic_data
+            .partition_data
+            .into_iter()
+            .map(|data| {
+                let index = data.index;
+                let target = match &resolved {
+                    Err(refusal) => Err(refusal.clone()),
+                    Ok((_, info)) if index < 0 || index as u32 >= info.partitions => Err(refused(
+                        ResponseError::UnknownTopicOrPartition,
+                        format!("partition {index} of {kafka_topic}"),
+                    )),
+                    Ok((target, _)) => Ok(target.clone()),
+                };
+                PartitionInput {
+                    index,
+                    records: data.records,
+                    target,
+                }
+            })
+            .collect();
+        names.push(topic_data.name);
+        inputs.push(partitions);
+    }
+    let budget = DecompressionBudget::new(gateway.config.max_frame_size)
+        .with_record_limit(gateway.config.limits.max_records_per_request);
+    let mapped = gateway.decode_pool.run(move || map_partitions(inputs, budget)).await;
+    let mut responses = Vec::with_capacity(names.len());
+    for (name, partitions) in names.into_iter().zip(mapped) {
+        let kafka_topic = name.0.as_str();
+        let mut answers = Vec::with_capacity(partitions.len());
+        for (input, messages) in partitions {
+            let index = input.index;
+            let result: PartitionResult = match (input.target, messages) {
+                (Ok(target), Ok(messages)) => {
+                    let context = format!("Produce to {kafka_topic}-{index}");
+                    append(gateway, &target.stream, &target.topic, index as u32, messages, &context).await
+                }
+                (_, Err(refusal)) => Err(refusal),
+                (Err(refusal), _) => Err(refusal),
             };
             let response = PartitionProduceResponse::default()
                 .with_index(index)
                 .with_log_append_time_ms(-1)
                 .with_log_start_offset(-1);
-            partitions.push(match result {
+            answers.push(match result {
                 Ok(base_offset) => response.with_base_offset(base_offset),
                 Err((code, message)) => {
-                    tracing::warn!("Produce to {kafka_topic}-{index} refused with Kafka error {code}: {message}");
+                    tracing::warn!(
+                        "Produce to {}-{index} refused with Kafka error {code}: {}",
+                        crate::limits::truncate_utf8(kafka_topic, 256),
+                        crate::limits::truncate_utf8(&message, 1024)
+                    );
+                    // LIMIT-BUILT-STRING-1: the message may quote a topic name of 32 KiB.
                     response
                         .with_error_code(code)
                         .with_base_offset(-1)
-                        .with_error_message(Some(StrBytes::from_string(message)))
+                        .with_error_message(Some(StrBytes::from_string(crate::limits::error_message(message))))
                 }
             });
         }
         responses.push(
             TopicProduceResponse::default()
-                .with_name(topic_data.name.clone())
-                .with_partition_responses(partitions),
+                .with_name(name)
+                .with_partition_responses(answers),
         );
     }
     // PRODUCE-ACKS-1: acks=0 gets no response at all.

@@ -14,7 +14,13 @@ pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: SyncGroupRequest)
     let assignments = request
         .assignments
         .into_iter()
-        .map(|a| (a.member_id.as_str().to_string(), a.assignment))
+        // LIMIT-GROUP-METADATA-1: copied out of the request frame, as JoinGroup's metadata is.
+        .map(|a| {
+            (
+                a.member_id.as_str().to_string(),
+                bytes::Bytes::copy_from_slice(&a.assignment),
+            )
+        })
         .collect();
     let outcome = gateway
         .groups

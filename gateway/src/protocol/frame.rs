@@ -2,6 +2,7 @@
 //! is checked against `max_frame_size` before a byte of the body is read or allocated.
 
 use bytes::{Bytes, BytesMut};
+use std::future::Future;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -24,6 +25,25 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     max_frame_size: usize,
     read_timeout: Duration,
 ) -> Result<Option<Bytes>, FrameError> {
+    let frame = read_admitted_frame(reader, max_frame_size, read_timeout, |_| async {}).await?;
+    Ok(frame.map(|(body, ())| body))
+}
+
+/// Reads the next frame as [`read_frame`] does, but asks `admit` for the frame's declared size
+/// after the size is checked and before the body is allocated or read (LIMIT-INFLIGHT-1). What
+/// `admit` returns (a permit) comes back with the body, for the caller to hold while the
+/// request is handled. The wait for admission counts against `read_timeout`.
+pub async fn read_admitted_frame<R, P, F, Fut>(
+    reader: &mut R,
+    max_frame_size: usize,
+    read_timeout: Duration,
+    admit: F,
+) -> Result<Option<(Bytes, P)>, FrameError>
+where
+    R: AsyncRead + Unpin,
+    F: FnOnce(usize) -> Fut,
+    Fut: Future<Output = P>,
+{
     let mut size = [0u8; 4];
     if reader.read(&mut size[..1]).await? == 0 {
         return Ok(None);
@@ -40,9 +60,10 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
                 max: max_frame_size,
             });
         }
+        let permit = admit(size as usize).await;
         let mut body = BytesMut::zeroed(size as usize);
         reader.read_exact(&mut body).await?;
-        Ok(body.freeze())
+        Ok((body.freeze(), permit))
     };
     match tokio::time::timeout(read_timeout, rest).await {
         Ok(result) => result.map(Some),

@@ -1,5 +1,6 @@
 //! The Kafka wire: frames, request and response headers, and the advertised API versions.
 
 pub mod api;
+pub mod entries;
 pub mod frame;
 pub mod request;

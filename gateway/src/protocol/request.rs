@@ -30,6 +30,15 @@ pub enum RequestError {
         version: i16,
         reason: String,
     },
+    #[error("{key:?} v{version} carries {entries} entries, more than max_request_entries {limit} (LIMIT-ENTRIES-1)")]
+    TooManyEntries {
+        key: ApiKey,
+        version: i16,
+        entries: usize,
+        limit: usize,
+    },
+    #[error("the {key:?} v{version} response does not encode: {reason} (PROTO-ENCODE-1)")]
+    Encode { key: ApiKey, version: i16, reason: String },
 }
 
 /// A request whose header is decoded and whose body is not.
@@ -76,15 +85,24 @@ pub fn parse_request(frame: Bytes) -> Result<Request, RequestError> {
     })
 }
 
-/// Decodes a request body, naming the cause when it does not decode.
+/// Decodes a request body, naming the cause when it does not decode. A body must be used up
+/// exactly (LIMIT-TRAILING-BYTES-1).
 pub fn decode_body<T: Decodable>(request: &Request) -> Result<T, RequestError> {
     let mut body = request.body.clone();
-    T::decode(&mut body, request.version).map_err(|e| RequestError::Malformed {
+    let malformed = |reason: String| RequestError::Malformed {
         what: "request body",
         key: request.key,
         version: request.version,
-        reason: e.to_string(),
-    })
+        reason,
+    };
+    let decoded = T::decode(&mut body, request.version).map_err(|e| malformed(e.to_string()))?;
+    if !body.is_empty() {
+        return Err(malformed(format!(
+            "{} bytes after the end of the body (LIMIT-TRAILING-BYTES-1)",
+            body.len()
+        )));
+    }
+    Ok(decoded)
 }
 
 /// Encodes a response frame body: header of the given version, then the body at `version`.

@@ -87,12 +87,12 @@ fn batch_decode_1_record_count_larger_than_records_is_an_error() {
     };
     let bytes = encode_batch(&batch).unwrap();
     let section = bytes.slice(BATCH_HEADER_LEN..);
-    let patched = write_batch(&batch.header, 1_000_000, &section);
+    let patched = write_batch(&batch.header, 1_000, &section);
     let err = decode_batches(&patched, &mut budget()).unwrap_err();
     assert_eq!(
         err,
         DecodeError::RecordCountMismatch {
-            declared: 1_000_000,
+            declared: 1_000,
             actual: 1
         }
     );
@@ -243,4 +243,28 @@ proptest! {
         }
         let _ = decode_batches(&Bytes::from(bytes), &mut DecompressionBudget::new(1 << 16));
     }
+}
+
+#[test]
+fn limit_records_1_declared_count_is_charged_before_decoding() {
+    let batch = RecordBatch {
+        header: header(BatchAttributes::plain(Compression::None)),
+        records: vec![
+            record(None, Some(b"a")),
+            record(None, Some(b"b")),
+            record(None, Some(b"c")),
+        ],
+    };
+    let bytes = encode_batch(&batch).unwrap();
+    let mut two = DecompressionBudget::new(1 << 20).with_record_limit(2);
+    let err = decode_batches(&bytes, &mut two).unwrap_err();
+    assert!(matches!(err, DecodeError::RecordBudget(_)), "{err}");
+    // A declared count far above the limit is refused from the header alone, however few
+    // bytes the section holds.
+    let section = bytes.slice(BATCH_HEADER_LEN..);
+    let patched = write_batch(&batch.header, i32::MAX, &section);
+    let err = decode_batches(&patched, &mut budget()).unwrap_err();
+    assert!(matches!(err, DecodeError::RecordBudget(_)), "{err}");
+    let mut three = DecompressionBudget::new(1 << 20).with_record_limit(3);
+    assert_eq!(decode_batches(&bytes, &mut three).unwrap()[0].records.len(), 3);
 }

@@ -1,0 +1,256 @@
+//! Resource limits a remote client can otherwise push without bound (docs/spec/limits.md): their
+//! settings (flag, `IGGY_KAFKA_*` variable, or the `[limits]` table of the TOML file), their
+//! defaults, and the pure checks the server and handlers call before they spend anything.
+
+use anyhow::bail;
+use serde::Deserialize;
+use std::time::Duration;
+
+/// Kafka's `socket.request.max.bytes` default, which this gateway also takes as the ceiling of
+/// `max_frame_size` (LIMIT-FRAME-CEILING-1).
+pub const MAX_FRAME_SIZE_CEILING: usize = 100 * 1024 * 1024;
+
+/// Kafka's `fetch.max.bytes` broker default (55 MiB).
+pub const DEFAULT_FETCH_MAX_BYTES: usize = 55 * 1024 * 1024;
+
+/// The longest error message the gateway puts in a response (LIMIT-BUILT-STRING-1).
+pub const MAX_ERROR_MESSAGE_BYTES: usize = 512;
+
+/// The longest client id the gateway copies into a member id it builds (LIMIT-BUILT-STRING-1).
+pub const MAX_CLIENT_ID_IN_MEMBER_ID_BYTES: usize = 128;
+
+/// One optional setting per limit; unset ones take the default. The same struct is read from
+/// the command line (flattened into `Args`) and from the TOML file's `[limits]` table.
+#[derive(Debug, Clone, Default, clap::Args, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LimitSettings {
+    /// Open client connections at most (LIMIT-CONNECTIONS-1).
+    #[arg(long, env = "IGGY_KAFKA_MAX_CONNECTIONS")]
+    pub max_connections: Option<usize>,
+    /// Bytes of request frames being read or handled at once, over every connection
+    /// (LIMIT-INFLIGHT-1); at least max_frame_size.
+    #[arg(long, env = "IGGY_KAFKA_MAX_INFLIGHT_REQUEST_BYTES")]
+    pub max_inflight_request_bytes: Option<usize>,
+    /// Entries (topics, partitions, groups, members, protocols, configs) in one request
+    /// (LIMIT-ENTRIES-1).
+    #[arg(long, env = "IGGY_KAFKA_MAX_REQUEST_ENTRIES")]
+    pub max_request_entries: Option<usize>,
+    /// Records one Produce request may decode, over all its batches (LIMIT-RECORDS-1).
+    #[arg(long, env = "IGGY_KAFKA_MAX_RECORDS_PER_REQUEST")]
+    pub max_records_per_request: Option<usize>,
+    /// Kafka's fetch.max.bytes: the cap on a Fetch's max_bytes (LIMIT-FETCH-BYTES-1).
+    #[arg(long, env = "IGGY_KAFKA_FETCH_MAX_BYTES")]
+    pub fetch_max_bytes: Option<usize>,
+    /// The cap on a Fetch's max_wait_ms (LIMIT-FETCH-WAIT-1).
+    #[arg(long, env = "IGGY_KAFKA_FETCH_MAX_WAIT_MS")]
+    pub fetch_max_wait_ms: Option<u64>,
+    /// Protocols (assignors) one JoinGroup may offer (LIMIT-JOIN-PROTOCOLS-1).
+    #[arg(long, env = "IGGY_KAFKA_MAX_JOIN_PROTOCOLS")]
+    pub max_join_protocols: Option<usize>,
+    /// The cap on a member's rebalance timeout (LIMIT-REBALANCE-TIMEOUT-1).
+    #[arg(long, env = "IGGY_KAFKA_GROUP_MAX_REBALANCE_TIMEOUT_MS")]
+    pub group_max_rebalance_timeout_ms: Option<u64>,
+    /// How long a KIP-394 member id waits for its member to rejoin, at most
+    /// (LIMIT-GROUP-PENDING-1).
+    #[arg(long, env = "IGGY_KAFKA_GROUP_PENDING_MEMBER_TIMEOUT_MS")]
+    pub group_pending_member_timeout_ms: Option<u64>,
+    /// Joined and pending members over every group (LIMIT-GROUP-MEMBERS-1).
+    #[arg(long, env = "IGGY_KAFKA_GROUP_MAX_MEMBERS_TOTAL")]
+    pub group_max_members_total: Option<usize>,
+    /// Bytes of protocol metadata and assignments held over every group (LIMIT-GROUP-BYTES-1).
+    #[arg(long, env = "IGGY_KAFKA_GROUP_MAX_STORED_BYTES")]
+    pub group_max_stored_bytes: Option<usize>,
+    /// Produce requests decoded and mapped at once, off the async workers (LIMIT-BLOCKING-1);
+    /// 0 decodes on the connection's task (what deterministic simulations need).
+    #[arg(long, env = "IGGY_KAFKA_DECODE_THREADS")]
+    pub decode_threads: Option<usize>,
+    /// How long a shutdown waits for in-flight requests before it stops anyway
+    /// (PROTO-SHUTDOWN-2).
+    #[arg(long, env = "IGGY_KAFKA_SHUTDOWN_TIMEOUT_MS")]
+    pub shutdown_timeout_ms: Option<u64>,
+}
+
+impl LimitSettings {
+    /// Each setting from `self` where set, else from `file`.
+    pub fn or(self, file: LimitSettings) -> LimitSettings {
+        LimitSettings {
+            max_connections: self.max_connections.or(file.max_connections),
+            max_inflight_request_bytes: self.max_inflight_request_bytes.or(file.max_inflight_request_bytes),
+            max_request_entries: self.max_request_entries.or(file.max_request_entries),
+            max_records_per_request: self.max_records_per_request.or(file.max_records_per_request),
+            fetch_max_bytes: self.fetch_max_bytes.or(file.fetch_max_bytes),
+            fetch_max_wait_ms: self.fetch_max_wait_ms.or(file.fetch_max_wait_ms),
+            max_join_protocols: self.max_join_protocols.or(file.max_join_protocols),
+            group_max_rebalance_timeout_ms: self
+                .group_max_rebalance_timeout_ms
+                .or(file.group_max_rebalance_timeout_ms),
+            group_pending_member_timeout_ms: self
+                .group_pending_member_timeout_ms
+                .or(file.group_pending_member_timeout_ms),
+            group_max_members_total: self.group_max_members_total.or(file.group_max_members_total),
+            group_max_stored_bytes: self.group_max_stored_bytes.or(file.group_max_stored_bytes),
+            decode_threads: self.decode_threads.or(file.decode_threads),
+            shutdown_timeout_ms: self.shutdown_timeout_ms.or(file.shutdown_timeout_ms),
+        }
+    }
+}
+
+/// The limits in force: every setting resolved to a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Limits {
+    pub max_connections: usize,
+    pub max_inflight_request_bytes: usize,
+    pub max_request_entries: usize,
+    pub max_records_per_request: usize,
+    pub fetch_max_bytes: usize,
+    pub fetch_max_wait: Duration,
+    pub decode_threads: usize,
+    pub shutdown_timeout: Duration,
+}
+
+/// The group coordinator's share of the settings, resolved (GroupLimits takes them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupLimitSettings {
+    pub max_join_protocols: usize,
+    pub max_rebalance_timeout: Duration,
+    pub pending_member_timeout: Duration,
+    pub max_members_total: usize,
+    pub max_stored_bytes: usize,
+}
+
+impl Default for GroupLimitSettings {
+    fn default() -> Self {
+        Self {
+            // Clients offer one to three assignors; 64 leaves room for any real one.
+            max_join_protocols: 64,
+            // Kafka's max.poll.interval.ms default; a member that needs longer to rejoin is
+            // removed from the rebalance and rejoins after it.
+            max_rebalance_timeout: Duration::from_millis(300_000),
+            // A KIP-394 member rejoins at once with the id it was given.
+            pending_member_timeout: Duration::from_millis(30_000),
+            max_members_total: 100_000,
+            max_stored_bytes: 256 * 1024 * 1024,
+        }
+    }
+}
+
+impl Limits {
+    /// Resolves `settings` for a gateway whose frames may be `max_frame_size` bytes.
+    pub fn resolve(settings: &LimitSettings, max_frame_size: usize) -> anyhow::Result<(Limits, GroupLimitSettings)> {
+        let group_defaults = GroupLimitSettings::default();
+        let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let limits = Limits {
+            max_connections: settings.max_connections.unwrap_or(4_096),
+            max_inflight_request_bytes: settings
+                .max_inflight_request_bytes
+                .unwrap_or((256 * 1024 * 1024).max(max_frame_size)),
+            max_request_entries: settings.max_request_entries.unwrap_or(10_000),
+            max_records_per_request: settings
+                .max_records_per_request
+                .unwrap_or(kig_core::budget::DEFAULT_MAX_RECORDS),
+            fetch_max_bytes: settings.fetch_max_bytes.unwrap_or(DEFAULT_FETCH_MAX_BYTES),
+            fetch_max_wait: Duration::from_millis(settings.fetch_max_wait_ms.unwrap_or(30_000)),
+            decode_threads: settings.decode_threads.unwrap_or(parallelism),
+            shutdown_timeout: Duration::from_millis(settings.shutdown_timeout_ms.unwrap_or(30_000)),
+        };
+        let groups = GroupLimitSettings {
+            max_join_protocols: settings.max_join_protocols.unwrap_or(group_defaults.max_join_protocols),
+            max_rebalance_timeout: settings
+                .group_max_rebalance_timeout_ms
+                .map_or(group_defaults.max_rebalance_timeout, Duration::from_millis),
+            pending_member_timeout: settings
+                .group_pending_member_timeout_ms
+                .map_or(group_defaults.pending_member_timeout, Duration::from_millis),
+            max_members_total: settings
+                .group_max_members_total
+                .unwrap_or(group_defaults.max_members_total),
+            max_stored_bytes: settings
+                .group_max_stored_bytes
+                .unwrap_or(group_defaults.max_stored_bytes),
+        };
+        for (name, value) in [
+            ("max_connections", limits.max_connections),
+            ("max_request_entries", limits.max_request_entries),
+            ("max_records_per_request", limits.max_records_per_request),
+            ("fetch_max_bytes", limits.fetch_max_bytes),
+            ("max_join_protocols", groups.max_join_protocols),
+            ("group_max_members_total", groups.max_members_total),
+        ] {
+            if value == 0 {
+                bail!("{name} must be at least 1");
+            }
+        }
+        if limits.max_inflight_request_bytes < max_frame_size {
+            bail!(
+                "max_inflight_request_bytes ({}) must be at least max_frame_size ({max_frame_size}), or no frame of that size could ever be read",
+                limits.max_inflight_request_bytes
+            );
+        }
+        Ok((limits, groups))
+    }
+}
+
+/// Cuts `text` to at most `max_bytes` bytes on a character boundary, marking the cut, so a
+/// string the gateway builds from client input always encodes (LIMIT-BUILT-STRING-1).
+pub fn truncate_utf8(text: &str, max_bytes: usize) -> String {
+    if text.len() <= max_bytes {
+        return text.to_string();
+    }
+    const MARK: &str = "…";
+    let mut end = max_bytes.saturating_sub(MARK.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}{MARK}", &text[..end])
+}
+
+/// An error message for a response, cut to [`MAX_ERROR_MESSAGE_BYTES`] (LIMIT-BUILT-STRING-1).
+pub fn error_message(text: impl AsRef<str>) -> String {
+    truncate_utf8(text.as_ref(), MAX_ERROR_MESSAGE_BYTES)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_built_string_1_truncation_keeps_utf8_and_the_bound() {
+        let long = "é".repeat(40_000);
+        let cut = error_message(&long);
+        assert!(cut.len() <= MAX_ERROR_MESSAGE_BYTES, "{}", cut.len());
+        assert!(cut.ends_with('…'));
+        assert_eq!(error_message("short"), "short");
+        assert_eq!(truncate_utf8("abcdef", 6), "abcdef");
+        assert!(truncate_utf8("abcdefg", 6).len() <= 6);
+    }
+
+    #[test]
+    fn limit_inflight_1_budget_below_one_frame_is_refused() {
+        let settings = LimitSettings {
+            max_inflight_request_bytes: Some(1024),
+            ..LimitSettings::default()
+        };
+        let err = Limits::resolve(&settings, 4096).unwrap_err();
+        assert!(err.to_string().contains("max_inflight_request_bytes"), "{err}");
+    }
+
+    #[test]
+    fn limits_default_are_kept_by_a_real_deployment() {
+        let (limits, groups) = Limits::resolve(&LimitSettings::default(), 8 * 1024 * 1024).unwrap();
+        assert_eq!(limits.fetch_max_bytes, 55 * 1024 * 1024);
+        assert!(limits.max_inflight_request_bytes >= 8 * 1024 * 1024);
+        assert_eq!(groups, GroupLimitSettings::default());
+        for zero in [
+            LimitSettings {
+                max_connections: Some(0),
+                ..LimitSettings::default()
+            },
+            LimitSettings {
+                max_request_entries: Some(0),
+                ..LimitSettings::default()
+            },
+        ] {
+            assert!(Limits::resolve(&zero, 4096).is_err());
+        }
+    }
+}
