@@ -514,7 +514,14 @@ impl RecordBatchDecoder {
         version: i8,
         records: &mut Vec<Record>,
     ) -> Result<()> {
-        records.reserve(batch_decode_info.record_count as usize);
+        // kafka-iggy-harness patch: every record takes at least one byte (its length varint), so
+        // a record count beyond the bytes left is refused, and the reservation is capped: a
+        // Record is far larger in memory than on the wire.
+        records.reserve(types::preallocation_for(
+            buf,
+            batch_decode_info.record_count as usize,
+            "Record batch",
+        )?);
         for _ in 0..batch_decode_info.record_count {
             records.push(Record::decode_new(buf, batch_decode_info, version)?);
         }
@@ -893,7 +900,13 @@ impl Record {
         }
         let num_headers = num_headers as usize;
 
-        let mut headers = IndexMap::with_capacity(num_headers);
+        // kafka-iggy-harness patch: every header takes at least one byte (its key length varint),
+        // so a header count beyond the bytes left is refused, and the reservation is capped.
+        let mut headers = IndexMap::with_capacity(types::preallocation_for(
+            buf,
+            num_headers,
+            "Record headers",
+        )?);
         for _ in 0..num_headers {
             // Key len
             let key_len: i32 = types::VarInt.decode(buf)?;

@@ -18,6 +18,24 @@ const DEFAULT_BLOCK_SIZE: usize = 32 * 1024;
 
 const LENGTH_FIELD_LENGTH: usize = std::mem::size_of::<u32>();
 
+// kafka-iggy-harness patch: a snappy block declares its uncompressed length (up to 4 GiB) in its
+// header, and the decompressor zero-fills that much before reading the block. No snappy element
+// expands more than 32-fold (a literal is copied verbatim; a copy writes at most 64 bytes and takes
+// at least 2), so a declared length beyond 32 times the block can never decompress and is refused
+// before anything is allocated.
+const MAX_EXPANSION: usize = 32;
+
+// kafka-iggy-harness patch: see MAX_EXPANSION.
+fn checked_uncompressed_len(compressed: &[u8], declared: usize) -> Result<usize> {
+    if declared > compressed.len().saturating_mul(MAX_EXPANSION) {
+        anyhow::bail!(
+            "snappy block of {} bytes declares {declared} uncompressed bytes",
+            compressed.len()
+        );
+    }
+    Ok(declared)
+}
+
 impl<B: ByteBufMut> Compressor<B> for Snappy {
     type BufMut = BytesMut;
     fn compress<R, F>(compressed: &mut B, f: F) -> Result<R>
@@ -81,6 +99,8 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
         {
             let compressed = compressed.copy_to_bytes(compressed.remaining());
             let actual_len = decompress_len(&compressed).context("failed to read snappy header")?;
+            // kafka-iggy-harness patch: refuse an impossible declared length before allocating it.
+            let actual_len = checked_uncompressed_len(&compressed, actual_len)?;
             let mut tmp = BytesMut::zeroed(actual_len);
             Decoder::new()
                 .decompress(&compressed, &mut tmp)
@@ -104,6 +124,9 @@ impl<B: ByteBuf> Decompressor<B> for Snappy {
 
             let uncompressed_block_length = decompress_len(&compressed_block)
                 .context("failed to get snappy uncompressed length")?;
+            // kafka-iggy-harness patch: refuse an impossible declared length before allocating it.
+            let uncompressed_block_length =
+                checked_uncompressed_len(&compressed_block, uncompressed_block_length)?;
             let uncompressed_block_start = uncompressed.len();
             uncompressed.resize(
                 uncompressed_block_start.saturating_add(uncompressed_block_length),
@@ -311,5 +334,14 @@ mod tests {
         .expect("raw snappy decompression of ≥16 byte payload should succeed");
 
         assert_eq!(&decompressed[..], &original[..]);
+    }
+
+    // kafka-iggy-harness patch: a raw snappy header declaring 4 GiB - 1 uncompressed bytes in a
+    // 6-byte input is refused instead of zero-filling 4 GiB.
+    #[test]
+    fn impossible_uncompressed_length_is_refused() {
+        let mut compressed = Bytes::from_static(&[0xff, 0xff, 0xff, 0xff, 0x0f, 0x00]);
+        let result = Snappy::decompress(&mut compressed, |_| Ok(()));
+        assert!(result.is_err());
     }
 }

@@ -10,6 +10,45 @@ use anyhow::{bail, Result};
 use std::convert::TryFrom;
 use std::string::String as StdString;
 
+// kafka-iggy-harness patch: the decoders of this crate allocated whatever count or length the peer
+// declared before reading any of it, so a 12-byte request declaring i32::MAX array elements (or a
+// 4 GiB compact string) made the allocation fail and abort the whole process. Every element takes
+// at least one byte on the wire, so a declared size beyond the bytes left can never decode and is
+// refused before allocating. An element can take one byte on the wire and hundreds in memory, so
+// the first reservation for elements is also capped; the Vec grows past it only as elements
+// actually decode.
+pub(crate) const MAX_PREALLOCATED_ELEMENTS: usize = 1024;
+
+// kafka-iggy-harness patch: the capacity to reserve for `count` declared elements, or an error if
+// fewer than `count` bytes remain (see MAX_PREALLOCATED_ELEMENTS).
+pub(crate) fn preallocation_for<B: ByteBuf>(buf: &B, count: usize, what: &str) -> Result<usize> {
+    let available = buf.remaining();
+    if count > available {
+        return Err(anyhow::Error::new(bytes::TryGetError {
+            requested: count,
+            available,
+        })
+        .context(format!(
+            "{what} declares {count} elements but only {available} bytes remain"
+        )));
+    }
+    Ok(count.min(MAX_PREALLOCATED_ELEMENTS))
+}
+
+// kafka-iggy-harness patch: refuses a byte length beyond the bytes left before it is allocated,
+// with the error the copy of those bytes would have failed with anyway.
+fn checked_byte_length<B: ByteBuf>(buf: &B, len: usize) -> Result<usize> {
+    let available = buf.remaining();
+    if len > available {
+        return Err(bytes::TryGetError {
+            requested: len,
+            available,
+        }
+        .into());
+    }
+    Ok(len)
+}
+
 macro_rules! define_copy_impl {
     ($e:ident, $t:ty) => (
         impl Encoder<$t> for $e {
@@ -359,7 +398,8 @@ impl Decoder<Option<StdString>> for String {
         match Int16.decode(buf)? {
             -1 => Ok(None),
             n if n >= 0 => {
-                let mut strbuf = vec![0; n as usize];
+                // kafka-iggy-harness patch: refuse a length beyond the bytes left before allocating.
+                let mut strbuf = vec![0; checked_byte_length(buf, n as usize)?];
                 buf.try_copy_to_slice(&mut strbuf)?;
                 Ok(Some(std::string::String::from_utf8(strbuf)?))
             }
@@ -511,7 +551,8 @@ impl Decoder<Option<StdString>> for CompactString {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
-                let mut strbuf = vec![0; (n - 1) as usize];
+                // kafka-iggy-harness patch: refuse a length beyond the bytes left before allocating.
+                let mut strbuf = vec![0; checked_byte_length(buf, (n - 1) as usize)?];
                 buf.try_copy_to_slice(&mut strbuf)?;
                 Ok(Some(std::string::String::from_utf8(strbuf)?))
             }
@@ -655,7 +696,8 @@ impl Decoder<Option<Vec<u8>>> for Bytes {
         match Int32.decode(buf)? {
             -1 => Ok(None),
             n if n >= 0 => {
-                let mut data = vec![0; n as usize];
+                // kafka-iggy-harness patch: refuse a length beyond the bytes left before allocating.
+                let mut data = vec![0; checked_byte_length(buf, n as usize)?];
                 buf.try_copy_to_slice(&mut data)?;
                 Ok(Some(data))
             }
@@ -804,7 +846,8 @@ impl Decoder<Option<Vec<u8>>> for CompactBytes {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
-                let mut data = vec![0; (n - 1) as usize];
+                // kafka-iggy-harness patch: refuse a length beyond the bytes left before allocating.
+                let mut data = vec![0; checked_byte_length(buf, (n - 1) as usize)?];
                 buf.try_copy_to_slice(&mut data)?;
                 Ok(Some(data))
             }
@@ -985,10 +1028,8 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for Array<E> {
         match Int32.decode(buf)? {
             -1 => Ok(None),
             n if n >= 0 => {
-                // kafka-iggy-harness patch: every element takes at least one byte, so a declared
-                // count beyond the bytes left must not size the allocation (a 12-byte request
-                // declaring i32::MAX elements aborted the process).
-                let mut result = Vec::with_capacity((n as usize).min(buf.remaining()));
+                // kafka-iggy-harness patch: refuse a count beyond the bytes left.
+                let mut result = Vec::with_capacity(preallocation_for(buf, n as usize, "Array")?);
                 for _ in 0..n {
                     result.push(self.0.decode(buf)?);
                 }
@@ -1096,8 +1137,9 @@ impl<T, E: Decoder<T>> Decoder<Option<Vec<T>>> for CompactArray<E> {
         match UnsignedVarInt.decode(buf)? {
             0 => Ok(None),
             n => {
-                // kafka-iggy-harness patch: bounded by the bytes left, as above.
-                let mut result = Vec::with_capacity(((n - 1) as usize).min(buf.remaining()));
+                // kafka-iggy-harness patch: refuse a count beyond the bytes left.
+                let mut result =
+                    Vec::with_capacity(preallocation_for(buf, (n - 1) as usize, "CompactArray")?);
                 for _ in 1..n {
                     result.push(self.0.decode(buf)?);
                 }
@@ -1198,5 +1240,28 @@ mod tests {
     fn smoke_compact_bytes_encoder_decoder() {
         test_encoder_decoder(CompactBytes, vec![1, 2, 3, 4], &[5, 1, 2, 3, 4]);
         test_encoder_decoder(CompactBytes, None::<Vec<u8>>, &[0]);
+    }
+
+    // kafka-iggy-harness patch: declared sizes beyond the bytes left are refused before any
+    // allocation; were they not, these would try to allocate gigabytes and abort the test binary.
+    #[test]
+    fn declared_sizes_beyond_the_bytes_left_are_refused() {
+        let array: Result<Vec<i32>> = Array(Int32).decode(&mut &[0x7f, 0xff, 0xff, 0xff, 0][..]);
+        assert!(array.is_err());
+        let compact: Result<Vec<i32>> =
+            CompactArray(Int32).decode(&mut &[0xff, 0xff, 0xff, 0xff, 0x0f, 0][..]);
+        assert!(compact.is_err());
+        let bytes: Result<Vec<u8>> = Bytes.decode(&mut &[0x7f, 0xff, 0xff, 0xff, 0][..]);
+        assert!(bytes.is_err());
+        let compact_bytes: Result<Vec<u8>> =
+            CompactBytes.decode(&mut &[0xff, 0xff, 0xff, 0xff, 0x0f, 0][..]);
+        assert!(compact_bytes.is_err());
+        let string: Result<StdString> = String.decode(&mut &[0x7f, 0xff, 0][..]);
+        assert!(string.is_err());
+        let compact_string: Result<StdString> =
+            CompactString.decode(&mut &[0xff, 0xff, 0xff, 0xff, 0x0f, 0][..]);
+        assert!(compact_string.is_err());
+        // Exactly as many elements as bytes left still decodes.
+        test_encoder_decoder(Array(Int8), vec![1i8, 2], &[0, 0, 0, 2, 1, 2]);
     }
 }
