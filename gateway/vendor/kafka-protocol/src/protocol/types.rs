@@ -19,7 +19,7 @@ use std::string::String as StdString;
 // actually decode.
 pub(crate) const MAX_PREALLOCATED_ELEMENTS: usize = 1024;
 
-// kafka-iggy-harness patch: the capacity to reserve for `count` declared elements, or an error if
+// kafka-iggy-harness patch (LIMIT-DECODE-COUNT-1): the capacity to reserve for `count` declared elements, or an error if
 // fewer than `count` bytes remain (see MAX_PREALLOCATED_ELEMENTS).
 pub(crate) fn preallocation_for<B: ByteBuf>(buf: &B, count: usize, what: &str) -> Result<usize> {
     let available = buf.remaining();
