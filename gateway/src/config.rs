@@ -65,6 +65,27 @@ pub struct Args {
     pub default_partitions: Option<u32>,
     #[arg(long, env = "IGGY_KAFKA_AUTO_CREATE_TOPICS")]
     pub auto_create_topics: Option<bool>,
+    /// A connection with no request for this long is closed (PROTO-TIMEOUT-1).
+    #[arg(long, env = "IGGY_KAFKA_IDLE_TIMEOUT_MS")]
+    pub idle_timeout_ms: Option<u64>,
+    /// A started request frame must arrive within this (PROTO-TIMEOUT-1).
+    #[arg(long, env = "IGGY_KAFKA_READ_TIMEOUT_MS")]
+    pub read_timeout_ms: Option<u64>,
+    /// A response must be written within this (PROTO-TIMEOUT-1).
+    #[arg(long, env = "IGGY_KAFKA_WRITE_TIMEOUT_MS")]
+    pub write_timeout_ms: Option<u64>,
+    /// Kafka's group.min.session.timeout.ms (default 6000).
+    #[arg(long, env = "IGGY_KAFKA_GROUP_MIN_SESSION_TIMEOUT_MS")]
+    pub group_min_session_timeout_ms: Option<u64>,
+    /// Kafka's group.max.session.timeout.ms (default 1800000).
+    #[arg(long, env = "IGGY_KAFKA_GROUP_MAX_SESSION_TIMEOUT_MS")]
+    pub group_max_session_timeout_ms: Option<u64>,
+    /// Members per group (GROUP-LIMIT-1, default 1000).
+    #[arg(long, env = "IGGY_KAFKA_GROUP_MAX_MEMBERS")]
+    pub group_max_members: Option<usize>,
+    /// Groups this gateway coordinates (GROUP-LIMIT-1, default 10000).
+    #[arg(long, env = "IGGY_KAFKA_MAX_GROUPS")]
+    pub max_groups: Option<usize>,
     #[command(flatten)]
     pub limits: LimitSettings,
 }
@@ -232,21 +253,26 @@ impl Config {
                 .unwrap_or_else(|| "iggy".into()),
             default_partitions,
             auto_create_topics: args.auto_create_topics.or(file.auto_create_topics).unwrap_or(false),
-            idle_timeout: Duration::from_millis(file.idle_timeout_ms.unwrap_or(600_000)),
-            read_timeout: Duration::from_millis(file.read_timeout_ms.unwrap_or(30_000)),
-            write_timeout: Duration::from_millis(file.write_timeout_ms.unwrap_or(30_000)),
+            idle_timeout: Duration::from_millis(args.idle_timeout_ms.or(file.idle_timeout_ms).unwrap_or(600_000)),
+            read_timeout: Duration::from_millis(args.read_timeout_ms.or(file.read_timeout_ms).unwrap_or(30_000)),
+            write_timeout: Duration::from_millis(args.write_timeout_ms.or(file.write_timeout_ms).unwrap_or(30_000)),
             topics: TopicMapping::new(default_stream, file.topics)?,
             group_limits: {
                 let d = crate::groups::GroupLimits::default();
                 crate::groups::GroupLimits {
-                    max_groups: file.max_groups.unwrap_or(d.max_groups),
-                    max_members_per_group: file.group_max_members.unwrap_or(d.max_members_per_group),
-                    max_metadata_bytes: d.max_metadata_bytes,
-                    min_session_timeout: file
+                    max_groups: args.max_groups.or(file.max_groups).unwrap_or(d.max_groups),
+                    max_members_per_group: args
+                        .group_max_members
+                        .or(file.group_max_members)
+                        .unwrap_or(d.max_members_per_group),
+                    max_metadata_bytes: group_settings.max_metadata_bytes,
+                    min_session_timeout: args
                         .group_min_session_timeout_ms
+                        .or(file.group_min_session_timeout_ms)
                         .map_or(d.min_session_timeout, Duration::from_millis),
-                    max_session_timeout: file
+                    max_session_timeout: args
                         .group_max_session_timeout_ms
+                        .or(file.group_max_session_timeout_ms)
                         .map_or(d.max_session_timeout, Duration::from_millis),
                     max_protocols: group_settings.max_join_protocols,
                     max_rebalance_timeout: group_settings.max_rebalance_timeout,

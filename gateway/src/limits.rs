@@ -54,6 +54,9 @@ pub struct LimitSettings {
     /// (LIMIT-GROUP-PENDING-1).
     #[arg(long, env = "IGGY_KAFKA_GROUP_PENDING_MEMBER_TIMEOUT_MS")]
     pub group_pending_member_timeout_ms: Option<u64>,
+    /// Protocol metadata of one JoinGroup, and one member's assignment (GROUP-LIMIT-1).
+    #[arg(long, env = "IGGY_KAFKA_GROUP_MAX_METADATA_BYTES")]
+    pub group_max_metadata_bytes: Option<usize>,
     /// Joined and pending members over every group (LIMIT-GROUP-MEMBERS-1).
     #[arg(long, env = "IGGY_KAFKA_GROUP_MAX_MEMBERS_TOTAL")]
     pub group_max_members_total: Option<usize>,
@@ -87,6 +90,7 @@ impl LimitSettings {
             group_pending_member_timeout_ms: self
                 .group_pending_member_timeout_ms
                 .or(file.group_pending_member_timeout_ms),
+            group_max_metadata_bytes: self.group_max_metadata_bytes.or(file.group_max_metadata_bytes),
             group_max_members_total: self.group_max_members_total.or(file.group_max_members_total),
             group_max_stored_bytes: self.group_max_stored_bytes.or(file.group_max_stored_bytes),
             decode_threads: self.decode_threads.or(file.decode_threads),
@@ -112,6 +116,7 @@ pub struct Limits {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GroupLimitSettings {
     pub max_join_protocols: usize,
+    pub max_metadata_bytes: usize,
     pub max_rebalance_timeout: Duration,
     pub pending_member_timeout: Duration,
     pub max_members_total: usize,
@@ -123,6 +128,7 @@ impl Default for GroupLimitSettings {
         Self {
             // Clients offer one to three assignors; 64 leaves room for any real one.
             max_join_protocols: 64,
+            max_metadata_bytes: 1024 * 1024,
             // Kafka's max.poll.interval.ms default; a member that needs longer to rejoin is
             // removed from the rebalance and rejoins after it.
             max_rebalance_timeout: Duration::from_millis(300_000),
@@ -155,6 +161,9 @@ impl Limits {
         };
         let groups = GroupLimitSettings {
             max_join_protocols: settings.max_join_protocols.unwrap_or(group_defaults.max_join_protocols),
+            max_metadata_bytes: settings
+                .group_max_metadata_bytes
+                .unwrap_or(group_defaults.max_metadata_bytes),
             max_rebalance_timeout: settings
                 .group_max_rebalance_timeout_ms
                 .map_or(group_defaults.max_rebalance_timeout, Duration::from_millis),

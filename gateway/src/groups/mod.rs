@@ -48,7 +48,7 @@ impl Default for GroupLimits {
         Self {
             max_groups: 10_000,
             max_members_per_group: 1_000,
-            max_metadata_bytes: 1024 * 1024,
+            max_metadata_bytes: settings.max_metadata_bytes,
             // Kafka's group.min.session.timeout.ms and group.max.session.timeout.ms.
             min_session_timeout: Duration::from_millis(6_000),
             max_session_timeout: Duration::from_millis(1_800_000),
