@@ -72,6 +72,6 @@ fuzz: setup
 	  mkdir -p $$scratch
 	  echo "fuzz: $$target for $(FUZZ_SECONDS) s"
 	  RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none $$target $$scratch corpus/$$target -- \
-	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
+	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
 	    -dict=dict/kafka.dict -print_final_stats=1
 	done

@@ -15,8 +15,11 @@ pub mod request_bodies;
 pub mod request_header;
 mod runtime;
 
+/// A fuzz target: any bytes in, a panic only for a real bug.
+pub type Target = fn(&[u8]);
+
 /// Every target by the name its corpus directory, regression directory and fuzz binary carry.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("frame_reader", frame_reader::frame_reader),
     ("request_header", request_header::request_header),
     ("request_bodies", request_bodies::request_bodies),

@@ -2,7 +2,7 @@
 //! `fuzz/corpus/<target>/` and `fuzz/regressions/<target>/` goes through its target's harness
 //! function, so `cargo test --workspace` catches a regression of any bug the fuzzer once found.
 
-use kig_fuzz_harness::TARGETS;
+use kig_fuzz_harness::{Target, TARGETS};
 use std::path::{Path, PathBuf};
 
 fn fuzz_dir() -> PathBuf {
@@ -23,7 +23,7 @@ fn inputs(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// Runs `target` on every input; returns the inputs it panicked on (their panics are printed).
-fn replay(target: fn(&[u8]), files: &[PathBuf]) -> Vec<String> {
+fn replay(target: Target, files: &[PathBuf]) -> Vec<String> {
     files
         .iter()
         .filter(|file| {

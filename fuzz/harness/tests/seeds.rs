@@ -70,12 +70,12 @@ fn body<T: Encodable>(request: &T, version: i16) -> Bytes {
 }
 
 /// One request as the gateway receives it: header then body, no size prefix.
-fn frame<T: Encodable>(key: ApiKey, version: i16, correlation_id: i32, request: &T) -> Bytes {
+fn frame<T: Encodable>(key: ApiKey, version: i16, correlation_id: i32, client_id: &str, request: &T) -> Bytes {
     let header = RequestHeader::default()
         .with_request_api_key(key as i16)
         .with_request_api_version(version)
         .with_correlation_id(correlation_id)
-        .with_client_id(Some(s("fuzz")));
+        .with_client_id(Some(s(client_id)));
     let mut out = BytesMut::new();
     header
         .encode(&mut out, key.request_header_version(version))
@@ -88,14 +88,16 @@ fn frame<T: Encodable>(key: ApiKey, version: i16, correlation_id: i32, request: 
 /// (key, version, body) of each request (seeds for the body and header targets).
 struct Script {
     session: Session,
+    client_id: String,
     frames: Vec<Bytes>,
     bodies: Vec<(ApiKey, i16, Bytes)>,
 }
 
 impl Script {
-    fn new() -> Self {
+    fn new(client_id: &str) -> Self {
         Self {
             session: Session::new(),
+            client_id: client_id.to_string(),
             frames: Vec::new(),
             bodies: Vec::new(),
         }
@@ -103,7 +105,7 @@ impl Script {
 
     fn send<T: Encodable>(&mut self, key: ApiKey, version: i16, request: &T) -> Option<Bytes> {
         let correlation_id = self.frames.len() as i32 + 1;
-        let frame = frame(key, version, correlation_id, request);
+        let frame = frame(key, version, correlation_id, &self.client_id, request);
         self.frames.push(frame.clone());
         self.bodies.push((key, version, body(request, version)));
         match self.session.send(&frame) {
@@ -132,8 +134,9 @@ impl Script {
 
 /// Every API once, in an order that keeps each meaningful: topic, produce, fetch, then a
 /// one-member group through its whole life. `v` picks the version of each key.
-fn full_session(v: impl Fn(ApiKey) -> i16) -> Script {
-    let mut c = Script::new();
+fn full_session(client_id: &str, topic_name: &str, v: impl Fn(ApiKey) -> i16) -> Script {
+    let topic = |_: &str| TopicName(s(topic_name));
+    let mut c = Script::new(client_id);
     let key = ApiKey::ApiVersions;
     c.send(
         key,
@@ -354,6 +357,28 @@ fn full_session(v: impl Fn(ApiKey) -> i16) -> Script {
     c
 }
 
+/// Long but legal strings (8 KiB, a quarter of the int16 limit) so the fuzzer also starts near
+/// the size limits: a topic created, produced to and fetched, and a member with a long client id.
+fn long_session() -> Script {
+    let long = "x".repeat(8 * 1024);
+    let mut c = full_session("fuzz", &long, max_version);
+    c.frames.truncate(9);
+    c.bodies.truncate(9);
+    c.client_id = long;
+    let key = ApiKey::JoinGroup;
+    c.send(
+        key,
+        5,
+        &JoinGroupRequest::default()
+            .with_group_id(group("g"))
+            .with_session_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(10_000)
+            .with_protocol_type(s("consumer"))
+            .with_protocols(vec![JoinGroupRequestProtocol::default().with_name(s("range"))]),
+    );
+    c
+}
+
 fn max_version(key: ApiKey) -> i16 {
     ADVERTISED.iter().find(|a| a.key == key).expect("advertised").max
 }
@@ -393,7 +418,11 @@ fn write(target: &str, name: &str, data: &[u8]) {
 #[test]
 #[ignore = "writes seed files into fuzz/corpus; run by hand"]
 fn write_seeds() {
-    for (name, script) in [("max", full_session(max_version)), ("min", full_session(min_version))] {
+    for (name, script) in [
+        ("max", full_session("fuzz", "t", max_version)),
+        ("min", full_session("fuzz", "t", min_version)),
+        ("long", long_session()),
+    ] {
         let input = script.input();
         kig_fuzz_harness::handle_frame::handle_frame(&input);
         write("handle_frame", &format!("session-{name}"), &input);
