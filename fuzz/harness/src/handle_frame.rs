@@ -118,17 +118,44 @@ impl Session {
 }
 
 /// The input is a sequence of `u16` big-endian length + frame; the last frame takes whatever is
-/// left. An empty frame stands for idle time (`IDLE_STEP`).
+/// left. An empty frame stands for idle time (`IDLE_STEP`). Inside a frame, `RUN_ESCAPE` then a
+/// `u16` count and a byte stand for that byte repeated (`expand_runs`).
 pub fn handle_frame(data: &[u8]) {
     let session = Session::new();
     for frame in split_frames(data) {
         if frame.is_empty() {
             session.idle(IDLE_STEP);
         } else {
-            session.send(frame);
+            session.send(&expand_runs(frame));
         }
     }
     session.finish();
+}
+
+/// Marks a run in a frame: `0xfe 0xfe`, a `u16` big-endian count, the byte to repeat.
+pub const RUN_ESCAPE: [u8; 2] = [0xfe, 0xfe];
+
+/// Expands the runs of a frame, up to `MAX_FRAME_SIZE` bytes (the server reads no larger frame).
+/// Strings near the int16 length limit (32,767 bytes) are where size bugs live, and a fuzzer
+/// cannot grow an input by 32 KB in one mutation; a 5-byte run it can.
+pub fn expand_runs(frame: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(frame.len());
+    let mut rest = frame;
+    while !rest.is_empty() && out.len() < MAX_FRAME_SIZE {
+        match rest {
+            [0xfe, 0xfe, hi, lo, byte, tail @ ..] => {
+                let count = usize::from(u16::from_be_bytes([*hi, *lo])).min(MAX_FRAME_SIZE - out.len());
+                out.resize(out.len() + count, *byte);
+                rest = tail;
+            }
+            [byte, tail @ ..] => {
+                out.push(*byte);
+                rest = tail;
+            }
+            [] => unreachable!("the loop stops on an empty rest"),
+        }
+    }
+    out
 }
 
 /// Splits the input into frames; also how tests/seeds.rs's inputs are read back.

@@ -32,10 +32,6 @@ fn s(v: &str) -> StrBytes {
     StrBytes::from_string(v.to_string())
 }
 
-fn topic(v: &str) -> TopicName {
-    TopicName(s(v))
-}
-
 fn group(v: &str) -> GroupId {
     GroupId(s(v))
 }
