@@ -10,7 +10,7 @@ GATEWAY_ADDR ?= 127.0.0.1:19092
 GATEWAY_INSTANCE_ID ?= 7
 GATEWAY_MAX_FRAME_SIZE ?= 8388608
 
-.PHONY: setup build run test real-iggy-tier bench lint
+.PHONY: setup build run test real-iggy-tier bench lint fuzz
 
 setup:
 	missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done)
@@ -57,3 +57,21 @@ bench: setup
 	cargo bench -p kig-core --bench core
 	cargo bench -p kafka-iggy-conformance --bench gateway
 	cargo bench -p kafka-iggy-conformance --bench real_iggy
+
+# Coverage-guided fuzzing (fuzz/README.md): every target for FUZZ_SECONDS on stable Rust.
+# cargo-fuzz passes nightly-only flags; RUSTC_BOOTSTRAP=1 lets stable accept them, and
+# --sanitizer none because AddressSanitizer needs a nightly toolchain. New inputs go to a scratch
+# directory under target/, never into the committed corpus; a crash fails the target.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS := frame_reader request_header request_bodies handle_frame record_batches envelope group_state_machine
+fuzz: setup
+	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
+	cd fuzz
+	for target in $(FUZZ_TARGETS); do
+	  scratch=../target/fuzz-scratch/$$target
+	  mkdir -p $$scratch
+	  echo "fuzz: $$target for $(FUZZ_SECONDS) s"
+	  RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none $$target $$scratch corpus/$$target -- \
+	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
+	    -dict=dict/kafka.dict -print_final_stats=1
+	done
