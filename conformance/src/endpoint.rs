@@ -6,6 +6,7 @@ use kafka_iggy_gateway::backend::Backend;
 use kafka_iggy_gateway::clock::SystemClock;
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
 use kafka_iggy_gateway::gateway::Gateway;
+use kafka_iggy_gateway::limits::LimitSettings;
 use kafka_iggy_gateway::server::{serve, Shutdown};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,6 +49,9 @@ pub struct LocalOptions {
     pub peers: Vec<String>,
     /// Kafka's group.min.session.timeout.ms; the suite lowers it so evictions come quickly.
     pub group_min_session_timeout_ms: Option<u64>,
+    /// The `[limits]` table (docs/spec/limits.md); the hostile cases' suite lowers some so that
+    /// its attacks meet them.
+    pub limits: LimitSettings,
 }
 
 /// The group.min.session.timeout.ms the in-process gateway runs with.
@@ -88,6 +92,7 @@ impl<B: Backend> LocalGateway<B> {
                     .group_min_session_timeout_ms
                     .unwrap_or(TEST_MIN_SESSION_TIMEOUT_MS),
             ),
+            limits: options.limits.clone(),
             ..FileConfig::default()
         };
         let config = Config::resolve(args, file)?;
