@@ -7,6 +7,7 @@ use std::pin::Pin;
 
 pub mod gateway_cases;
 pub mod group_cases;
+pub mod hostile_cases;
 pub mod rdkafka_cases;
 pub mod wire_cases;
 
@@ -49,5 +50,6 @@ pub fn all() -> Vec<Case> {
     cases.extend(wire_cases::cases());
     cases.extend(rdkafka_cases::cases());
     cases.extend(group_cases::cases());
+    cases.extend(hostile_cases::cases());
     cases
 }
