@@ -26,6 +26,13 @@ fn limits() -> GroupLimits {
         max_metadata_bytes: 64,
         min_session_timeout: Duration::from_secs(1),
         max_session_timeout: Duration::from_secs(30),
+        // Small enough that the fuzzer reaches each one: fewer protocols than PROTOCOLS, fewer
+        // members in total than groups times members, a few members' worth of bytes.
+        max_protocols: 2,
+        max_rebalance_timeout: Duration::from_secs(10),
+        pending_member_timeout: Duration::from_secs(5),
+        max_members_total: 7,
+        max_stored_bytes: 256,
     }
 }
 

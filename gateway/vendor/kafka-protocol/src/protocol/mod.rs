@@ -243,7 +243,15 @@ pub(crate) fn write_unknown_tagged_fields<B: ByteBufMut, R: RangeBounds<i32>>(
     range: R,
     unknown_tagged_fields: &BTreeMap<i32, Bytes>,
 ) -> Result<()> {
-    for (&k, v) in unknown_tagged_fields.range(range) {
+    // kafka-iggy-harness patch: decoders keep a tag above i32::MAX as a negative key. Such tags
+    // come after every other one in unsigned order, so a range open at the top writes them last;
+    // without them the written count and compute_size disagreed with the fields written (found
+    // by the request_bodies fuzz target).
+    let above_i32_max = match range.end_bound() {
+        std::ops::Bound::Unbounded => unknown_tagged_fields.range(..0),
+        _ => unknown_tagged_fields.range(0..0),
+    };
+    for (&k, v) in unknown_tagged_fields.range(range).chain(above_i32_max) {
         if v.len() > u32::MAX as usize {
             bail!("Tagged field is too long to encode ({} bytes)", v.len());
         }
