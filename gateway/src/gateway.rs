@@ -19,6 +19,10 @@ use kafka_protocol::protocol::{Decodable, Encodable};
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+/// Frames up to this size are read without waiting for the in-flight budget
+/// (LIMIT-INFLIGHT-1): at most `max_connections` of them exist at once.
+pub const SMALL_FRAME_BYTES: usize = 64 * 1024;
+
 /// One gateway instance: configuration, backend, injected clock and RNG.
 pub struct Gateway<B> {
     pub config: Arc<Config>,
@@ -64,16 +68,23 @@ impl<B: Backend> Gateway<B> {
         }
     }
 
-    /// Waits until `size` more bytes of requests fit the in-flight budget (LIMIT-INFLIGHT-1).
-    /// The configuration keeps `max_frame_size` within the budget, so every frame fits once
-    /// others are answered.
-    pub async fn admit_request_bytes(&self, size: usize) -> OwnedSemaphorePermit {
+    /// Waits until a frame of `size` bytes fits the in-flight budget (LIMIT-INFLIGHT-1). A frame
+    /// of at most [`SMALL_FRAME_BYTES`] needs no room: ApiVersions, Heartbeats, commits and
+    /// Fetches stay answered while large frames wait, and they are bounded by the connection
+    /// limit instead. The configuration keeps `max_frame_size` within the budget, so every
+    /// large frame fits once others are answered.
+    pub async fn admit_request_bytes(&self, size: usize) -> Option<OwnedSemaphorePermit> {
+        if size <= SMALL_FRAME_BYTES {
+            return None;
+        }
         let permits = u32::try_from(size).expect("max_frame_size fits in u32");
-        self.inflight_bytes
+        let permit = self
+            .inflight_bytes
             .clone()
             .acquire_many_owned(permits)
             .await
-            .expect("the in-flight semaphore is never closed")
+            .expect("the in-flight semaphore is never closed");
+        Some(permit)
     }
 
     /// Decodes a request body and holds it to the entry limit (LIMIT-ENTRIES-1).

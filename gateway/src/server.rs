@@ -404,27 +404,37 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn limit_inflight_1_a_frame_waits_for_room_in_the_budget() {
         let (tx, shutdown, task) = start_with(FileConfig {
-            max_frame_size: Some(1024),
+            max_frame_size: Some(crate::gateway::SMALL_FRAME_BYTES + 1),
             ..with_limits(crate::limits::LimitSettings {
-                max_inflight_request_bytes: Some(1024),
+                max_inflight_request_bytes: Some(crate::gateway::SMALL_FRAME_BYTES + 1),
                 ..Default::default()
             })
         });
         // A declares a frame that takes the whole budget, sends part of it and stalls.
+        let large = crate::gateway::SMALL_FRAME_BYTES as i32 + 1;
         let mut a = connect(&tx).await;
-        a.write_all(&1024i32.to_be_bytes()).await.unwrap();
+        a.write_all(&large.to_be_bytes()).await.unwrap();
         a.write_all(&[0u8; 10]).await.unwrap();
+        // B's small request needs no room in the budget: it is answered at once.
         let mut b = connect(&tx).await;
         let started = tokio::time::Instant::now();
         assert!(served(&mut b).await);
-        // B was answered only once A's read timeout gave its bytes back.
-        assert!(
-            started.elapsed() >= Duration::from_millis(5_000),
-            "answered after {:?}, while A held the budget",
-            started.elapsed()
-        );
+        assert_eq!(started.elapsed(), Duration::ZERO, "a small frame waited on the budget");
+        // C's large frame waits until A's read timeout gives A's bytes back.
+        let mut c = connect(&tx).await;
+        c.write_all(&large.to_be_bytes()).await.unwrap();
         let mut byte = [0u8; 1];
         assert_eq!(a.read(&mut byte).await.unwrap(), 0, "A was closed at its read timeout");
+        let a_closed = started.elapsed();
+        assert!(a_closed >= Duration::from_millis(5_000), "{a_closed:?}");
+        // C now holds the budget and, sending nothing more, meets its own read timeout; had it
+        // been admitted beside A, it would have been closed at the same moment as A.
+        assert_eq!(c.read(&mut byte).await.unwrap(), 0);
+        assert!(
+            started.elapsed() >= a_closed + Duration::from_millis(5_000),
+            "C was closed {:?} after the start, so its wait for room did not count",
+            started.elapsed()
+        );
         shutdown.trigger();
         task.await.unwrap();
     }

@@ -32,7 +32,9 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
 /// Reads the next frame as [`read_frame`] does, but asks `admit` for the frame's declared size
 /// after the size is checked and before the body is allocated or read (LIMIT-INFLIGHT-1). What
 /// `admit` returns (a permit) comes back with the body, for the caller to hold while the
-/// request is handled. The wait for admission counts against `read_timeout`.
+/// request is handled. `read_timeout` bounds the rest of the prefix, and then the body from the
+/// moment it is admitted: the wait for admission is bounded by the read timeouts of the frames
+/// that hold the room, not by this one's.
 pub async fn read_admitted_frame<R, P, F, Fut>(
     reader: &mut R,
     max_frame_size: usize,
@@ -48,7 +50,7 @@ where
     if reader.read(&mut size[..1]).await? == 0 {
         return Ok(None);
     }
-    let rest = async {
+    let size = async {
         reader.read_exact(&mut size[1..]).await?;
         let size = i32::from_be_bytes(size);
         if size <= 0 {
@@ -60,15 +62,21 @@ where
                 max: max_frame_size,
             });
         }
-        let permit = admit(size as usize).await;
-        let mut body = BytesMut::zeroed(size as usize);
-        reader.read_exact(&mut body).await?;
-        Ok((body.freeze(), permit))
+        Ok(size as usize)
     };
-    match tokio::time::timeout(read_timeout, rest).await {
-        Ok(result) => result.map(Some),
-        Err(_) => Err(FrameError::ReadTimeout(read_timeout)),
-    }
+    let size = tokio::time::timeout(read_timeout, size)
+        .await
+        .map_err(|_| FrameError::ReadTimeout(read_timeout))??;
+    let permit = admit(size).await;
+    let body = async {
+        let mut body = BytesMut::zeroed(size);
+        reader.read_exact(&mut body).await?;
+        Ok::<_, FrameError>(body.freeze())
+    };
+    let body = tokio::time::timeout(read_timeout, body)
+        .await
+        .map_err(|_| FrameError::ReadTimeout(read_timeout))??;
+    Ok(Some((body, permit)))
 }
 
 /// Writes one frame: the size prefix then the body.
