@@ -91,7 +91,6 @@ pub const SUITE_FETCH_MAX_WAIT_MS: u64 = 1_000;
 const API_VERSIONS_V: i16 = 3;
 const METADATA_V: i16 = 9;
 const CREATE_TOPICS_V: i16 = 5;
-const DELETE_TOPICS_V: i16 = 4;
 const PRODUCE_V: i16 = 9;
 const FETCH_V: i16 = 11;
 const LIST_OFFSETS_V: i16 = 7;
@@ -595,20 +594,6 @@ async fn new_topic(endpoint: &Endpoint, client: &mut Client, prefix: &str, parti
     let topic = endpoint.unique_topic(prefix);
     create_topic(client, &topic, partitions).await?;
     Ok(topic)
-}
-
-async fn delete_topic(client: &mut Client, topic: &str) -> anyhow::Result<()> {
-    let request = DeleteTopicsRequest::default()
-        .with_topic_names(vec![topic_name(topic)])
-        .with_timeout_ms(30_000);
-    let response: DeleteTopicsResponse = bounded(
-        &format!("DeleteTopics {topic}"),
-        client.request(ApiKey::DeleteTopics, DELETE_TOPICS_V, &request),
-    )
-    .await?;
-    let code = response.responses.first().map(|t| t.error_code);
-    ensure!(code == Some(NONE), "deleting topic {topic}: error {code:?}");
-    Ok(())
 }
 
 /// An uncompressed batch of one null-key record per value.
@@ -1537,9 +1522,11 @@ pub async fn hostile_zstd_batch_declaring_a_million_empty_records(endpoint: Endp
 /// Produce requests of several zstd batches that together decompress to 90% of the endpoint's
 /// max_frame_size, sent back to back on two connections for [`NEAR_MAX_FOR`]: decompressing
 /// them must not stop the watchdog's ApiVersions, Metadata or its group member's Heartbeats.
-/// Any answer is accepted for each request, which must come; at most [`NEAR_MAX_STORED`]
-/// decompressed bytes are sent, and the topic is deleted after, to bound what the endpoint
-/// stores.
+/// The last record of each batch has the timestamp -2, which Kafka refuses (INVALID_TIMESTAMP)
+/// only once the batch is decompressed and read to its end: the endpoint does all the work and
+/// stores nothing, so the attack can last without filling it. Each request must be answered,
+/// for every partition, with any code; a partition holds exactly the records of the batches
+/// acknowledged for it.
 pub async fn hostile_near_max_frame_zstd_produces_on_two_connections(endpoint: Endpoint) -> anyhow::Result<Outcome> {
     const PARTITIONS: i32 = 4;
     const VALUE_BYTES: usize = 16 * 1024;
@@ -1549,50 +1536,70 @@ pub async fn hostile_near_max_frame_zstd_produces_on_two_connections(endpoint: E
         .guard(async {
             let mut client = connect(&endpoint).await?;
             let topic = new_topic(&endpoint, &mut client, "kig-hostile-near-max", PARTITIONS).await?;
-            let per_partition = max_frame_size * 9 / 10 / PARTITIONS as usize;
-            let records = (0..per_partition / VALUE_BYTES)
+            let records_per_batch = max_frame_size * 9 / 10 / PARTITIONS as usize / VALUE_BYTES;
+            let base_timestamp = now_ms()?;
+            let records: Vec<Record> = (0..records_per_batch)
                 .map(|i| Record {
                     attributes: 0,
-                    timestamp_delta: 0,
+                    // The last record's timestamp is -2; the batch's max timestamp stays valid.
+                    timestamp_delta: if i + 1 == records_per_batch { -(base_timestamp + 2) } else { 0 },
                     offset_delta: 0,
                     key: None,
                     value: Some(Bytes::from(letters(VALUE_BYTES, i as u64 + 1))),
                     headers: vec![],
                 })
                 .collect();
-            let batch = encode_batch(&RecordBatch::from_producer(Compression::Zstd, now_ms()?, records))?;
+            let batch = encode_batch(&RecordBatch::from_producer(Compression::Zstd, base_timestamp, records))?;
             let request = produce_request(vec![(topic.as_str(), (0..PARTITIONS).map(|p| (p, batch.clone())).collect())]);
-            let decompressed_per_request = per_partition / VALUE_BYTES * VALUE_BYTES * PARTITIONS as usize;
-            let requests_per_connection = (NEAR_MAX_STORED / decompressed_per_request / 2).max(1);
+            let decompressed = records_per_batch * VALUE_BYTES * PARTITIONS as usize;
+            let framed = batch.len() * PARTITIONS as usize;
             let deadline = Instant::now() + NEAR_MAX_FOR;
+            // Each connection's acknowledgements, per partition.
             let sender = |connection: usize| {
                 let (endpoint, request, topic) = (endpoint.clone(), request.clone(), topic.clone());
                 async move {
                     let mut client = connect(&endpoint).await?;
+                    let mut acknowledged = [0i64; PARTITIONS as usize];
                     let mut sent = 0;
-                    while sent < requests_per_connection && Instant::now() < deadline {
+                    while Instant::now() < deadline {
                         sent += 1;
                         let what = format!(
-                            "Produce #{sent} on connection {connection} ({decompressed_per_request} bytes decompressed over {PARTITIONS} zstd batches)"
+                            "Produce #{sent} on connection {connection} ({framed} bytes of {PARTITIONS} zstd batches, {decompressed} decompressed)"
                         );
                         let produced: ProduceResponse =
                             bounded(&what, client.request(ApiKey::Produce, PRODUCE_V, &request)).await?;
-                        let answered: usize = produced
+                        let answers: Vec<(i32, i16)> = produced
                             .responses
                             .iter()
                             .filter(|t| t.name.0.as_str() == topic)
-                            .map(|t| t.partition_responses.len())
-                            .sum();
+                            .flat_map(|t| t.partition_responses.iter().map(|p| (p.index, p.error_code)))
+                            .collect();
+                        let mut indexes: Vec<i32> = answers.iter().map(|(index, _)| *index).collect();
+                        indexes.sort();
                         ensure!(
-                            answered == PARTITIONS as usize,
-                            "{what}: answered {answered} partitions of {PARTITIONS}"
+                            indexes == (0..PARTITIONS).collect::<Vec<_>>(),
+                            "{what}: answered partitions {indexes:?}, expected each of 0..{PARTITIONS} once"
                         );
+                        for (index, code) in answers {
+                            if code == NONE {
+                                acknowledged[index as usize] += 1;
+                            }
+                        }
                     }
-                    anyhow::Ok(sent)
+                    anyhow::Ok(acknowledged)
                 }
             };
-            tokio::try_join!(sender(1), sender(2))?;
-            delete_topic(&mut client, &topic).await
+            let (first, second) = tokio::try_join!(sender(1), sender(2))?;
+            for partition in 0..PARTITIONS {
+                let batches = first[partition as usize] + second[partition as usize];
+                let expected = batches * records_per_batch as i64;
+                let stored = latest(&mut client, &topic, partition).await?;
+                ensure!(
+                    stored == expected,
+                    "partition {partition} holds {stored} records; {batches} batches of {records_per_batch} were acknowledged"
+                );
+            }
+            Ok(())
         })
         .await?;
     Ok(Outcome::Passed)
@@ -1600,8 +1607,6 @@ pub async fn hostile_near_max_frame_zstd_produces_on_two_connections(endpoint: E
 
 /// How long [`hostile_near_max_frame_zstd_produces_on_two_connections`] keeps sending.
 const NEAR_MAX_FOR: Duration = Duration::from_secs(2);
-/// The decompressed bytes it sends at most, over both connections.
-const NEAR_MAX_STORED: usize = 256 * 1024 * 1024;
 
 // ---------------------------------------------------------------------------------------------
 // Connections.
@@ -1824,11 +1829,16 @@ const DECLARED_IN_ALL: usize = 320 * 1024 * 1024;
 /// How long it holds them: longer than [`LIVENESS`], so that a server which makes every other
 /// request wait for them fails the watchdog.
 const PREFIXES_HELD_FOR: Duration = Duration::from_secs(12);
+/// The value a well-behaved producer writes meanwhile: a batch as large as a producer's
+/// default (librdkafka's `batch.size` is 1 MB), and larger than a small request.
+const PRODUCED_WHILE_HELD: usize = 512 * 1024;
 
 /// Connections that each send the 4-byte length prefix of a max_frame_size frame and nothing
 /// more, [`DECLARED_IN_ALL`] bytes declared over all of them, held for [`PREFIXES_HELD_FOR`]:
 /// the cheapest slow-sender attack, 4 bytes per connection. The endpoint may close them or let
-/// them wait; other clients' requests must not wait on them.
+/// them wait; other clients' requests must not wait on them: neither the watchdog's nor a
+/// well-behaved producer's [`PRODUCED_WHILE_HELD`]-byte record, written once all the prefixes
+/// are sent.
 pub async fn hostile_connections_that_send_only_a_max_frame_length_prefix(
     endpoint: Endpoint,
 ) -> anyhow::Result<Outcome> {
@@ -1838,6 +1848,8 @@ pub async fn hostile_connections_that_send_only_a_max_frame_length_prefix(
     let watchdog = Watchdog::start(&endpoint, Probes::SERVING).await?;
     watchdog
         .guard(async {
+            let mut producer = connect(&endpoint).await?;
+            let topic = new_topic(&endpoint, &mut producer, "kig-hostile-prefixes", 1).await?;
             let mut held = Vec::with_capacity(connections);
             for _ in 0..connections {
                 let mut client = connect(&endpoint).await?;
@@ -1847,7 +1859,18 @@ pub async fn hostile_connections_that_send_only_a_max_frame_length_prefix(
                     Err(e) => return Err(e).context("sending a length prefix"),
                 }
             }
-            tokio::time::sleep(PREFIXES_HELD_FOR).await;
+            let value = vec![b'v'; PRODUCED_WHILE_HELD];
+            let produced = async {
+                produce_ok(&mut producer, &topic, 0, &[&value]).await.with_context(|| {
+                    format!(
+                        "a well-behaved Produce of a {PRODUCED_WHILE_HELD}-byte record while {} connections held \
+                         {max_frame_size}-byte frame prefixes",
+                        held.len()
+                    )
+                })
+            };
+            let (produced, ()) = tokio::join!(produced, tokio::time::sleep(PREFIXES_HELD_FOR));
+            produced?;
             drop(held);
             new_connection_answers(
                 &endpoint,
