@@ -223,7 +223,7 @@ impl Config {
         if !(1024..=MAX_FRAME_SIZE_CEILING).contains(&max_frame_size) {
             bail!("max_frame_size must be between 1024 and {MAX_FRAME_SIZE_CEILING}");
         }
-        let (limits, group_settings) = Limits::resolve(&args.limits.or(file.limits), max_frame_size)?;
+        let (limits, group_settings) = Limits::resolve(&args.limits.or(file.limits))?;
         let default_partitions = args.default_partitions.or(file.default_partitions).unwrap_or(1);
         if default_partitions == 0 {
             bail!("default_partitions must be at least 1");

@@ -68,16 +68,15 @@ impl<B: Backend> Gateway<B> {
         }
     }
 
-    /// Waits until a frame of `size` bytes fits the in-flight budget (LIMIT-INFLIGHT-1). A frame
-    /// of at most [`SMALL_FRAME_BYTES`] needs no room: ApiVersions, Heartbeats, commits and
-    /// Fetches stay answered while large frames wait, and they are bounded by the connection
-    /// limit instead. The configuration keeps `max_frame_size` within the budget, so every
-    /// large frame fits once others are answered.
-    pub async fn admit_request_bytes(&self, size: usize) -> Option<OwnedSemaphorePermit> {
-        if size <= SMALL_FRAME_BYTES {
+    /// Waits until `chunk` more bytes of a frame of `frame_size` bytes fit the in-flight budget
+    /// (LIMIT-INFLIGHT-1). A frame of at most [`SMALL_FRAME_BYTES`] needs no room: ApiVersions,
+    /// Heartbeats, commits and Fetches stay answered whoever holds the budget, and they are
+    /// bounded by the connection limit instead.
+    pub async fn admit_request_bytes(&self, frame_size: usize, chunk: usize) -> Option<OwnedSemaphorePermit> {
+        if frame_size <= SMALL_FRAME_BYTES {
             return None;
         }
-        let permits = u32::try_from(size).expect("max_frame_size fits in u32");
+        let permits = u32::try_from(chunk).expect("a chunk is at most ADMISSION_CHUNK bytes");
         let permit = self
             .inflight_bytes
             .clone()

@@ -27,8 +27,8 @@ pub struct LimitSettings {
     /// Open client connections at most (LIMIT-CONNECTIONS-1).
     #[arg(long, env = "IGGY_KAFKA_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
-    /// Bytes of request frames being read or handled at once, over every connection
-    /// (LIMIT-INFLIGHT-1); at least max_frame_size.
+    /// Bytes of request frames above 64 KiB being read or handled at once, over every
+    /// connection (LIMIT-INFLIGHT-1); at least 64 KiB.
     #[arg(long, env = "IGGY_KAFKA_MAX_INFLIGHT_REQUEST_BYTES")]
     pub max_inflight_request_bytes: Option<usize>,
     /// Entries (topics, partitions, groups, members, protocols, configs) in one request
@@ -141,15 +141,13 @@ impl Default for GroupLimitSettings {
 }
 
 impl Limits {
-    /// Resolves `settings` for a gateway whose frames may be `max_frame_size` bytes.
-    pub fn resolve(settings: &LimitSettings, max_frame_size: usize) -> anyhow::Result<(Limits, GroupLimitSettings)> {
+    /// Resolves `settings`, refusing values no gateway could work with.
+    pub fn resolve(settings: &LimitSettings) -> anyhow::Result<(Limits, GroupLimitSettings)> {
         let group_defaults = GroupLimitSettings::default();
         let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
         let limits = Limits {
             max_connections: settings.max_connections.unwrap_or(4_096),
-            max_inflight_request_bytes: settings
-                .max_inflight_request_bytes
-                .unwrap_or((256 * 1024 * 1024).max(max_frame_size)),
+            max_inflight_request_bytes: settings.max_inflight_request_bytes.unwrap_or(256 * 1024 * 1024),
             max_request_entries: settings.max_request_entries.unwrap_or(10_000),
             max_records_per_request: settings
                 .max_records_per_request
@@ -189,9 +187,10 @@ impl Limits {
                 bail!("{name} must be at least 1");
             }
         }
-        if limits.max_inflight_request_bytes < max_frame_size {
+        let chunk = crate::protocol::frame::ADMISSION_CHUNK;
+        if limits.max_inflight_request_bytes < chunk {
             bail!(
-                "max_inflight_request_bytes ({}) must be at least max_frame_size ({max_frame_size}), or no frame of that size could ever be read",
+                "max_inflight_request_bytes ({}) must be at least {chunk}, the chunk a frame's body is admitted in, or no large frame could ever be read",
                 limits.max_inflight_request_bytes
             );
         }
@@ -234,20 +233,20 @@ mod tests {
     }
 
     #[test]
-    fn limit_inflight_1_budget_below_one_frame_is_refused() {
+    fn limit_inflight_1_budget_below_one_chunk_is_refused() {
         let settings = LimitSettings {
             max_inflight_request_bytes: Some(1024),
             ..LimitSettings::default()
         };
-        let err = Limits::resolve(&settings, 4096).unwrap_err();
+        let err = Limits::resolve(&settings).unwrap_err();
         assert!(err.to_string().contains("max_inflight_request_bytes"), "{err}");
     }
 
     #[test]
     fn limits_default_are_kept_by_a_real_deployment() {
-        let (limits, groups) = Limits::resolve(&LimitSettings::default(), 8 * 1024 * 1024).unwrap();
+        let (limits, groups) = Limits::resolve(&LimitSettings::default()).unwrap();
         assert_eq!(limits.fetch_max_bytes, 55 * 1024 * 1024);
-        assert!(limits.max_inflight_request_bytes >= 8 * 1024 * 1024);
+        assert_eq!(limits.max_inflight_request_bytes, 256 * 1024 * 1024);
         assert_eq!(groups, GroupLimitSettings::default());
         for zero in [
             LimitSettings {
@@ -259,7 +258,7 @@ mod tests {
                 ..LimitSettings::default()
             },
         ] {
-            assert!(Limits::resolve(&zero, 4096).is_err());
+            assert!(Limits::resolve(&zero).is_err());
         }
     }
 }

@@ -178,9 +178,9 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
 ) {
     let config = gateway.config.clone();
     loop {
-        // LIMIT-INFLIGHT-1: a frame's bytes are admitted against the gateway-wide budget before
-        // its body is allocated; the permit is held until the response is written.
-        let admit = |size: usize| gateway.admit_request_bytes(size);
+        // LIMIT-INFLIGHT-1: a frame's bytes are admitted against the gateway-wide budget as they
+        // arrive, before they are allocated; the permits are held until the response is written.
+        let admit = |frame_size: usize, chunk: usize| gateway.admit_request_bytes(frame_size, chunk);
         let (frame, _permit) = tokio::select! {
             // Branches in written order, not tokio's own random order: a simulation seed must
             // decide every choice the server makes (PROTO-DETERMINISM-1).
@@ -404,13 +404,14 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn limit_inflight_1_a_frame_waits_for_room_in_the_budget() {
         let (tx, shutdown, task) = start_with(FileConfig {
-            max_frame_size: Some(crate::gateway::SMALL_FRAME_BYTES + 1),
+            max_frame_size: Some(2 * crate::protocol::frame::ADMISSION_CHUNK),
             ..with_limits(crate::limits::LimitSettings {
-                max_inflight_request_bytes: Some(crate::gateway::SMALL_FRAME_BYTES + 1),
+                max_inflight_request_bytes: Some(crate::protocol::frame::ADMISSION_CHUNK),
                 ..Default::default()
             })
         });
-        // A declares a frame that takes the whole budget, sends part of it and stalls.
+        // A declares a large frame, sends part of its first chunk and stalls: it holds that
+        // chunk's room, the whole budget here.
         let large = crate::gateway::SMALL_FRAME_BYTES as i32 + 1;
         let mut a = connect(&tx).await;
         a.write_all(&large.to_be_bytes()).await.unwrap();

@@ -25,25 +25,29 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     max_frame_size: usize,
     read_timeout: Duration,
 ) -> Result<Option<Bytes>, FrameError> {
-    let frame = read_admitted_frame(reader, max_frame_size, read_timeout, |_| async {}).await?;
-    Ok(frame.map(|(body, ())| body))
+    let frame = read_admitted_frame(reader, max_frame_size, read_timeout, |_, _| async {}).await?;
+    Ok(frame.map(|(body, _)| body))
 }
 
-/// Reads the next frame as [`read_frame`] does, but asks `admit` for the frame's declared size
-/// after the size is checked and before the body is allocated or read (LIMIT-INFLIGHT-1). What
-/// `admit` returns (a permit) comes back with the body, for the caller to hold while the
-/// request is handled. `read_timeout` bounds the rest of the prefix, and then the body from the
-/// moment it is admitted: the wait for admission is bounded by the read timeouts of the frames
-/// that hold the room, not by this one's.
+/// The most body bytes read, and admitted, in one step (LIMIT-INFLIGHT-1).
+pub const ADMISSION_CHUNK: usize = 64 * 1024;
+
+/// Reads the next frame as [`read_frame`] does, but admits its body as it arrives, at most
+/// [`ADMISSION_CHUNK`] bytes at a time (LIMIT-INFLIGHT-1): `admit(frame size, chunk)` is asked
+/// before each chunk is allocated or read, and what it returns (a permit) comes back with the
+/// body, for the caller to hold while the request is handled. So a frame holds room for the
+/// bytes it really sent, not for what it declared. `read_timeout` bounds the rest of the prefix,
+/// and then the time spent reading the body; time spent waiting for admission is not counted,
+/// since it is bounded by the frames that hold the room.
 pub async fn read_admitted_frame<R, P, F, Fut>(
     reader: &mut R,
     max_frame_size: usize,
     read_timeout: Duration,
-    admit: F,
-) -> Result<Option<(Bytes, P)>, FrameError>
+    mut admit: F,
+) -> Result<Option<(Bytes, Vec<P>)>, FrameError>
 where
     R: AsyncRead + Unpin,
-    F: FnOnce(usize) -> Fut,
+    F: FnMut(usize, usize) -> Fut,
     Fut: Future<Output = P>,
 {
     let mut size = [0u8; 4];
@@ -67,16 +71,21 @@ where
     let size = tokio::time::timeout(read_timeout, size)
         .await
         .map_err(|_| FrameError::ReadTimeout(read_timeout))??;
-    let permit = admit(size).await;
-    let body = async {
-        let mut body = BytesMut::zeroed(size);
-        reader.read_exact(&mut body).await?;
-        Ok::<_, FrameError>(body.freeze())
-    };
-    let body = tokio::time::timeout(read_timeout, body)
-        .await
-        .map_err(|_| FrameError::ReadTimeout(read_timeout))??;
-    Ok(Some((body, permit)))
+    let mut body = BytesMut::with_capacity(size.min(ADMISSION_CHUNK));
+    let mut permits = Vec::with_capacity(size.div_ceil(ADMISSION_CHUNK));
+    let mut reading_left = read_timeout;
+    while body.len() < size {
+        let start = body.len();
+        let chunk = (size - start).min(ADMISSION_CHUNK);
+        permits.push(admit(size, chunk).await);
+        body.resize(start + chunk, 0);
+        let began = tokio::time::Instant::now();
+        tokio::time::timeout(reading_left, reader.read_exact(&mut body[start..]))
+            .await
+            .map_err(|_| FrameError::ReadTimeout(read_timeout))??;
+        reading_left = reading_left.saturating_sub(began.elapsed());
+    }
+    Ok(Some((body.freeze(), permits)))
 }
 
 /// Writes one frame: the size prefix then the body.
