@@ -1829,16 +1829,20 @@ const DECLARED_IN_ALL: usize = 320 * 1024 * 1024;
 /// How long it holds them: longer than [`LIVENESS`], so that a server which makes every other
 /// request wait for them fails the watchdog.
 const PREFIXES_HELD_FOR: Duration = Duration::from_secs(12);
-/// The value a well-behaved producer writes meanwhile: a batch as large as a producer's
-/// default (librdkafka's `batch.size` is 1 MB), and larger than a small request.
+/// The value a well-behaved producer writes meanwhile, every [`PRODUCE_PERIOD`]: a batch as
+/// large as a producer's default (librdkafka's `batch.size` is 1 MB), and larger than a small
+/// request.
 const PRODUCED_WHILE_HELD: usize = 512 * 1024;
+/// How often the well-behaved producer writes: from the start of the hold to its end, so that
+/// its writes meet the prefixes however soon the endpoint reads them.
+const PRODUCE_PERIOD: Duration = Duration::from_secs(1);
 
 /// Connections that each send the 4-byte length prefix of a max_frame_size frame and nothing
 /// more, [`DECLARED_IN_ALL`] bytes declared over all of them, held for [`PREFIXES_HELD_FOR`]:
 /// the cheapest slow-sender attack, 4 bytes per connection. The endpoint may close them or let
 /// them wait; other clients' requests must not wait on them: neither the watchdog's nor a
-/// well-behaved producer's [`PRODUCED_WHILE_HELD`]-byte record, written once all the prefixes
-/// are sent.
+/// well-behaved producer's [`PRODUCED_WHILE_HELD`]-byte records, one every [`PRODUCE_PERIOD`]
+/// while the prefixes are held.
 pub async fn hostile_connections_that_send_only_a_max_frame_length_prefix(
     endpoint: Endpoint,
 ) -> anyhow::Result<Outcome> {
@@ -1860,14 +1864,24 @@ pub async fn hostile_connections_that_send_only_a_max_frame_length_prefix(
                 }
             }
             let value = vec![b'v'; PRODUCED_WHILE_HELD];
+            let holding = held.len();
             let produced = async {
-                produce_ok(&mut producer, &topic, 0, &[&value]).await.with_context(|| {
-                    format!(
-                        "a well-behaved Produce of a {PRODUCED_WHILE_HELD}-byte record while {} connections held \
-                         {max_frame_size}-byte frame prefixes",
-                        held.len()
-                    )
-                })
+                let hold_started = Instant::now();
+                let mut period = tokio::time::interval(PRODUCE_PERIOD);
+                let mut written = 0;
+                while hold_started.elapsed() < PREFIXES_HELD_FOR {
+                    period.tick().await;
+                    written += 1;
+                    let sent = hold_started.elapsed();
+                    produce_ok(&mut producer, &topic, 0, &[&value]).await.with_context(|| {
+                        format!(
+                            "well-behaved Produce #{written} of a {PRODUCED_WHILE_HELD}-byte record, sent {:.1} s \
+                             after {holding} connections began to hold {max_frame_size}-byte frame prefixes",
+                            sent.as_secs_f64()
+                        )
+                    })?;
+                }
+                anyhow::Ok(())
             };
             let (produced, ()) = tokio::join!(produced, tokio::time::sleep(PREFIXES_HELD_FOR));
             produced?;
