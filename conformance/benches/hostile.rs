@@ -1,0 +1,313 @@
+//! `make bench`, the hostile part: the release gateway binary on the embedded backend, attacked
+//! by every hostile case (`cases::hostile_cases`) one after another, while this bench samples
+//! the gateway's resident memory (VmRSS) every 50 ms and a connection of its own times
+//! ApiVersions round trips every 50 ms. Prints one row per case and one for the whole run: pass
+//! or fail, time, peak RSS, RSS at the end, and the ApiVersions p50, p99 and max. Asserts
+//! nothing; then stops the gateway with SIGTERM.
+//!
+//! The gateway runs with the settings of the in-process suite (`SUITE_MAX_CONNECTIONS`,
+//! `SUITE_FETCH_MAX_WAIT_MS`) and `make run`'s 8 MiB max_frame_size. Bounded: each case by
+//! its own bounds (the whole run takes well under a minute), and by [`CASE_GUARD`] besides.
+//! Build the gateway first: `cargo build --release -p kafka-iggy-gateway` (`make bench` does).
+
+use kafka_iggy_conformance::cases::hostile_cases::{self, SUITE_FETCH_MAX_WAIT_MS, SUITE_MAX_CONNECTIONS};
+use kafka_iggy_conformance::cases::Outcome;
+use kafka_iggy_conformance::endpoint::Endpoint;
+use kafka_iggy_conformance::wire::WireClient;
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const MAX_FRAME_SIZE: usize = 8 * 1024 * 1024;
+const INSTANCE_ID: u16 = 7;
+/// How often RSS is read and an ApiVersions sent.
+const SAMPLE_PERIOD: Duration = Duration::from_millis(50);
+/// A case still running after this is abandoned and reported as failed: a backstop, since
+/// every case bounds its own waits.
+const CASE_GUARD: Duration = Duration::from_secs(90);
+
+/// RSS readings, in KiB, with when they were taken.
+type RssLog = Arc<Mutex<Vec<(Instant, u64)>>>;
+/// ApiVersions round trips: when each was sent and how long its answer took.
+type LatencyLog = Arc<Mutex<Vec<(Instant, Duration)>>>;
+
+/// The gateway's VmRSS in KiB, from /proc.
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Reads the RSS every [`SAMPLE_PERIOD`] on a thread of its own, so that a busy runtime does not
+/// thin the samples, until `stop`.
+fn sample_rss(pid: u32, log: RssLog, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        while !stop.load(Ordering::Relaxed) {
+            if let Some(kib) = rss_kib(pid) {
+                log.lock().expect("rss log").push((Instant::now(), kib));
+            }
+            std::thread::sleep(SAMPLE_PERIOD);
+        }
+    })
+}
+
+/// Sends ApiVersions every [`SAMPLE_PERIOD`] on a connection of its own and records every
+/// round trip however long it takes (the cases' own watchdogs fail at their liveness bound;
+/// this one only measures), reconnecting if the gateway closes it, until `stop`.
+async fn time_api_versions(bootstrap: String, log: LatencyLog, stop: Arc<AtomicBool>) {
+    let request = ApiVersionsRequest::default()
+        .with_client_software_name(kafka_protocol::protocol::StrBytes::from_static_str("kig-bench"))
+        .with_client_software_version(kafka_protocol::protocol::StrBytes::from_static_str("0.1.0"));
+    let mut period = tokio::time::interval(SAMPLE_PERIOD);
+    period.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut client = None;
+    while !stop.load(Ordering::Relaxed) {
+        period.tick().await;
+        if client.is_none() {
+            client = WireClient::connect(&bootstrap).await.ok();
+        }
+        let Some(connection) = client.as_mut() else {
+            continue;
+        };
+        let sent = Instant::now();
+        let answer: anyhow::Result<ApiVersionsResponse> = connection.request(ApiKey::ApiVersions, 3, &request).await;
+        match answer {
+            Ok(_) => log.lock().expect("latency log").push((sent, sent.elapsed())),
+            Err(_) => client = None,
+        }
+    }
+}
+
+/// Where `cargo build --release -p kafka-iggy-gateway` puts the binary.
+fn gateway_binary() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    target.join("release/kafka-iggy-gateway")
+}
+
+/// Starts the gateway on a free loopback port and returns it with that address, once its log
+/// says it listens (killed and reaped if it does not within 10 s).
+fn start_gateway(log_path: &PathBuf) -> (Child, String) {
+    let binary = gateway_binary();
+    assert!(
+        binary.exists(),
+        "{} is missing: run `cargo build --release -p kafka-iggy-gateway` first",
+        binary.display()
+    );
+    // A port chosen here, not `--listen 127.0.0.1:0`: the gateway advertises its configured
+    // address (Metadata, FindCoordinator), which would then name port 0.
+    let address = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free loopback port")
+        .to_string();
+    let log = std::fs::File::create(log_path).expect("the gateway log file");
+    let mut child = Command::new(&binary)
+        .args(["--listen", &address, "--backend", "embedded"])
+        .args(["--instance-id", &INSTANCE_ID.to_string()])
+        .args(["--max-frame-size", &MAX_FRAME_SIZE.to_string()])
+        .args(["--max-connections", &SUITE_MAX_CONNECTIONS.to_string()])
+        .args(["--fetch-max-wait-ms", &SUITE_FETCH_MAX_WAIT_MS.to_string()])
+        .stdout(log.try_clone().expect("log handle"))
+        .stderr(log)
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("the gateway starts");
+    let started = Instant::now();
+    let listening = loop {
+        if std::fs::read_to_string(log_path).is_ok_and(|text| text.contains("listening on")) {
+            break true;
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            break false;
+        }
+        std::thread::sleep(SAMPLE_PERIOD);
+    };
+    if !listening {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!(
+            "the gateway did not say it listens within 10 s; see {}",
+            log_path.display()
+        );
+    }
+    (child, address)
+}
+
+/// One row of the table.
+struct Row {
+    name: String,
+    result: String,
+    seconds: f64,
+    peak_rss_kib: u64,
+    end_rss_kib: u64,
+    latencies: Vec<Duration>,
+}
+
+/// The RSS readings and round trips between `from` and `to`, as a row.
+fn row(name: &str, result: String, from: Instant, to: Instant, rss: &RssLog, latency: &LatencyLog) -> Row {
+    let rss = rss.lock().expect("rss log");
+    let window: Vec<u64> = rss
+        .iter()
+        .filter(|(at, _)| *at >= from && *at <= to)
+        .map(|(_, kib)| *kib)
+        .collect();
+    let latencies = latency
+        .lock()
+        .expect("latency log")
+        .iter()
+        .filter(|(sent, _)| *sent >= from && *sent <= to)
+        .map(|(_, took)| *took)
+        .collect();
+    Row {
+        name: name.to_string(),
+        result,
+        seconds: (to - from).as_secs_f64(),
+        peak_rss_kib: window.iter().copied().max().unwrap_or(0),
+        end_rss_kib: window.last().copied().unwrap_or(0),
+        latencies,
+    }
+}
+
+/// The `p` quantile of `sorted`, in milliseconds (nearest rank).
+fn percentile(sorted: &[Duration], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let index = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    Some(sorted[index].as_secs_f64() * 1e3)
+}
+
+/// Milliseconds with two decimals, or a dash when there is nothing to show.
+fn ms(value: Option<f64>) -> String {
+    value.map_or("–".to_string(), |v| format!("{v:.2}"))
+}
+
+fn print_table(rows: &[Row]) {
+    println!(
+        "| case | result | time s | peak RSS MiB | RSS at end MiB | ApiVersions p50 ms | p99 ms | max ms | round trips |"
+    );
+    println!("|---|---|--:|--:|--:|--:|--:|--:|--:|");
+    for r in rows {
+        let mut sorted = r.latencies.clone();
+        sorted.sort();
+        println!(
+            "| {} | {} | {:.1} | {:.0} | {:.0} | {} | {} | {} | {} |",
+            r.name,
+            r.result,
+            r.seconds,
+            r.peak_rss_kib as f64 / 1024.0,
+            r.end_rss_kib as f64 / 1024.0,
+            ms(percentile(&sorted, 0.50)),
+            ms(percentile(&sorted, 0.99)),
+            ms(sorted.last().map(|d| d.as_secs_f64() * 1e3)),
+            sorted.len()
+        );
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let log_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/hostile-bench-gateway.log");
+    let (mut gateway, bootstrap) = start_gateway(&log_path);
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!(
+        "hostile bench: release gateway (pid {}) on {bootstrap}, embedded backend, max_frame_size {MAX_FRAME_SIZE}, \
+         max_connections {SUITE_MAX_CONNECTIONS}, fetch_max_wait_ms {SUITE_FETCH_MAX_WAIT_MS}; {cores} cores; \
+         RSS and an ApiVersions round trip every {} ms; gateway log {}",
+        gateway.id(),
+        SAMPLE_PERIOD.as_millis(),
+        log_path.display()
+    );
+    let rss: RssLog = Arc::default();
+    let latency: LatencyLog = Arc::default();
+    let stop_sampling = Arc::new(AtomicBool::new(false));
+    let sampler = sample_rss(gateway.id(), rss.clone(), stop_sampling.clone());
+    let timer = tokio::spawn(time_api_versions(
+        bootstrap.clone(),
+        latency.clone(),
+        stop_sampling.clone(),
+    ));
+    let endpoint = Endpoint {
+        bootstrap: bootstrap.clone(),
+        max_frame_size: Some(MAX_FRAME_SIZE),
+        instance_id: Some(INSTANCE_ID),
+    };
+
+    let run_started = Instant::now();
+    // Each case's name, result and time window; the rows are computed once the timer has
+    // recorded its last round trip, which a stalled gateway answers only after the case.
+    let mut windows = Vec::new();
+    let mut failures = Vec::new();
+    for case in hostile_cases::cases() {
+        let name = case.name.rsplit("::").next().unwrap_or(case.name);
+        let started = Instant::now();
+        let outcome = tokio::time::timeout(CASE_GUARD, (case.run)(endpoint.clone())).await;
+        let ended = Instant::now();
+        let result = match outcome {
+            Ok(Ok(Outcome::Passed)) => "pass".to_string(),
+            Ok(Ok(Outcome::Skipped(why))) => format!("skipped: {why}"),
+            Ok(Err(e)) => {
+                failures.push(format!("{name}: {e:#}"));
+                "FAIL".to_string()
+            }
+            Err(_) => {
+                failures.push(format!("{name}: still running after {CASE_GUARD:?}"));
+                "FAIL".to_string()
+            }
+        };
+        // One reading at the case's end, so the last value is the end, not up to 50 ms before.
+        if let Some(kib) = rss_kib(gateway.id()) {
+            rss.lock().expect("rss log").push((ended, kib));
+        }
+        windows.push((name, result, started, ended));
+    }
+    let run_ended = Instant::now();
+    stop_sampling.store(true, Ordering::Relaxed);
+    if tokio::time::timeout(CASE_GUARD, timer).await.is_err() {
+        println!("the ApiVersions timer was still waiting for an answer {CASE_GUARD:?} after the run");
+    }
+    sampler.join().expect("the RSS sampler");
+    let mut rows: Vec<Row> = windows
+        .into_iter()
+        .map(|(name, result, started, ended)| row(name, result, started, ended, &rss, &latency))
+        .collect();
+    let passed = rows.iter().filter(|r| r.result == "pass").count();
+    rows.push(row(
+        "**whole run**",
+        format!("{passed}/{} pass", rows.len()),
+        run_started,
+        run_ended,
+        &rss,
+        &latency,
+    ));
+
+    print_table(&rows);
+    for failure in &failures {
+        println!("FAIL {failure}");
+    }
+
+    // SIGTERM, as a container runtime sends it; the gateway drains and exits.
+    let terminated = Instant::now();
+    let _ = Command::new("kill").args(["-TERM", &gateway.id().to_string()]).status();
+    let status = loop {
+        if let Some(status) = gateway.try_wait().expect("the gateway's status") {
+            break Some(status);
+        }
+        if terminated.elapsed() > Duration::from_secs(40) {
+            let _ = gateway.kill();
+            break None;
+        }
+        std::thread::sleep(SAMPLE_PERIOD);
+    };
+    match status {
+        Some(status) => println!(
+            "gateway stopped on SIGTERM in {:.2} s ({status})",
+            terminated.elapsed().as_secs_f64()
+        ),
+        None => println!("gateway still running 40 s after SIGTERM: killed"),
+    }
+}
