@@ -4,6 +4,8 @@
 pub mod embedded;
 mod error;
 pub mod iggy;
+pub mod permissions;
+pub mod users;
 
 pub use error::BackendError;
 
