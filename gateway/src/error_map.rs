@@ -17,9 +17,45 @@ pub fn code(e: ResponseError) -> KafkaCode {
     e.code()
 }
 
+/// What a request acts on, which decides the Kafka code of an Iggy permission refusal
+/// (AUTHZ-MAP-1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resource {
+    Topic,
+    Group,
+    /// Streams and other gateway-wide resources.
+    Cluster,
+}
+
+impl Resource {
+    /// The Kafka code for "not permitted" on this resource.
+    pub fn denied(self) -> KafkaCode {
+        match self {
+            Resource::Topic => ResponseError::TopicAuthorizationFailed.code(),
+            Resource::Group => ResponseError::GroupAuthorizationFailed.code(),
+            Resource::Cluster => ResponseError::ClusterAuthorizationFailed.code(),
+        }
+    }
+}
+
+/// Whether Iggy refused the request for the user's permissions.
+pub fn is_denied(e: &BackendError) -> bool {
+    matches!(e, BackendError::Iggy(IggyError::Unauthorized))
+}
+
 /// The Kafka code for a backend error, and whether it says everything the Iggy error says.
 /// Pure: the model-vs-real test compares backends by what a Kafka client would be told.
+/// A permission refusal is answered as one on a topic; see [`kafka_code_on`].
 pub fn kafka_code(e: &BackendError) -> (KafkaCode, bool) {
+    kafka_code_on(e, Resource::Topic)
+}
+
+/// [`kafka_code`] for a request on `resource`: AUTHZ-MAP-1 maps Iggy's Unauthorized to
+/// TOPIC_AUTHORIZATION_FAILED, GROUP_AUTHORIZATION_FAILED or CLUSTER_AUTHORIZATION_FAILED.
+pub fn kafka_code_on(e: &BackendError, resource: Resource) -> (KafkaCode, bool) {
+    if is_denied(e) {
+        return (resource.denied(), true);
+    }
     use ResponseError::*;
     let iggy = match e {
         BackendError::TooManyConsumerOffsets => return (UnknownServerError.code(), false),
@@ -53,7 +89,16 @@ pub fn kafka_code(e: &BackendError) -> (KafkaCode, bool) {
 
 /// Maps a backend error; `context` names the operation for the log line.
 pub fn backend_error(e: &BackendError, context: &str) -> KafkaCode {
-    let (kafka, exact) = kafka_code(e);
+    backend_error_on(e, Resource::Topic, context)
+}
+
+/// [`backend_error`] for a request on `resource` (AUTHZ-MAP-1). A refusal is logged at debug:
+/// it is Iggy's permission model doing its job, not a fault.
+pub fn backend_error_on(e: &BackendError, resource: Resource, context: &str) -> KafkaCode {
+    let (kafka, exact) = kafka_code_on(e, resource);
+    if is_denied(e) {
+        tracing::debug!("{context}: refused by Iggy's permissions (answered as Kafka error {kafka})");
+    }
     if let BackendError::TooManyConsumerOffsets = e {
         tracing::error!(
             "{context}: {e}; the partition holds the most offset keys Iggy allows; raise the server's partition.consumer_offsets_max"
@@ -104,6 +149,22 @@ mod tests {
         for (e, expected) in cases {
             assert_eq!(backend_error(&e, "test"), expected, "{e}");
         }
+    }
+
+    #[test]
+    fn authz_map_1_a_permission_refusal_is_the_kafka_authorization_error_of_its_resource() {
+        let denied: BackendError = IggyError::Unauthorized.into();
+        assert_eq!(backend_error(&denied, "t"), 29);
+        assert_eq!(backend_error_on(&denied, Resource::Topic, "t"), 29);
+        assert_eq!(backend_error_on(&denied, Resource::Group, "g"), 30);
+        assert_eq!(backend_error_on(&denied, Resource::Cluster, "s"), 31);
+        assert_eq!(kafka_code(&denied), (29, true));
+        let missing: BackendError = IggyError::ResourceNotFound("p".into()).into();
+        assert_eq!(
+            backend_error_on(&missing, Resource::Group, "g"),
+            3,
+            "only refusals change with the resource"
+        );
     }
 
     #[test]

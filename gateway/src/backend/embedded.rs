@@ -16,9 +16,15 @@
 //! Deterministic for a given clock and call order: nothing here reads the time but the
 //! injected clock, and nothing is random.
 
+use super::permissions;
+use super::users::Users;
 use super::{Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks};
+use crate::auth::credentials::{Credentials, Principal, SecretKind};
 use crate::clock::Clock;
-use iggy_common::{Identifier, IggyError, IggyMessage, IggyMessageHeader, MAX_PAYLOAD_SIZE, MAX_USER_HEADERS_SIZE};
+use iggy_common::{
+    Identifier, IggyError, IggyMessage, IggyMessageHeader, Permissions, UserId, UserStatus, MAX_PAYLOAD_SIZE,
+    MAX_USER_HEADERS_SIZE,
+};
 use kig_core::timestamps::fits_one_send;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -30,6 +36,8 @@ pub const DEFAULT_CONSUMER_OFFSETS_MAX: usize = 4096;
 pub const MAX_PARTITIONS: u32 = 1000;
 /// Iggy's limit on a stream, topic or group name.
 pub const MAX_NAME_LEN: usize = 255;
+/// The id Iggy gives its first stream, and a stream's first topic.
+pub const FIRST_ID: usize = 0;
 
 struct StoredMessage {
     header: IggyMessageHeader,
@@ -97,19 +105,24 @@ struct Partition {
 }
 
 struct Topic {
+    /// Iggy's numeric id, which permissions name.
+    id: usize,
     partitions: Vec<Partition>,
     message_expiry_us: Option<u64>,
     groups: BTreeMap<String, Group>,
 }
 
-#[derive(Default)]
 struct Stream {
+    /// Iggy's numeric id, which permissions name.
+    id: usize,
     topics: BTreeMap<String, Topic>,
+    next_topic_id: usize,
 }
 
-#[derive(Default)]
 struct Model {
     streams: BTreeMap<String, Stream>,
+    next_stream_id: usize,
+    users: Users,
 }
 
 fn named(name: &str) -> Identifier {
@@ -117,6 +130,35 @@ fn named(name: &str) -> Identifier {
 }
 
 impl Model {
+    /// The permissions `user` holds now. A deleted user's open sessions stay logged in on the
+    /// real server, but hold no permission any more (measured: sends answer Unauthorized).
+    fn permissions_of(&self, user: UserId) -> Result<Option<&Permissions>, IggyError> {
+        Ok(self.users.permissions(user))
+    }
+
+    /// Runs an Iggy permission rule for `user` on the stream (and topic) by name; the names
+    /// must exist (the real server answers "not found" before it checks permissions).
+    fn authorize(
+        &mut self,
+        user: UserId,
+        stream: &str,
+        topic: Option<&str>,
+        rule: impl FnOnce(Option<&Permissions>, usize, usize) -> Result<(), IggyError>,
+    ) -> Result<(), IggyError> {
+        let s = self.stream(stream)?;
+        let stream_id = s.id;
+        let topic_id = match topic {
+            Some(t) => {
+                s.topics
+                    .get(t)
+                    .ok_or_else(|| IggyError::TopicIdNotFound(named(t), named(stream)))?
+                    .id
+            }
+            None => 0,
+        };
+        rule(self.permissions_of(user)?, stream_id, topic_id)
+    }
+
     /// Streams and topics are addressed by name; the real server answers a missing one with the
     /// *Id* variants (2010, 1009), found by the model-vs-real test.
     fn stream(&mut self, stream: &str) -> Result<&mut Stream, IggyError> {
@@ -195,26 +237,138 @@ impl Default for EmbeddedConfig {
     }
 }
 
-/// The in-process Iggy model.
-pub struct EmbeddedBackend {
+/// What every session on one model shares.
+struct Shared {
     model: Mutex<Model>,
     clock: Arc<dyn Clock>,
     config: EmbeddedConfig,
     appends: watch::Sender<u64>,
+    /// Feeds the randomness of personal access tokens, so the model stays deterministic.
+    tokens_minted: std::sync::atomic::AtomicU64,
+}
+
+/// The in-process Iggy model, as seen by one logged-in user: the root user for the backend
+/// [`EmbeddedBackend::new`] returns, the session's user for one from
+/// [`Backend::open_session`]. Every operation passes Iggy's permission rule for that user
+/// (AUTHZ-MODEL-1).
+pub struct EmbeddedBackend {
+    shared: Arc<Shared>,
+    user: UserId,
 }
 
 impl EmbeddedBackend {
+    /// A fresh model whose root user has `config`'s credentials, seen as that root user.
     pub fn new(clock: Arc<dyn Clock>, config: EmbeddedConfig) -> Self {
+        let users = Users::with_root(&config.username, &config.password);
+        let root = users.find(&config.username).expect("the root user exists");
         Self {
-            model: Mutex::new(Model::default()),
-            clock,
-            config,
-            appends: watch::Sender::new(0),
+            shared: Arc::new(Shared {
+                model: Mutex::new(Model {
+                    streams: BTreeMap::new(),
+                    next_stream_id: FIRST_ID,
+                    users,
+                }),
+                clock,
+                config,
+                appends: watch::Sender::new(0),
+                tokens_minted: std::sync::atomic::AtomicU64::new(0),
+            }),
+            user: root,
         }
     }
 
+    /// The user this view acts as.
+    pub fn user_id(&self) -> UserId {
+        self.user
+    }
+
+    /// The numeric ids of a stream and topic, which permissions name (GetTopic's `id`s).
+    pub fn topic_ids(&self, stream: &str, topic: &str) -> Option<(usize, usize)> {
+        let model = self.lock();
+        let s = model.streams.get(stream)?;
+        Some((s.id, s.topics.get(topic)?.id))
+    }
+
+    /// Iggy's user-management rule: `manage_users` in the global permissions.
+    fn manage_users(model: &Model, user: UserId) -> Result<(), IggyError> {
+        match model.permissions_of(user)? {
+            Some(p) if p.global.manage_users => Ok(()),
+            _ => Err(IggyError::Unauthorized),
+        }
+    }
+
+    /// Iggy's CreateUser, as this view's user.
+    pub fn create_user(
+        &self,
+        username: &str,
+        password: &str,
+        status: UserStatus,
+        permissions: Option<Permissions>,
+    ) -> Result<UserId, BackendError> {
+        let mut model = self.lock();
+        Self::manage_users(&model, self.user)?;
+        Ok(model.users.create_user(username, password, status, permissions)?)
+    }
+
+    /// Iggy's UpdatePermissions, as this view's user. Takes effect on the user's open sessions
+    /// at once, as on the server.
+    pub fn update_permissions(&self, username: &str, permissions: Option<Permissions>) -> Result<(), BackendError> {
+        let mut model = self.lock();
+        Self::manage_users(&model, self.user)?;
+        let id = model
+            .users
+            .find(username)
+            .ok_or_else(|| IggyError::ResourceNotFound(username.to_string()))?;
+        Ok(model.users.update_permissions(id, permissions)?)
+    }
+
+    /// Iggy's UpdateUser status change, as this view's user.
+    pub fn update_user_status(&self, username: &str, status: UserStatus) -> Result<(), BackendError> {
+        let mut model = self.lock();
+        Self::manage_users(&model, self.user)?;
+        let id = model
+            .users
+            .find(username)
+            .ok_or_else(|| IggyError::ResourceNotFound(username.to_string()))?;
+        Ok(model.users.update_status(id, status)?)
+    }
+
+    /// Iggy's DeleteUser, as this view's user.
+    pub fn delete_user(&self, username: &str) -> Result<(), BackendError> {
+        let mut model = self.lock();
+        Self::manage_users(&model, self.user)?;
+        let id = model
+            .users
+            .find(username)
+            .ok_or_else(|| IggyError::ResourceNotFound(username.to_string()))?;
+        Ok(model.users.delete_user(id)?)
+    }
+
+    /// Iggy's CreatePersonalAccessToken: a token for this view's own user. The model's tokens
+    /// are derived from a counter, not an OS RNG, so runs repeat; they are not secrets.
+    pub fn create_personal_access_token(&self, name: &str, expires_at_us: Option<u64>) -> Result<String, BackendError> {
+        use sha2::{Digest, Sha256};
+        let n = self
+            .shared
+            .tokens_minted
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut random = [0u8; crate::auth::credentials::TOKEN_RANDOM_BYTES];
+        for (i, chunk) in random.chunks_mut(32).enumerate() {
+            let block = Sha256::new()
+                .chain_update(n.to_be_bytes())
+                .chain_update([i as u8])
+                .finalize();
+            chunk.copy_from_slice(&block[..chunk.len()]);
+        }
+        let mut model = self.lock();
+        model.permissions_of(self.user)?;
+        Ok(model
+            .users
+            .create_personal_access_token(self.user, name, expires_at_us, random)?)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Model> {
-        self.model.lock().expect("embedded model lock poisoned")
+        self.shared.model.lock().expect("embedded model lock poisoned")
     }
 
     /// Drops messages older than the topic's expiry.
@@ -222,7 +376,7 @@ impl EmbeddedBackend {
         let Some(expiry) = topic.message_expiry_us else {
             return;
         };
-        let now = self.clock.now_us();
+        let now = self.shared.clock.now_us();
         for p in &mut topic.partitions {
             while p
                 .messages
@@ -273,24 +427,55 @@ impl Backend for EmbeddedBackend {
         "embedded"
     }
 
-    async fn login(&self, username: &str, password: &str) -> Result<(), BackendError> {
-        if username == self.config.username && password == self.config.password {
-            Ok(())
-        } else {
-            Err(IggyError::InvalidCredentials.into())
-        }
+    async fn open_session(&self, credentials: &Credentials) -> Result<(Self, Principal), BackendError> {
+        let model = self.lock();
+        let secret = credentials.secret.expose();
+        let user = match credentials.kind {
+            SecretKind::Password => model.users.login_with_password(&credentials.username, secret)?,
+            SecretKind::PersonalAccessToken => model.users.login_with_token(secret, self.shared.clock.now_us())?,
+        };
+        let username = model
+            .users
+            .username(user)
+            .ok_or(IggyError::Unauthenticated)?
+            .to_string();
+        Ok((
+            Self {
+                shared: self.shared.clone(),
+                user,
+            },
+            Principal {
+                user_id: user,
+                username,
+            },
+        ))
     }
 
     async fn ensure_stream(&self, stream: &str) -> Result<(), BackendError> {
         if stream.is_empty() || stream.len() > MAX_NAME_LEN {
             return Err(IggyError::InvalidStreamName.into());
         }
-        self.lock().streams.entry(stream.to_string()).or_default();
+        let mut model = self.lock();
+        if model.streams.contains_key(stream) {
+            return Ok(model.authorize(self.user, stream, None, |p, s, _| permissions::get_stream(p, s))?);
+        }
+        permissions::create_stream(model.permissions_of(self.user)?)?;
+        let id = model.next_stream_id;
+        model.next_stream_id += 1;
+        model.streams.insert(
+            stream.to_string(),
+            Stream {
+                id,
+                topics: BTreeMap::new(),
+                next_topic_id: FIRST_ID,
+            },
+        );
         Ok(())
     }
 
     async fn list_topics(&self, stream: &str) -> Result<Vec<TopicInfo>, BackendError> {
         let mut model = self.lock();
+        model.authorize(self.user, stream, None, |p, s, _| permissions::get_topics(p, s))?;
         let stream = model.stream(stream)?;
         Ok(stream
             .topics
@@ -305,6 +490,10 @@ impl Backend for EmbeddedBackend {
 
     async fn get_topic(&self, stream: &str, topic: &str) -> Result<Option<TopicInfo>, BackendError> {
         let mut model = self.lock();
+        if model.topic(stream, topic).is_err() {
+            return Ok(None);
+        }
+        model.authorize(self.user, stream, Some(topic), permissions::get_topic)?;
         Ok(model.topic(stream, topic).ok().map(|t| TopicInfo {
             name: topic.to_string(),
             partitions: t.partitions.len() as u32,
@@ -320,13 +509,17 @@ impl Backend for EmbeddedBackend {
             return Err(IggyError::InvalidPartitionsCount.into());
         }
         let mut model = self.lock();
+        model.authorize(self.user, stream, None, |p, s, _| permissions::create_topic(p, s))?;
         let s = model.stream(stream)?;
         if s.topics.contains_key(topic) {
             return Err(IggyError::TopicNameAlreadyExists(topic.to_string(), named(stream)).into());
         }
+        let id = s.next_topic_id;
+        s.next_topic_id += 1;
         s.topics.insert(
             topic.to_string(),
             Topic {
+                id,
                 partitions: (0..spec.partitions).map(|_| Partition::default()).collect(),
                 message_expiry_us: spec.message_expiry_us,
                 groups: BTreeMap::new(),
@@ -337,6 +530,7 @@ impl Backend for EmbeddedBackend {
 
     async fn delete_topic(&self, stream: &str, topic: &str) -> Result<(), BackendError> {
         let mut model = self.lock();
+        model.authorize(self.user, stream, Some(topic), permissions::manage_topic)?;
         let s = model.stream(stream)?;
         s.topics
             .remove(topic)
@@ -352,9 +546,11 @@ impl Backend for EmbeddedBackend {
         messages: Vec<IggyMessage>,
     ) -> Result<Option<u64>, BackendError> {
         Self::validate(&messages)?;
-        let now = self.clock.now_us();
+        let now = self.shared.clock.now_us();
         let base = {
             let mut model = self.lock();
+            model.partition(stream, topic, partition)?;
+            model.authorize(self.user, stream, Some(topic), permissions::append_messages)?;
             let p = model.partition(stream, topic, partition)?;
             let base = p.next_offset;
             // Iggy's server timestamps never go backwards within a partition.
@@ -373,7 +569,7 @@ impl Backend for EmbeddedBackend {
             }
             base
         };
-        self.appends.send_modify(|g| *g += 1);
+        self.shared.appends.send_modify(|g| *g += 1);
         Ok(Some(base))
     }
 
@@ -386,6 +582,7 @@ impl Backend for EmbeddedBackend {
         limits: ReadLimits,
     ) -> Result<Vec<IggyMessage>, BackendError> {
         let mut model = self.lock();
+        model.authorize(self.user, stream, Some(topic), permissions::poll_messages)?;
         let t = model.topic(stream, topic)?;
         self.expire(t);
         let p = t
@@ -408,6 +605,8 @@ impl Backend for EmbeddedBackend {
 
     async fn watermarks(&self, stream: &str, topic: &str, partition: u32) -> Result<Watermarks, BackendError> {
         let mut model = self.lock();
+        // The SDK backend reads watermarks from the topic's details (GetTopic).
+        model.authorize(self.user, stream, Some(topic), permissions::get_topic)?;
         let t = model.topic(stream, topic)?;
         self.expire(t);
         let p = t
@@ -428,6 +627,8 @@ impl Backend for EmbeddedBackend {
         timestamp_us: u64,
     ) -> Result<Option<(u64, u64)>, BackendError> {
         let mut model = self.lock();
+        // The SDK backend polls by timestamp.
+        model.authorize(self.user, stream, Some(topic), permissions::poll_messages)?;
         let t = model.topic(stream, topic)?;
         self.expire(t);
         let p = t
@@ -440,11 +641,11 @@ impl Backend for EmbeddedBackend {
     }
 
     fn append_generation(&self) -> u64 {
-        *self.appends.borrow()
+        *self.shared.appends.borrow()
     }
 
     async fn wait_for_append(&self, seen: u64) {
-        let mut rx = self.appends.subscribe();
+        let mut rx = self.shared.appends.subscribe();
         // The sender lives as long as `self`, so wait_for only ends when the value moves.
         let _ = rx.wait_for(|g| *g != seen).await;
     }
@@ -456,6 +657,7 @@ impl ConsumerOffsets for EmbeddedBackend {
             return Err(IggyError::InvalidConsumerGroupName.into());
         }
         let mut model = self.lock();
+        model.authorize(self.user, stream, Some(topic), permissions::consumer_group)?;
         let t = model.topic(stream, topic)?;
         if t.groups.contains_key(group) {
             return Err(IggyError::ConsumerGroupNameAlreadyExists(group.to_string(), named(topic)).into());
@@ -470,6 +672,7 @@ impl ConsumerOffsets for EmbeddedBackend {
 
     async fn delete_consumer_group(&self, stream: &str, topic: &str, group: &str) -> Result<(), BackendError> {
         let mut model = self.lock();
+        model.authorize(self.user, stream, Some(topic), permissions::consumer_group)?;
         let t = model.topic(stream, topic)?;
         if t.groups.remove(group).is_none() {
             return Err(IggyError::ConsumerGroupIdNotFound(named(group), named(topic)).into());
@@ -482,6 +685,7 @@ impl ConsumerOffsets for EmbeddedBackend {
 
     async fn list_consumer_groups(&self, stream: &str, topic: &str) -> Result<Vec<String>, BackendError> {
         let mut model = self.lock();
+        model.authorize(self.user, stream, Some(topic), permissions::consumer_group)?;
         Ok(model.topic(stream, topic)?.groups.keys().cloned().collect())
     }
 
@@ -493,6 +697,7 @@ impl ConsumerOffsets for EmbeddedBackend {
         client: ClientId,
     ) -> Result<(), BackendError> {
         let mut model = self.lock();
+        model.authorize(self.user, stream, Some(topic), permissions::consumer_group)?;
         let g = model.group(stream, topic, group)?;
         if !g.members.contains(&client) {
             g.members.push(client);
@@ -508,6 +713,7 @@ impl ConsumerOffsets for EmbeddedBackend {
         client: ClientId,
     ) -> Result<(), BackendError> {
         let mut model = self.lock();
+        model.authorize(self.user, stream, Some(topic), permissions::consumer_group)?;
         let g = model.group(stream, topic, group)?;
         let before = g.members.len();
         g.members.retain(|&m| m != client);
@@ -526,8 +732,9 @@ impl ConsumerOffsets for EmbeddedBackend {
         client: ClientId,
         offset: u64,
     ) -> Result<(), BackendError> {
-        let max_keys = self.config.consumer_offsets_max;
+        let max_keys = self.shared.config.consumer_offsets_max;
         let mut model = self.lock();
+        model.authorize(self.user, stream, Some(topic), permissions::consumer_offset)?;
         let p = model.owned_partition(stream, topic, partition, group, client)?;
         // DIFF-2: nothing above the partition's last offset; nothing at all on an empty partition.
         if p.next_offset == 0 || offset > p.next_offset - 1 {
@@ -549,9 +756,11 @@ impl ConsumerOffsets for EmbeddedBackend {
     ) -> Result<Option<u64>, BackendError> {
         let mut model = self.lock();
         // A missing topic, like a missing group, reads as "nothing stored" on the real server.
-        let Ok(t) = model.topic(stream, topic) else {
+        if model.topic(stream, topic).is_err() {
             return Ok(None);
-        };
+        }
+        model.authorize(self.user, stream, Some(topic), permissions::consumer_offset)?;
+        let t = model.topic(stream, topic)?;
         let has_group = t.groups.contains_key(group);
         let p = t
             .partitions
@@ -571,6 +780,7 @@ impl ConsumerOffsets for EmbeddedBackend {
         client: ClientId,
     ) -> Result<(), BackendError> {
         let mut model = self.lock();
+        model.authorize(self.user, stream, Some(topic), permissions::consumer_offset)?;
         let p = model.owned_partition(stream, topic, partition, group, client)?;
         // DIFF-3
         p.group_offsets

@@ -31,11 +31,12 @@
 //! every connect).
 
 use super::{Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks};
+use crate::auth::credentials::{Credentials as GatewayCredentials, Principal, SecretKind};
 use iggy::prelude::{
     AutoLogin, Client, ClientWrapper, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Credentials, Identifier,
     IggyClient, IggyDuration, IggyError, IggyExpiry, IggyMessage, IggyTimestamp, MessageClient, Partitioning,
-    PollingStrategy, StreamClient, TcpClient, TcpClientConfig, TcpClientReconnectionConfig, TopicClient,
-    TopicCreateOptions, TopicDetails,
+    PollingStrategy, StreamClient, SystemClient, TcpClient, TcpClientConfig, TcpClientReconnectionConfig, TopicClient,
+    TopicCreateOptions, TopicDetails, UserClient,
 };
 use iggy_common::locking::IggyRwLockFn;
 use iggy_common::{BinaryTransport, ClientState};
@@ -68,19 +69,39 @@ const READER_CONSUMER: &str = "kafka-iggy-gateway.reader";
 #[derive(Clone)]
 struct Target {
     address: String,
-    username: String,
-    password: String,
+    credentials: GatewayCredentials,
+    tls: IggyTls,
+}
+
+/// TLS to the Iggy server (AUTH-TLS-3): off by default.
+#[derive(Debug, Clone, Default)]
+pub struct IggyTls {
+    pub enabled: bool,
+    /// The name the server's certificate must carry; empty: the host of the address.
+    pub domain: String,
+    /// A CA file to trust instead of the system's roots.
+    pub ca_file: Option<String>,
 }
 
 impl Target {
     /// An SDK client that logs in on every connect and does not reconnect by itself.
     fn client(&self) -> Result<IggyClient, IggyError> {
+        let secret = self.credentials.secret.expose().to_string().into();
+        let login = match self.credentials.kind {
+            SecretKind::Password => Credentials::UsernamePassword(self.credentials.username.clone(), secret),
+            SecretKind::PersonalAccessToken => Credentials::PersonalAccessToken(secret),
+        };
+        let domain = if self.tls.domain.is_empty() {
+            self.address
+                .rsplit_once(':')
+                .map_or(self.address.as_str(), |(host, _)| host)
+                .to_string()
+        } else {
+            self.tls.domain.clone()
+        };
         let config = TcpClientConfig {
             server_address: self.address.clone(),
-            auto_login: AutoLogin::Enabled(Credentials::UsernamePassword(
-                self.username.clone(),
-                self.password.clone().into(),
-            )),
+            auto_login: AutoLogin::Enabled(login),
             reconnection: TcpClientReconnectionConfig {
                 enabled: false,
                 max_retries: Some(0),
@@ -90,6 +111,9 @@ impl Target {
             },
             heartbeat_interval: IggyDuration::from(HEARTBEAT_INTERVAL),
             nodelay: true,
+            tls_enabled: self.tls.enabled,
+            tls_domain: domain,
+            tls_ca_file: self.tls.ca_file.clone(),
             ..TcpClientConfig::default()
         };
         let tcp = TcpClient::create(Arc::new(config))?;
@@ -316,7 +340,11 @@ struct Inner {
     pool: Vec<Arc<Conn>>,
     next: AtomicUsize,
     groups: Mutex<HashMap<ClientId, Arc<Conn>>>,
-    appends: watch::Sender<u64>,
+    /// Shared by a backend and the sessions opened from it, so a Fetch in one principal's
+    /// session wakes on another's append.
+    appends: Arc<watch::Sender<u64>>,
+    /// Whether this backend's keeper ticks `appends` (the root backend's does; sessions share it).
+    wakes: bool,
     healing: AtomicBool,
     reader: Consumer,
 }
@@ -452,7 +480,7 @@ async fn keeper(backend: Weak<Inner>) {
         let Some(inner) = backend.upgrade() else {
             return;
         };
-        if inner.appends.receiver_count() > 0 {
+        if inner.wakes && inner.appends.receiver_count() > 0 {
             inner.appends.send_modify(|g| *g = g.wrapping_add(1));
         }
         n += 1;
@@ -474,8 +502,24 @@ pub struct IggyBackend {
 impl Drop for IggyBackend {
     fn drop(&mut self) {
         self.keeper.abort();
+        // A session's connections end with it (sessions come and go; the root lives as long as
+        // the gateway). Shut down in the background when a runtime is running; otherwise
+        // dropping the clients closes their sockets.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let mut conns: Vec<Arc<Conn>> = self.inner.pool.clone();
+            conns.extend(self.inner.groups().drain().map(|(_, c)| c));
+            runtime.spawn(async move {
+                for conn in conns {
+                    let _ = conn.client.shutdown().await;
+                }
+            });
+        }
     }
 }
+
+/// SDK clients in a principal's session pool (AUTHZ-SESSION-1): sessions are many, so each
+/// gets few connections; group membership clients come on top, one per offsets client.
+pub const SESSION_POOL_SIZE: usize = 2;
 
 impl IggyBackend {
     /// Opens `pool_size` clients (at least one) to the Iggy server at `address` (`HOST:PORT`),
@@ -487,15 +531,40 @@ impl IggyBackend {
         password: &str,
         pool_size: usize,
     ) -> Result<Self, BackendError> {
+        Self::connect_with_tls(address, username, password, IggyTls::default(), pool_size).await
+    }
+
+    /// [`IggyBackend::connect`], over TLS as `tls` says (AUTH-TLS-3).
+    pub async fn connect_with_tls(
+        address: &str,
+        username: &str,
+        password: &str,
+        tls: IggyTls,
+        pool_size: usize,
+    ) -> Result<Self, BackendError> {
         let target = Target {
             address: address.to_string(),
-            username: username.to_string(),
-            password: password.to_string(),
+            credentials: GatewayCredentials::password(username, password),
+            tls,
         };
+        Self::open(target, pool_size, Arc::new(watch::Sender::new(0)), true).await
+    }
+
+    async fn open(
+        target: Target,
+        pool_size: usize,
+        appends: Arc<watch::Sender<u64>>,
+        wakes: bool,
+    ) -> Result<Self, BackendError> {
         let mut pool = Vec::with_capacity(pool_size.max(1));
         for _ in 0..pool_size.max(1) {
             let conn = Arc::new(Conn::new(target.client()?));
-            conn.client.connect().await?;
+            if let Err(e) = conn.client.connect().await {
+                for opened in pool.iter().chain([&conn]) {
+                    let _ = opened.client.shutdown().await;
+                }
+                return Err(e.into());
+            }
             pool.push(conn);
         }
         let inner = Arc::new(Inner {
@@ -503,7 +572,8 @@ impl IggyBackend {
             pool,
             next: AtomicUsize::new(0),
             groups: Mutex::new(HashMap::new()),
-            appends: watch::Sender::new(0),
+            appends,
+            wakes,
             healing: AtomicBool::new(false),
             reader: Consumer::new(name(READER_CONSUMER)?),
         });
@@ -522,17 +592,30 @@ impl Backend for IggyBackend {
         "iggy"
     }
 
-    /// Checks the credentials with the server: a throwaway connection logs in with them.
-    async fn login(&self, username: &str, password: &str) -> Result<(), BackendError> {
+    /// A new pool of [`SESSION_POOL_SIZE`] clients logged in with `credentials`; the user is
+    /// who Iggy says it is (`get_me`), named by its own account (`get_user` on oneself needs
+    /// no permission).
+    async fn open_session(&self, credentials: &GatewayCredentials) -> Result<(Self, Principal), BackendError> {
         let target = Target {
             address: self.inner.target.address.clone(),
-            username: username.to_string(),
-            password: password.to_string(),
+            credentials: credentials.clone(),
+            tls: self.inner.target.tls.clone(),
         };
-        let client = target.client()?;
-        let result = client.connect().await;
-        let _ = client.shutdown().await;
-        Ok(result?)
+        let session = Self::open(target, SESSION_POOL_SIZE, self.inner.appends.clone(), false).await?;
+        let me = session.inner.pooled(|c| async move { c.client.get_me().await }).await?;
+        let user_id = me.user_id.ok_or(IggyError::Unauthenticated)?;
+        let user = session
+            .inner
+            .pooled(|c| async move { c.client.get_user(&Identifier::numeric(user_id)?).await })
+            .await?
+            .ok_or(IggyError::Unauthenticated)?;
+        Ok((
+            session,
+            Principal {
+                user_id,
+                username: user.username,
+            },
+        ))
     }
 
     async fn ensure_stream(&self, stream: &str) -> Result<(), BackendError> {
@@ -1072,8 +1155,15 @@ mod tests {
         let b = IggyBackend::connect(&address, "iggy", "iggy", 2).await.unwrap();
         assert_eq!(b.kind(), "iggy");
         assert_eq!(b.pool_size(), 2);
-        b.login("iggy", "iggy").await.unwrap();
-        assert!(b.login("iggy", "not-the-password").await.is_err());
+        let (_, root) = b
+            .open_session(&GatewayCredentials::password("iggy", "iggy"))
+            .await
+            .unwrap();
+        assert_eq!(root.username, "iggy");
+        assert!(b
+            .open_session(&GatewayCredentials::password("iggy", "not-the-password"))
+            .await
+            .is_err());
 
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -9,6 +9,7 @@ pub mod users;
 
 pub use error::BackendError;
 
+use crate::auth::credentials::{Credentials, Principal};
 use iggy_common::IggyMessage;
 use std::future::Future;
 
@@ -51,8 +52,16 @@ pub trait Backend: ConsumerOffsets + Send + Sync + 'static {
     /// A short name for logs: "embedded" or "iggy".
     fn kind(&self) -> &'static str;
 
-    /// Logs in; the embedded model checks the configured credentials.
-    fn login(&self, username: &str, password: &str) -> impl Future<Output = Result<(), BackendError>> + Send;
+    /// Logs in to Iggy as `credentials` and returns a backend on which Iggy authorizes every
+    /// operation as that user, and the user (AUTHZ-SESSION-1). It shares this backend's server
+    /// (or model) and its append notifications. A personal access token logs in as its own user,
+    /// whatever the name in `credentials`; the caller compares the names.
+    fn open_session(
+        &self,
+        credentials: &Credentials,
+    ) -> impl Future<Output = Result<(Self, Principal), BackendError>> + Send
+    where
+        Self: Sized;
 
     /// Creates the stream when it does not exist.
     fn ensure_stream(&self, stream: &str) -> impl Future<Output = Result<(), BackendError>> + Send;

@@ -23,8 +23,9 @@
 //! - Login with a password: unknown user, wrong password and inactive user all answer
 //!   `InvalidCredentials` alike (`server/src/auth.rs`).
 //! - Login with a token: unknown or expired (expiry ≤ now) is `InvalidPersonalAccessToken`
-//!   (53); an inactive owner is evicted with `UserInactive`, which the SDK surfaces as
-//!   `Unauthenticated` (40) (`server/src/auth.rs`, SDK `error/eviction.rs`). The SDK refuses a
+//!   (53); an inactive owner's connection is evicted, which the pinned SDK surfaces as
+//!   `Disconnected` (8), measured against the server (not the `Unauthenticated` its eviction code
+//!   suggests). The SDK refuses a
 //!   token that is empty or over 255 bytes with `InvalidFormat` before sending.
 //! - A token is the standard base64 (with padding) of 50 random bytes: 68 characters
 //!   (`PersonalAccessToken::mint_raw_and_hash`). At most `max_tokens_per_user` per user
@@ -390,7 +391,7 @@ impl Users {
 
     /// LoginWithPersonalAccessToken as the SDK's caller sees it: `InvalidFormat` (empty or over
     /// 255 bytes), `InvalidPersonalAccessToken` (unknown, or expired: expiry ≤ `now_us`),
-    /// `Unauthenticated` (owner inactive).
+    /// `Disconnected` (owner inactive: the server evicts the connection).
     pub fn login_with_token(&self, token: &str, now_us: u64) -> Result<UserId, IggyError> {
         check_wire_name(token)?;
         let (owner, name) = self
@@ -403,7 +404,9 @@ impl Users {
             return Err(IggyError::InvalidPersonalAccessToken);
         }
         if user.status != UserStatus::Active {
-            return Err(IggyError::Unauthenticated);
+            // Measured on 0.9.0-edge.5 with the pinned SDK: the server evicts the connection and
+            // the caller sees Disconnected (8), not the UserInactive the eviction names.
+            return Err(IggyError::Disconnected);
         }
         Ok(*owner)
     }
@@ -618,12 +621,12 @@ mod tests {
     }
 
     #[test]
-    fn authz_model_1_token_login_of_inactive_user_is_unauthenticated() {
+    fn authz_model_1_token_login_of_inactive_user_is_disconnected() {
         let mut u = users();
         let a = u.create_user("alice", "pw1", UserStatus::Active, None).unwrap();
         let t = u.create_personal_access_token(a, "ci", None, [7; 50]).unwrap();
         u.update_status(a, UserStatus::Inactive).unwrap();
-        assert_eq!(code(u.login_with_token(&t, 0)), IggyError::Unauthenticated.as_code());
+        assert_eq!(code(u.login_with_token(&t, 0)), IggyError::Disconnected.as_code());
         // An expired token of an inactive user is still reported as the token's fault.
         let mut u = users();
         let a = u.create_user("alice", "pw1", UserStatus::Inactive, None).unwrap();
