@@ -1,6 +1,8 @@
 //! Gateway configuration: flags, `IGGY_KAFKA_*` environment variables and an optional TOML file
 //! (flags and variables win over the file), and the Kafka-topic-to-Iggy mapping it defines.
 
+use crate::auth::credentials::Secret;
+use crate::auth::settings::{Sasl, SaslSettings};
 use crate::limits::{LimitSettings, Limits, MAX_FRAME_SIZE_CEILING};
 use anyhow::{bail, Context};
 use clap::{Parser, ValueEnum};
@@ -58,7 +60,7 @@ pub struct Args {
     #[arg(long, env = "IGGY_KAFKA_IGGY_USERNAME")]
     pub iggy_username: Option<String>,
     #[arg(long, env = "IGGY_KAFKA_IGGY_PASSWORD")]
-    pub iggy_password: Option<String>,
+    pub iggy_password: Option<Secret>,
     #[arg(long, env = "IGGY_KAFKA_DEFAULT_STREAM")]
     pub default_stream: Option<String>,
     #[arg(long, env = "IGGY_KAFKA_DEFAULT_PARTITIONS")]
@@ -88,6 +90,8 @@ pub struct Args {
     pub max_groups: Option<usize>,
     #[command(flatten)]
     pub limits: LimitSettings,
+    #[command(flatten)]
+    pub sasl: SaslSettings,
 }
 
 /// The TOML file's shape; every field optional.
@@ -103,7 +107,7 @@ pub struct FileConfig {
     pub backend: Option<BackendKind>,
     pub iggy_address: Option<String>,
     pub iggy_username: Option<String>,
-    pub iggy_password: Option<String>,
+    pub iggy_password: Option<Secret>,
     pub default_stream: Option<String>,
     pub default_partitions: Option<u32>,
     pub auto_create_topics: Option<bool>,
@@ -121,6 +125,9 @@ pub struct FileConfig {
     /// The `[limits]` table (docs/spec/limits.md).
     #[serde(default)]
     pub limits: LimitSettings,
+    /// The `[sasl]` table (docs/spec/auth.md).
+    #[serde(default)]
+    pub sasl: SaslSettings,
 }
 
 /// A gateway node as Metadata reports it.
@@ -143,7 +150,7 @@ pub struct Config {
     pub backend: BackendKind,
     pub iggy_address: String,
     pub iggy_username: String,
-    pub iggy_password: String,
+    pub iggy_password: Secret,
     pub default_partitions: u32,
     pub auto_create_topics: bool,
     pub idle_timeout: Duration,
@@ -152,6 +159,7 @@ pub struct Config {
     pub topics: TopicMapping,
     pub group_limits: crate::groups::GroupLimits,
     pub limits: Limits,
+    pub sasl: Sasl,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
@@ -250,7 +258,7 @@ impl Config {
             iggy_password: args
                 .iggy_password
                 .or(file.iggy_password)
-                .unwrap_or_else(|| "iggy".into()),
+                .unwrap_or_else(|| Secret::new("iggy")),
             default_partitions,
             auto_create_topics: args.auto_create_topics.or(file.auto_create_topics).unwrap_or(false),
             idle_timeout: Duration::from_millis(args.idle_timeout_ms.or(file.idle_timeout_ms).unwrap_or(600_000)),
@@ -282,6 +290,7 @@ impl Config {
                 }
             },
             limits,
+            sasl: Sasl::resolve(&args.sasl.or(file.sasl))?,
         })
     }
 }

@@ -3,12 +3,16 @@
 //! response encode. No error a client can cause here panics; each closes the connection with a
 //! log line naming it.
 
+use crate::auth::connection::{Access, ConnectionAuth};
+use crate::auth::sessions::{Session, SessionPool};
+use crate::auth::throttle::LoginThrottle;
 use crate::backend::{Backend, ClientId};
 use crate::clock::{Clock, SharedRng};
 use crate::config::{Config, Node};
 use crate::decode_pool::DecodePool;
 use crate::groups::{coordinator_index, GroupCoordinator};
 use crate::handlers;
+use crate::offset_store::OffsetMembers;
 use crate::producer_id::ProducerIdAllocator;
 use crate::protocol::api::serves;
 use crate::protocol::entries::Entries;
@@ -16,7 +20,8 @@ use crate::protocol::request::{decode_body, encode_response, parse_request, peek
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::{Decodable, Encodable};
-use std::sync::Arc;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Frames up to this size are read without waiting for the in-flight budget
@@ -37,6 +42,14 @@ pub struct Gateway<B> {
     pub decode_pool: DecodePool,
     /// Bytes of request frames admitted and not yet answered (LIMIT-INFLIGHT-1).
     inflight_bytes: Arc<Semaphore>,
+    /// Where requests run when SASL is off: the configured account.
+    pub default_session: Arc<Session<B>>,
+    /// Backend sessions of authenticated principals (AUTHZ-SESSION-1).
+    pub sessions: SessionPool<B>,
+    /// Failed logins per address (AUTH-SASL-THROTTLE-1).
+    pub login_throttle: Mutex<LoginThrottle>,
+    /// Whose offsets client is in each offsets group (AUTHZ-OFFSETS-1).
+    pub offset_members: OffsetMembers<B>,
 }
 
 /// What a request gets back.
@@ -46,6 +59,9 @@ pub enum Reply {
     Frame(Bytes),
     /// Nothing: Produce with acks=0.
     Nothing,
+    /// A frame, after which the connection closes: a failed authentication
+    /// (AUTH-SASL-FAIL-1).
+    FrameThenClose(Bytes),
 }
 
 impl<B: Backend> Gateway<B> {
@@ -55,6 +71,17 @@ impl<B: Backend> Gateway<B> {
         let offsets_client = rng.next_u64();
         let decode_pool = DecodePool::new(config.limits.decode_threads);
         let inflight_bytes = Arc::new(Semaphore::new(config.limits.max_inflight_request_bytes));
+        let default_session = Arc::new(Session {
+            backend: backend.clone(),
+            principal: None,
+            offsets_client,
+            opened_at_ms: 0,
+        });
+        let mut salt = [0u8; 32];
+        for chunk in salt.chunks_mut(8) {
+            chunk.copy_from_slice(&rng.next_u64().to_be_bytes());
+        }
+        let sessions = SessionPool::new(config.sasl.max_sessions, config.sasl.session_lifetime_ms, salt);
         Self {
             config,
             backend,
@@ -65,7 +92,25 @@ impl<B: Backend> Gateway<B> {
             offsets_client,
             decode_pool,
             inflight_bytes,
+            default_session,
+            sessions,
+            login_throttle: Mutex::new(LoginThrottle::default()),
+            offset_members: OffsetMembers::default(),
         }
+    }
+
+    /// The authentication state a new connection from `peer` starts in.
+    pub fn new_connection(&self, peer: IpAddr) -> ConnectionAuth<B> {
+        if self.config.sasl.enabled() {
+            ConnectionAuth::unauthenticated(peer)
+        } else {
+            ConnectionAuth::open(peer, self.default_session.clone())
+        }
+    }
+
+    /// Now, in ms of the injected clock.
+    pub fn now_ms(&self) -> u64 {
+        self.clock.now_us() / 1_000
     }
 
     /// Waits until `chunk` more bytes of a frame of `frame_size` bytes fit the in-flight budget
@@ -113,9 +158,20 @@ impl<B: Backend> Gateway<B> {
         self.coordinator(group_id).id == self.config.advertised.id
     }
 
-    /// Answers one request frame. An error means the connection must close (PROTO-VERSION-2,
-    /// PROTO-MALFORMED-1); the caller logs it.
+    /// Answers one request frame on a connection of its own: what tests and fuzzing use. On a
+    /// gateway with SASL, only ApiVersions and the SASL APIs are answered this way.
     pub async fn handle_frame(&self, frame: Bytes) -> Result<Reply, RequestError> {
+        let mut connection = self.new_connection(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+        self.handle(frame, &mut connection).await
+    }
+
+    /// Answers one request frame of `connection`. An error means the connection must close
+    /// (PROTO-VERSION-2, PROTO-MALFORMED-1, AUTH-SASL-GATE-1); the caller logs it.
+    pub async fn handle(&self, frame: Bytes, connection: &mut ConnectionAuth<B>) -> Result<Reply, RequestError> {
+        if connection.expects_raw_token() {
+            // AUTH-SASL-HANDSHAKE-1: after SaslHandshake v0 the PLAIN message comes bare.
+            return handlers::sasl_authenticate::handle_raw(self, connection, frame).await;
+        }
         let (raw_key, version, correlation_id) = peek_header(&frame)?;
         if raw_key == ApiKey::ApiVersions as i16 && !serves(ApiKey::ApiVersions, version) {
             // PROTO-APIVERSIONS-1 (KIP-511): the header may not even parse; answer in v0.
@@ -137,6 +193,21 @@ impl<B: Backend> Gateway<B> {
                 correlation_id,
             });
         }
+        let session = match connection.access(key, self.now_ms()) {
+            Access::Serve(session) => Some(session),
+            Access::Unscoped => None,
+            Access::Refuse(reason) => {
+                return Err(RequestError::NotAuthenticated(format!(
+                    "{reason} (AUTH-SASL-GATE-1, correlation id {correlation_id})"
+                )))
+            }
+        };
+        // Only ApiVersions and the SASL APIs have no session, and they do not use one.
+        let session = || {
+            session
+                .as_ref()
+                .expect("every API but ApiVersions and SASL is served in a session")
+        };
         // PROTO-HEADER-1: ApiVersions always answers with response header v0.
         let header_version = if key == ApiKey::ApiVersions {
             0
@@ -156,37 +227,63 @@ impl<B: Backend> Gateway<B> {
         };
         match key {
             ApiKey::ApiVersions => reply(&handlers::api_versions::handle(self.decode(&request)?)),
-            ApiKey::Metadata => reply(&handlers::metadata::handle(self, self.decode(&request)?, version).await),
-            ApiKey::Produce => match handlers::produce::handle(self, self.decode(&request)?, version).await {
-                Some(response) => reply(&response),
-                None => Ok(Reply::Nothing),
-            },
-            ApiKey::Fetch => reply(&handlers::fetch::handle(self, self.decode(&request)?, version).await),
-            ApiKey::ListOffsets => reply(&handlers::list_offsets::handle(self, self.decode(&request)?, version).await),
+            ApiKey::Metadata => {
+                reply(&handlers::metadata::handle(self, session(), self.decode(&request)?, version).await)
+            }
+            ApiKey::Produce => {
+                match handlers::produce::handle(self, session(), self.decode(&request)?, version).await {
+                    Some(response) => reply(&response),
+                    None => Ok(Reply::Nothing),
+                }
+            }
+            ApiKey::Fetch => reply(&handlers::fetch::handle(self, session(), self.decode(&request)?, version).await),
+            ApiKey::ListOffsets => {
+                reply(&handlers::list_offsets::handle(self, session(), self.decode(&request)?, version).await)
+            }
             ApiKey::CreateTopics => {
-                reply(&handlers::create_topics::handle(self, self.decode(&request)?, version).await)
+                reply(&handlers::create_topics::handle(self, session(), self.decode(&request)?, version).await)
             }
             ApiKey::DeleteTopics => {
-                reply(&handlers::delete_topics::handle(self, self.decode(&request)?, version).await)
+                reply(&handlers::delete_topics::handle(self, session(), self.decode(&request)?, version).await)
             }
             ApiKey::InitProducerId => reply(&handlers::init_producer_id::handle(self, self.decode(&request)?)),
-            ApiKey::DescribeConfigs => reply(&handlers::describe_configs::handle(self, self.decode(&request)?).await),
+            ApiKey::DescribeConfigs => {
+                reply(&handlers::describe_configs::handle(self, session(), self.decode(&request)?).await)
+            }
             ApiKey::FindCoordinator => reply(&handlers::find_coordinator::handle(
                 self,
                 self.decode(&request)?,
                 version,
             )),
-            ApiKey::JoinGroup => {
-                reply(&handlers::join_group::handle(self, self.decode(&request)?, &request.header, version).await)
-            }
+            ApiKey::JoinGroup => reply(
+                &handlers::join_group::handle(self, session(), self.decode(&request)?, &request.header, version).await,
+            ),
             ApiKey::SyncGroup => reply(&handlers::sync_group::handle(self, self.decode(&request)?).await),
             ApiKey::Heartbeat => reply(&handlers::heartbeat::handle(self, self.decode(&request)?)),
             ApiKey::LeaveGroup => reply(&handlers::leave_group::handle(self, self.decode(&request)?, version)),
             ApiKey::DescribeGroups => reply(&handlers::describe_groups::handle(self, self.decode(&request)?)),
             ApiKey::ListGroups => reply(&handlers::list_groups::handle(self, self.decode(&request)?)),
-            ApiKey::DeleteGroups => reply(&handlers::delete_groups::handle(self, self.decode(&request)?).await),
-            ApiKey::OffsetCommit => reply(&handlers::offset_commit::handle(self, self.decode(&request)?).await),
-            ApiKey::OffsetFetch => reply(&handlers::offset_fetch::handle(self, self.decode(&request)?, version).await),
+            ApiKey::DeleteGroups => {
+                reply(&handlers::delete_groups::handle(self, session(), self.decode(&request)?).await)
+            }
+            ApiKey::OffsetCommit => {
+                reply(&handlers::offset_commit::handle(self, session(), self.decode(&request)?).await)
+            }
+            ApiKey::SaslHandshake => {
+                let response = handlers::sasl_handshake::handle(self, connection, self.decode(&request)?, version);
+                reply(&response)
+            }
+            ApiKey::SaslAuthenticate => {
+                let (response, close) =
+                    handlers::sasl_authenticate::handle(self, connection, self.decode(&request)?, version).await;
+                match reply(&response)? {
+                    Reply::Frame(frame) if close => Ok(Reply::FrameThenClose(frame)),
+                    other => Ok(other),
+                }
+            }
+            ApiKey::OffsetFetch => {
+                reply(&handlers::offset_fetch::handle(self, session(), self.decode(&request)?, version).await)
+            }
             // Unreachable while ADVERTISED and this table agree; a conformance case calls every
             // advertised API at both ends of its range to keep them so.
             other => {

@@ -7,6 +7,7 @@
 //! - [`backend`]: the Iggy operations the gateway needs, and the embedded model.
 //! - [`error_map`]: the one table from backend and core errors to Kafka codes.
 
+pub mod auth;
 pub mod backend;
 pub mod clock;
 pub mod config;
@@ -33,7 +34,7 @@ pub fn embedded_gateway(config: Config, clock: Arc<dyn Clock>, seed: u64) -> Arc
         clock.clone(),
         EmbeddedConfig {
             username: config.iggy_username.clone(),
-            password: config.iggy_password.clone(),
+            password: config.iggy_password.expose().to_string(),
             ..EmbeddedConfig::default()
         },
     );

@@ -18,8 +18,9 @@ const IGGY_POOL_SIZE: usize = 8;
 async fn run<B: Backend>(listener: tokio::net::TcpListener, gateway: Arc<Gateway<B>>) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     println!(
-        "kafka-iggy-gateway listening on {local} (backend: {})",
-        gateway.backend.kind()
+        "kafka-iggy-gateway listening on {local} (backend: {}, sasl: {})",
+        gateway.backend.kind(),
+        gateway.config.sasl.mechanism.map_or("off", |m| m.name())
     );
     let shutdown = Shutdown::default();
     let trigger = shutdown.clone();
@@ -79,10 +80,17 @@ async fn main() -> anyhow::Result<()> {
             run(listener, gateway).await
         }
         BackendKind::Iggy => {
+            // AUTHZ-SESSION-1: without SASL there is no principal to log in as.
+            if !config.sasl.enabled() {
+                tracing::warn!(
+                    "SASL is off (--sasl not set): every Kafka client acts as Iggy user {:?} with all its permissions",
+                    config.iggy_username
+                );
+            }
             let backend = IggyBackend::connect(
                 &config.iggy_address,
                 &config.iggy_username,
-                &config.iggy_password,
+                config.iggy_password.expose(),
                 IGGY_POOL_SIZE,
             )
             .await

@@ -14,6 +14,7 @@
 //!   the same topic (CO-ZERO-1). A marker wins over a stored key, so a crash between the two
 //!   steps of a commit can only make a consumer re-read, never skip.
 
+use crate::auth::sessions::Session;
 use crate::backend::{Backend, BackendError, ClientId};
 use crate::config::IggyTarget;
 use iggy_common::IggyError;
@@ -108,6 +109,62 @@ fn is_absent(e: &BackendError) -> bool {
 
 fn is_exists(e: &BackendError) -> bool {
     matches!(e, BackendError::Iggy(IggyError::ConsumerGroupNameAlreadyExists(..)))
+}
+
+/// Which session's offsets client is the member of each offsets group (AUTHZ-OFFSETS-1).
+///
+/// Commits run in the committing principal's own session, so each session has its own offsets
+/// client. Iggy splits a group's partitions among its members, so two members would each own
+/// only some partitions and refuse the other's stores. Before a session's client joins, the
+/// member of another session leaves. Callers hold the group's commit lock.
+pub struct OffsetMembers<B> {
+    holders: std::sync::Mutex<Holders<B>>,
+}
+
+/// The session holding each (topic, Kafka group)'s offsets membership.
+type Holders<B> = std::collections::HashMap<(IggyTarget, String), std::sync::Weak<Session<B>>>;
+
+impl<B> Default for OffsetMembers<B> {
+    fn default() -> Self {
+        Self {
+            holders: std::sync::Mutex::new(std::collections::HashMap::new()),
+        }
+    }
+}
+
+impl<B: Backend> OffsetMembers<B> {
+    /// Makes `session` the holder of `group`'s offsets on `target`: the previous holder's
+    /// client, when another session's and still alive, leaves the Iggy group first. A leave that
+    /// fails is logged; the commit's own join and reclaim (CO-RECLAIM-1) still follow.
+    pub async fn claim(&self, target: &IggyTarget, group: &str, session: &std::sync::Arc<Session<B>>) {
+        let key = (target.clone(), group.to_string());
+        let previous = {
+            let mut holders = self.holders.lock().unwrap_or_else(|e| e.into_inner());
+            holders.retain(|_, held| held.strong_count() > 0);
+            let previous = holders.get(&key).and_then(std::sync::Weak::upgrade);
+            holders.insert(key, std::sync::Arc::downgrade(session));
+            previous
+        };
+        let Some(previous) = previous.filter(|p| !std::sync::Arc::ptr_eq(p, session)) else {
+            return;
+        };
+        let iggy_group = offsets_group(group);
+        match previous
+            .backend
+            .leave_consumer_group(&target.stream, &target.topic, &iggy_group, previous.offsets_client)
+            .await
+        {
+            Ok(()) => {}
+            Err(e) if is_not_member(&e) => {}
+            Err(e) => tracing::warn!(
+                "{iggy_group} on {}/{}: the offsets client of {} did not leave before {} commits: {e}",
+                target.stream,
+                target.topic,
+                previous.who(),
+                session.who()
+            ),
+        }
+    }
 }
 
 /// Reads and writes committed offsets through one backend client.

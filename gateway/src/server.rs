@@ -177,6 +177,7 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
     mut stop: watch::Receiver<bool>,
 ) {
     let config = gateway.config.clone();
+    let mut auth = gateway.new_connection(peer.ip());
     loop {
         // LIMIT-INFLIGHT-1: a frame's bytes are admitted against the gateway-wide budget as they
         // arrive, before they are allocated; the permits are held until the response is written.
@@ -204,27 +205,31 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
                 }
             },
         };
-        match gateway.handle_frame(frame).await {
-            Ok(Reply::Frame(body)) => {
-                match tokio::time::timeout(config.write_timeout, write_frame(&mut stream, &body)).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => {
-                        tracing::debug!(%peer, "connection write failed: {e}");
-                        break;
-                    }
-                    Err(_) => {
-                        tracing::error!(%peer, "closing connection: response not written within {:?}", config.write_timeout);
-                        break;
-                    }
-                }
-            }
-            Ok(Reply::Nothing) => {}
+        let (body, close) = match gateway.handle(frame, &mut auth).await {
+            Ok(Reply::Frame(body)) => (body, false),
+            // AUTH-SASL-FAIL-1: the answer goes out, then the connection closes.
+            Ok(Reply::FrameThenClose(body)) => (body, true),
+            Ok(Reply::Nothing) => continue,
             Err(e) => {
                 // PROTO-VERSION-2, PROTO-MALFORMED-1, LIMIT-ENTRIES-1, LIMIT-TRAILING-BYTES-1,
-                // PROTO-ENCODE-1
+                // PROTO-ENCODE-1, AUTH-SASL-GATE-1
                 tracing::error!(%peer, "closing connection: {e}");
                 break;
             }
+        };
+        match tokio::time::timeout(config.write_timeout, write_frame(&mut stream, &body)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, "connection write failed: {e}");
+                break;
+            }
+            Err(_) => {
+                tracing::error!(%peer, "closing connection: response not written within {:?}", config.write_timeout);
+                break;
+            }
+        }
+        if close {
+            break;
         }
     }
 }

@@ -1,6 +1,7 @@
 //! CreateTopics and the topic rules (TOPIC-NAME-1, TOPIC-PARTITIONS-1, TOPIC-REPLICATION-1,
 //! TOPIC-CONFIG-1, TOPIC-EXISTS-1).
 
+use crate::auth::sessions::Session;
 use crate::backend::{Backend, TopicSpec};
 use crate::error_map;
 use crate::gateway::Gateway;
@@ -71,18 +72,20 @@ fn message_expiry(topic: &CreatableTopic) -> Result<Option<u64>, String> {
 /// Creates the Iggy topic a Kafka topic maps to, creating its stream when missing.
 pub(crate) async fn create_kafka_topic<B: Backend>(
     gateway: &Gateway<B>,
+    session: &Session<B>,
     name: &str,
     partitions: u32,
     message_expiry_us: Option<u64>,
 ) -> Result<(), i16> {
     let target = gateway.config.topics.resolve(name);
     let context = format!("creating topic {name}");
-    gateway
+    session
         .backend
         .ensure_stream(&target.stream)
         .await
-        .map_err(|e| error_map::backend_error(&e, &context))?;
-    gateway
+        // AUTHZ-MAP-1: a stream the principal may not create is a cluster-level refusal.
+        .map_err(|e| error_map::backend_error_on(&e, error_map::Resource::Cluster, &context))?;
+    session
         .backend
         .create_topic(
             &target.stream,
@@ -98,6 +101,7 @@ pub(crate) async fn create_kafka_topic<B: Backend>(
 
 async fn create_one<B: Backend>(
     gateway: &Gateway<B>,
+    session: &Session<B>,
     topic: &CreatableTopic,
     validate_only: bool,
 ) -> Result<u32, (i16, String)> {
@@ -123,12 +127,12 @@ async fn create_one<B: Backend>(
     let expiry = message_expiry(topic).map_err(|m| (ResponseError::InvalidConfig.code(), m))?;
     if validate_only {
         let target = gateway.config.topics.resolve(name);
-        return match gateway.backend.get_topic(&target.stream, &target.topic).await {
+        return match session.backend.get_topic(&target.stream, &target.topic).await {
             Ok(Some(_)) => Err((ResponseError::TopicAlreadyExists.code(), format!("topic {name} exists"))),
             _ => Ok(partitions),
         };
     }
-    create_kafka_topic(gateway, name, partitions, expiry)
+    create_kafka_topic(gateway, session, name, partitions, expiry)
         .await
         .map_err(|code| (code, format!("topic {name} not created")))?;
     Ok(partitions)
@@ -136,13 +140,14 @@ async fn create_one<B: Backend>(
 
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
+    session: &Session<B>,
     request: CreateTopicsRequest,
     _version: i16,
 ) -> CreateTopicsResponse {
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in &request.topics {
         let result = CreatableTopicResult::default().with_name(topic.name.clone());
-        results.push(match create_one(gateway, topic, request.validate_only).await {
+        results.push(match create_one(gateway, session, topic, request.validate_only).await {
             Ok(partitions) => result
                 .with_num_partitions(partitions as i32)
                 .with_replication_factor(1)

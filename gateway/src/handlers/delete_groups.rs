@@ -1,6 +1,7 @@
 //! DeleteGroups (GROUP-DELETE-1): an empty group is forgotten and everything it stored in Iggy
 //! (its offsets key and zero markers on every mapped topic) is deleted.
 
+use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::config::IggyTarget;
 use crate::error_map;
@@ -11,10 +12,10 @@ use kafka_protocol::messages::delete_groups_response::DeletableGroupResult;
 use kafka_protocol::messages::{DeleteGroupsRequest, DeleteGroupsResponse};
 
 /// Every Iggy topic a Kafka topic maps to.
-pub(crate) async fn mapped_topics<B: Backend>(gateway: &Gateway<B>) -> Vec<(String, IggyTarget)> {
+pub(crate) async fn mapped_topics<B: Backend>(gateway: &Gateway<B>, session: &Session<B>) -> Vec<(String, IggyTarget)> {
     let mut out = Vec::new();
     for stream in gateway.config.topics.streams() {
-        let Ok(topics) = gateway.backend.list_topics(&stream).await else {
+        let Ok(topics) = session.backend.list_topics(&stream).await else {
             continue;
         };
         for info in topics {
@@ -30,7 +31,7 @@ pub(crate) async fn mapped_topics<B: Backend>(gateway: &Gateway<B>) -> Vec<(Stri
     out
 }
 
-async fn delete_one<B: Backend>(gateway: &Gateway<B>, group_id: &str) -> i16 {
+async fn delete_one<B: Backend>(gateway: &Gateway<B>, session: &Session<B>, group_id: &str) -> i16 {
     if !gateway.is_coordinator(group_id) {
         return ResponseError::NotCoordinator.code();
     }
@@ -40,13 +41,21 @@ async fn delete_one<B: Backend>(gateway: &Gateway<B>, group_id: &str) -> i16 {
     }
     let mut deleted = 0;
     let store = OffsetStore {
-        backend: gateway.backend.as_ref(),
-        client: gateway.offsets_client,
+        backend: session.backend.as_ref(),
+        client: session.offsets_client,
     };
-    for (kafka, target) in mapped_topics(gateway).await {
+    for (kafka, target) in mapped_topics(gateway, session).await {
         match store.delete_group(&target, group_id).await {
             Ok(n) => deleted += n,
-            Err(e) => return error_map::backend_error(&e, &format!("DeleteGroups {group_id} on topic {kafka}")),
+            // AUTHZ-GROUP-3: deleting needs the principal's Iggy permission on every topic holding
+            // the group's offsets that it can list.
+            Err(e) => {
+                return error_map::backend_error_on(
+                    &e,
+                    error_map::Resource::Group,
+                    &format!("DeleteGroups {group_id} on topic {kafka}"),
+                )
+            }
         }
     }
     // Kafka: a group with neither members nor offsets does not exist.
@@ -57,10 +66,14 @@ async fn delete_one<B: Backend>(gateway: &Gateway<B>, group_id: &str) -> i16 {
     }
 }
 
-pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: DeleteGroupsRequest) -> DeleteGroupsResponse {
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    request: DeleteGroupsRequest,
+) -> DeleteGroupsResponse {
     let mut results = Vec::with_capacity(request.groups_names.len());
     for group_id in request.groups_names {
-        let code = delete_one(gateway, group_id.0.as_str()).await;
+        let code = delete_one(gateway, session, group_id.0.as_str()).await;
         results.push(
             DeletableGroupResult::default()
                 .with_group_id(group_id)

@@ -1,5 +1,6 @@
 //! DeleteTopics: deletes the Iggy topic each named Kafka topic maps to.
 
+use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::error_map;
 use crate::gateway::Gateway;
@@ -9,6 +10,7 @@ use kafka_protocol::messages::{DeleteTopicsRequest, DeleteTopicsResponse, TopicN
 
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
+    session: &Session<B>,
     request: DeleteTopicsRequest,
     _version: i16,
 ) -> DeleteTopicsResponse {
@@ -24,9 +26,9 @@ pub async fn handle<B: Backend>(
         };
         let kafka = name.0.as_str();
         let target = gateway.config.topics.resolve(kafka);
-        let code = match gateway.backend.get_topic(&target.stream, &target.topic).await {
+        let code = match session.backend.get_topic(&target.stream, &target.topic).await {
             Ok(None) => ResponseError::UnknownTopicOrPartition.code(),
-            Ok(Some(_)) => match gateway.backend.delete_topic(&target.stream, &target.topic).await {
+            Ok(Some(_)) => match session.backend.delete_topic(&target.stream, &target.topic).await {
                 Ok(()) => 0,
                 Err(e) => error_map::backend_error(&e, &format!("deleting topic {kafka}")),
             },

@@ -1,6 +1,7 @@
 //! DescribeConfigs (DESCRIBECONFIGS-1): enough for admin clients. Topics report `retention.ms`
 //! from the Iggy message expiry and fixed, read-only values for what the gateway decides itself.
 
+use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
 use kafka_protocol::error::ResponseError;
@@ -55,14 +56,18 @@ fn topic_configs(message_expiry_us: Option<u64>) -> Vec<DescribeConfigsResourceR
     ]
 }
 
-pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: DescribeConfigsRequest) -> DescribeConfigsResponse {
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    request: DescribeConfigsRequest,
+) -> DescribeConfigsResponse {
     let mut results = Vec::with_capacity(request.resources.len());
     for resource in &request.resources {
         let result = DescribeConfigsResult::default()
             .with_resource_type(resource.resource_type)
             .with_resource_name(resource.resource_name.clone());
         let configs = match resource.resource_type {
-            RESOURCE_TOPIC => match super::resolve_topic(gateway, resource.resource_name.as_str()).await {
+            RESOURCE_TOPIC => match super::resolve_topic(gateway, session, resource.resource_name.as_str()).await {
                 Ok((_, info)) => Ok(topic_configs(info.message_expiry_us)),
                 Err(code) => Err(code),
             },

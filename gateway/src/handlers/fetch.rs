@@ -3,6 +3,7 @@
 //! the request's byte limits (FETCH-LIMIT-1), long-polling on the backend's append signal until
 //! `min_bytes` arrive or `max_wait_ms` passes (FETCH-WAIT-1).
 
+use crate::auth::sessions::Session;
 use crate::backend::{Backend, ReadLimits, Watermarks};
 use crate::config::IggyTarget;
 use crate::error_map;
@@ -28,6 +29,7 @@ struct Slot {
 /// One pass over every requested partition. Returns the response and its record bytes.
 async fn read_pass<B: Backend>(
     gateway: &Gateway<B>,
+    session: &Session<B>,
     request: &FetchRequest,
     slots: &[Slot],
 ) -> (Vec<FetchableTopicResponse>, usize) {
@@ -46,7 +48,7 @@ async fn read_pass<B: Backend>(
         .min(gateway.config.limits.fetch_max_bytes);
     let mut total = 0usize;
     for slot in slots {
-        let data = read_partition(gateway, slot, request_max.saturating_sub(total), total == 0).await;
+        let data = read_partition(session, slot, request_max.saturating_sub(total), total == 0).await;
         total += data.records.as_ref().map_or(0, |r| r.len());
         topics[slot.topic].partitions.push(data);
     }
@@ -64,7 +66,7 @@ fn partition_error(partition: i32, code: i16, marks: Option<Watermarks>) -> Part
 }
 
 async fn read_partition<B: Backend>(
-    gateway: &Gateway<B>,
+    session: &Session<B>,
     slot: &Slot,
     response_room: usize,
     first_in_response: bool,
@@ -75,7 +77,7 @@ async fn read_partition<B: Backend>(
     };
     let context = || format!("Fetch from {}/{}-{}", target.stream, target.topic, slot.partition);
     let partition = slot.partition as u32;
-    let marks = match gateway
+    let marks = match session
         .backend
         .watermarks(&target.stream, &target.topic, partition)
         .await
@@ -96,7 +98,7 @@ async fn read_partition<B: Backend>(
         max_messages: MAX_MESSAGES_PER_READ,
         max_bytes: limit as u64,
     };
-    let messages = match gateway
+    let messages = match session
         .backend
         .read(&target.stream, &target.topic, partition, slot.offset as u64, limits)
         .await
@@ -129,14 +131,19 @@ async fn read_partition<B: Backend>(
     data
 }
 
-pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: FetchRequest, _version: i16) -> FetchResponse {
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    request: FetchRequest,
+    _version: i16,
+) -> FetchResponse {
     let mut slots = Vec::new();
     // LIMIT-FETCH-DUPLICATES-1: a partition named twice is read and answered once, as Kafka's
     // fetch map keeps one entry per partition.
     let mut named = std::collections::HashSet::new();
     for (i, topic) in request.topics.iter().enumerate() {
         let name = topic.topic.0.as_str();
-        let target = match super::resolve_topic(gateway, name).await {
+        let target = match super::resolve_topic(gateway, session, name).await {
             Ok((target, info)) => Ok((target, info.partitions)),
             Err(code) => Err(code),
         };
@@ -168,7 +175,7 @@ pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: FetchRequest, _ve
     loop {
         // Take the generation before reading, so an append during the pass is not missed.
         let generation = gateway.backend.append_generation();
-        let (topics, bytes) = read_pass(gateway, &request, &slots).await;
+        let (topics, bytes) = read_pass(gateway, session, &request, &slots).await;
         let any_error = topics.iter().flat_map(|t| &t.partitions).any(|p| p.error_code != 0);
         if bytes >= min_bytes || any_error || tokio::time::Instant::now() >= deadline {
             return FetchResponse::default().with_responses(topics);
@@ -177,7 +184,7 @@ pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: FetchRequest, _ve
             .await
             .is_err()
         {
-            let (topics, _) = read_pass(gateway, &request, &slots).await;
+            let (topics, _) = read_pass(gateway, session, &request, &slots).await;
             return FetchResponse::default().with_responses(topics);
         }
     }

@@ -1,6 +1,7 @@
 //! JoinGroup (GROUP-JOIN-1): KIP-394 member ids from v4, protocol selection by vote,
 //! generations, the leader gets the member list.
 
+use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
 use crate::groups::{JoinOutcome, JoinRequest};
@@ -20,8 +21,61 @@ pub(crate) fn valid_group_id(group_id: &str) -> bool {
     !group_id.is_empty() && group_id.len() <= MAX_GROUP_ID_LEN
 }
 
+/// The topics a consumer-protocol member subscribes to, from every protocol it offers; none for
+/// other protocol types or metadata that does not decode (the group then carries no topic).
+pub(crate) fn subscribed_topics(protocol_type: &str, protocols: &[(String, bytes::Bytes)]) -> Vec<String> {
+    use kafka_protocol::messages::ConsumerProtocolSubscription;
+    use kafka_protocol::protocol::Decodable;
+    if protocol_type != "consumer" {
+        return Vec::new();
+    }
+    let mut topics: Vec<String> = Vec::new();
+    for (_, metadata) in protocols {
+        let mut bytes = metadata.clone();
+        if bytes.len() < 2 {
+            continue;
+        }
+        let version = i16::from_be_bytes([bytes[0], bytes[1]]);
+        let _ = bytes::Buf::get_i16(&mut bytes);
+        if let Ok(subscription) = ConsumerProtocolSubscription::decode(&mut bytes, version.clamp(0, 3)) {
+            topics.extend(subscription.topics.iter().map(|t| t.as_str().to_string()));
+        }
+    }
+    topics.sort();
+    topics.dedup();
+    topics
+}
+
+/// AUTHZ-GROUP-1: a principal may join a group when Iggy lets it poll every existing topic it
+/// subscribes to, asked by reading the group's stored offset of partition 0 in its own session
+/// (Iggy's GetConsumerOffset rule is its poll rule). Without SASL everyone may.
+async fn may_join<B: Backend>(gateway: &Gateway<B>, session: &Session<B>, group_id: &str, topics: &[String]) -> bool {
+    if session.principal.is_none() {
+        return true;
+    }
+    let key = crate::offset_store::offsets_group(group_id);
+    for topic in topics {
+        let target = gateway.config.topics.resolve(topic);
+        if let Err(e) = session
+            .backend
+            .get_consumer_offset(&target.stream, &target.topic, 0, &key)
+            .await
+        {
+            if crate::error_map::is_denied(&e) {
+                tracing::info!(
+                    "JoinGroup {group_id}: {} may not poll subscribed topic {topic} (AUTHZ-GROUP-1)",
+                    session.who()
+                );
+                return false;
+            }
+        }
+    }
+    true
+}
+
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
+    session: &Session<B>,
     request: JoinGroupRequest,
     header: &RequestHeader,
     version: i16,
@@ -59,7 +113,12 @@ pub async fn handle<B: Backend>(
                 .collect(),
             require_known_member_id: version >= 4,
         };
-        gateway.groups.join(join).await
+        let topics = subscribed_topics(&join.protocol_type, &join.protocols);
+        if may_join(gateway, session, &join.group_id, &topics).await {
+            gateway.groups.join(join).await
+        } else {
+            JoinOutcome::error(ResponseError::GroupAuthorizationFailed.code(), &join.member_id)
+        }
     };
     JoinGroupResponse::default()
         .with_error_code(outcome.error_code)

@@ -1,5 +1,6 @@
 //! ListOffsets (LISTOFFSETS-EARLIEST-1, LISTOFFSETS-LATEST-1, LISTOFFSETS-TIMESTAMP-1).
 
+use crate::auth::sessions::Session;
 use crate::backend::{Backend, ReadLimits};
 use crate::error_map;
 use crate::gateway::Gateway;
@@ -16,14 +17,14 @@ pub const EARLIEST_LOCAL: i64 = -4;
 
 /// (offset, timestamp) answering `timestamp` for one partition, or a Kafka error code.
 async fn lookup<B: Backend>(
-    gateway: &Gateway<B>,
+    session: &Session<B>,
     stream: &str,
     topic: &str,
     partition: u32,
     timestamp: i64,
 ) -> Result<(i64, i64), i16> {
     let context = || format!("ListOffsets {stream}/{topic}-{partition}");
-    let backend = &gateway.backend;
+    let backend = &session.backend;
     let marks = backend
         .watermarks(stream, topic, partition)
         .await
@@ -64,13 +65,14 @@ async fn lookup<B: Backend>(
 
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
+    session: &Session<B>,
     request: ListOffsetsRequest,
     _version: i16,
 ) -> ListOffsetsResponse {
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in &request.topics {
         let name = topic.name.0.as_str();
-        let resolved = super::resolve_topic(gateway, name).await;
+        let resolved = super::resolve_topic(gateway, session, name).await;
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
             let response = ListOffsetsPartitionResponse::default()
@@ -83,7 +85,7 @@ pub async fn handle<B: Backend>(
                 }
                 Ok((target, _)) => {
                     lookup(
-                        gateway,
+                        session,
                         &target.stream,
                         &target.topic,
                         p.partition_index as u32,

@@ -2,6 +2,7 @@
 //! that answers, unknown topics reported (or created when auto-create is on).
 
 use super::create_topics::create_kafka_topic;
+use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::error_map;
 use crate::gateway::Gateway;
@@ -38,7 +39,12 @@ fn error_entry(name: &str, code: i16) -> MetadataResponseTopic {
         .with_error_code(code)
 }
 
-pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: MetadataRequest, version: i16) -> MetadataResponse {
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    request: MetadataRequest,
+    version: i16,
+) -> MetadataResponse {
     let config = &gateway.config;
     let me = config.advertised.id;
     let brokers = config
@@ -63,12 +69,12 @@ pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: MetadataRequest, 
                     continue;
                 };
                 let name = name.0.as_str().to_string();
-                topics.push(describe_topic(gateway, &name, auto_create, me).await);
+                topics.push(describe_topic(gateway, session, &name, auto_create, me).await);
             }
         }
         _ => {
             for stream in config.topics.streams() {
-                let listed = match gateway.backend.list_topics(&stream).await {
+                let listed = match session.backend.list_topics(&stream).await {
                     Ok(listed) => listed,
                     Err(e) => {
                         tracing::debug!("listing topics of stream {stream}: {e}");
@@ -96,19 +102,20 @@ pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: MetadataRequest, 
 
 async fn describe_topic<B: Backend>(
     gateway: &Gateway<B>,
+    session: &Session<B>,
     name: &str,
     auto_create: bool,
     me: i32,
 ) -> MetadataResponseTopic {
     let target = gateway.config.topics.resolve(name);
-    match gateway.backend.get_topic(&target.stream, &target.topic).await {
+    match session.backend.get_topic(&target.stream, &target.topic).await {
         Ok(Some(info)) => topic_entry(name, info.partitions, me),
         Ok(None) if auto_create => {
             let partitions = gateway.config.default_partitions;
-            match create_kafka_topic(gateway, name, partitions, None).await {
+            match create_kafka_topic(gateway, session, name, partitions, None).await {
                 Ok(()) => topic_entry(name, partitions, me),
                 Err(code) if code == ResponseError::TopicAlreadyExists.code() => {
-                    match gateway.backend.get_topic(&target.stream, &target.topic).await {
+                    match session.backend.get_topic(&target.stream, &target.topic).await {
                         Ok(Some(info)) => topic_entry(name, info.partitions, me),
                         _ => error_entry(name, ResponseError::LeaderNotAvailable.code()),
                     }

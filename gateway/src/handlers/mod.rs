@@ -18,8 +18,11 @@ pub mod metadata;
 pub mod offset_commit;
 pub mod offset_fetch;
 pub mod produce;
+pub mod sasl_authenticate;
+pub mod sasl_handshake;
 pub mod sync_group;
 
+use crate::auth::sessions::Session;
 use crate::backend::{Backend, TopicInfo};
 use crate::config::IggyTarget;
 use crate::error_map;
@@ -29,10 +32,11 @@ use kafka_protocol::error::ResponseError;
 /// A Kafka topic resolved to its Iggy topic, or the Kafka error code for why it is not there.
 pub(crate) async fn resolve_topic<B: Backend>(
     gateway: &Gateway<B>,
+    session: &Session<B>,
     kafka_topic: &str,
 ) -> Result<(IggyTarget, TopicInfo), i16> {
     let target = gateway.config.topics.resolve(kafka_topic);
-    match gateway.backend.get_topic(&target.stream, &target.topic).await {
+    match session.backend.get_topic(&target.stream, &target.topic).await {
         Ok(Some(info)) => Ok((target, info)),
         Ok(None) => Err(ResponseError::UnknownTopicOrPartition.code()),
         Err(e) => Err(error_map::backend_error(&e, &format!("looking up topic {kafka_topic}"))),

@@ -2,6 +2,7 @@
 //! Iggy per docs/spec/consumer-offsets.md. Metadata and leader epoch are dropped (CO-METADATA-1).
 
 use super::join_group::valid_group_id;
+use crate::auth::sessions::Session;
 use crate::backend::{Backend, BackendError};
 use crate::error_map;
 use crate::gateway::Gateway;
@@ -46,7 +47,11 @@ fn request_error<B: Backend>(gateway: &Gateway<B>, request: &OffsetCommitRequest
     }
 }
 
-pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: OffsetCommitRequest) -> OffsetCommitResponse {
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &std::sync::Arc<Session<B>>,
+    request: OffsetCommitRequest,
+) -> OffsetCommitResponse {
     let group_id = request.group_id.0.as_str();
     // One group's commits never interleave: a commit is two steps in Iggy (CO-ZERO-1).
     let lock = gateway.groups.commit_lock(group_id);
@@ -56,16 +61,21 @@ pub async fn handle<B: Backend>(gateway: &Gateway<B>, request: OffsetCommitReque
         gateway.groups.touch(group_id, request.member_id.as_str());
     }
     let store = OffsetStore {
-        backend: gateway.backend.as_ref(),
-        client: gateway.offsets_client,
+        backend: session.backend.as_ref(),
+        client: session.offsets_client,
     };
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in &request.topics {
         let name = topic.name.0.as_str();
         let resolved = match refused {
             Some(code) => Err(code),
-            None => super::resolve_topic(gateway, name).await,
+            None => super::resolve_topic(gateway, session, name).await,
         };
+        if let Ok((target, _)) = &resolved {
+            // AUTHZ-OFFSETS-1: the commit runs as the principal; its offsets client becomes the
+            // member of the offsets group.
+            gateway.offset_members.claim(target, group_id, session).await;
+        }
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
             let index = p.partition_index;

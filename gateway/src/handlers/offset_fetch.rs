@@ -4,6 +4,7 @@
 
 use super::delete_groups::mapped_topics;
 use super::join_group::valid_group_id;
+use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::error_map;
 use crate::gateway::Gateway;
@@ -24,6 +25,7 @@ fn partition(index: i32, offset: i64, code: i16) -> OffsetFetchResponsePartition
 
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
+    session: &Session<B>,
     request: OffsetFetchRequest,
     version: i16,
 ) -> OffsetFetchResponse {
@@ -40,8 +42,8 @@ pub async fn handle<B: Backend>(
         return with_error(ResponseError::InvalidGroupId.code());
     }
     let store = OffsetStore {
-        backend: gateway.backend.as_ref(),
-        client: gateway.offsets_client,
+        backend: session.backend.as_ref(),
+        client: session.offsets_client,
     };
     let listed = request.topics.is_none();
     let wanted: Vec<(TopicName, Option<Vec<i32>>)> = match request.topics {
@@ -49,7 +51,7 @@ pub async fn handle<B: Backend>(
             .into_iter()
             .map(|t| (t.name, Some(t.partition_indexes)))
             .collect(),
-        None => mapped_topics(gateway)
+        None => mapped_topics(gateway, session)
             .await
             .into_iter()
             .map(|(kafka, _)| (TopicName(StrBytes::from_string(kafka)), None))
@@ -58,7 +60,7 @@ pub async fn handle<B: Backend>(
     let mut topics = Vec::with_capacity(wanted.len());
     for (name, indexes) in wanted {
         let kafka = name.0.as_str().to_string();
-        let partitions: Vec<OffsetFetchResponsePartition> = match super::resolve_topic(gateway, &kafka).await {
+        let partitions: Vec<OffsetFetchResponsePartition> = match super::resolve_topic(gateway, session, &kafka).await {
             // An unknown topic has nothing committed.
             Err(_) => indexes
                 .unwrap_or_default()

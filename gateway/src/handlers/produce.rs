@@ -7,6 +7,7 @@
 //! are accepted and ignored (PID-IGNORE-1): this handler never answers 45 or 46.
 
 use super::resolve_topic;
+use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::config::IggyTarget;
 use crate::error_map;
@@ -64,7 +65,7 @@ fn map_records(records: Option<&Bytes>, budget: &mut DecompressionBudget) -> Map
 
 /// Appends `messages` in consecutive sends; the base offset is the first send's confirmation.
 async fn append<B: Backend>(
-    gateway: &Gateway<B>,
+    session: &Session<B>,
     stream: &str,
     topic: &str,
     partition: u32,
@@ -79,7 +80,7 @@ async fn append<B: Backend>(
     sends.reverse();
     // DELIVERY-ORDER-1: each send is awaited before the next, so the runs land in batch order.
     for (i, send) in sends.into_iter().enumerate() {
-        match gateway.backend.append(stream, topic, partition, send).await {
+        match session.backend.append(stream, topic, partition, send).await {
             // OFFSET-BASE-1: the first send's confirmation, or -1 when the server sent none.
             Ok(confirmed) if i == 0 => base_offset = confirmed,
             Ok(_) => {}
@@ -130,6 +131,7 @@ fn map_partitions(
 
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
+    session: &Session<B>,
     request: ProduceRequest,
     _version: i16,
 ) -> Option<ProduceResponse> {
@@ -152,7 +154,7 @@ pub async fn handle<B: Backend>(
         let kafka_topic = topic_data.name.0.as_str();
         let resolved = match &request_refusal {
             Some(refusal) => Err(refusal.clone()),
-            None => resolve_topic(gateway, kafka_topic)
+            None => resolve_topic(gateway, session, kafka_topic)
                 .await
                 .map_err(|code| (code, format!("topic {kafka_topic}"))),
         };
@@ -191,7 +193,7 @@ pub async fn handle<B: Backend>(
             let result: PartitionResult = match (input.target, messages) {
                 (Ok(target), Ok(messages)) => {
                     let context = format!("Produce to {kafka_topic}-{index}");
-                    append(gateway, &target.stream, &target.topic, index as u32, messages, &context).await
+                    append(session, &target.stream, &target.topic, index as u32, messages, &context).await
                 }
                 (_, Err(refusal)) => Err(refusal),
                 (Err(refusal), _) => Err(refusal),

@@ -44,6 +44,10 @@ pub const ADVERTISED: &[Advertised] = &[
     api(ApiKey::DescribeGroups, 0, 0, 5),
     api(ApiKey::ListGroups, 0, 0, 4),
     api(ApiKey::DeleteGroups, 0, 0, 2),
+    // AUTH-SASL-HANDSHAKE-1: v0 (the PLAIN message follows bare) and v1 (SaslAuthenticate).
+    api(ApiKey::SaslHandshake, 0, 0, 1),
+    // v1 carries session_lifetime_ms (KIP-368).
+    api(ApiKey::SaslAuthenticate, 0, 0, 2),
 ];
 
 /// The advertised entry for `key`, if the gateway answers it.

@@ -26,6 +26,18 @@ impl Entries for InitProducerIdRequest {
     }
 }
 
+impl Entries for SaslHandshakeRequest {
+    fn entries(&self) -> usize {
+        0
+    }
+}
+
+impl Entries for SaslAuthenticateRequest {
+    fn entries(&self) -> usize {
+        0
+    }
+}
+
 impl Entries for HeartbeatRequest {
     fn entries(&self) -> usize {
         0

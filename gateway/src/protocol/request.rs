@@ -39,6 +39,9 @@ pub enum RequestError {
     },
     #[error("the {key:?} v{version} response does not encode: {reason} (PROTO-ENCODE-1)")]
     Encode { key: ApiKey, version: i16, reason: String },
+    /// AUTH-SASL-GATE-1, AUTH-SASL-REAUTH-1
+    #[error("{0}")]
+    NotAuthenticated(String),
 }
 
 /// A request whose header is decoded and whose body is not.

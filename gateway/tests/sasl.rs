@@ -1,0 +1,435 @@
+//! SASL PLAIN through `Gateway::handle` on the embedded backend, frame by frame: what a
+//! connection may ask before and after authenticating (AUTH-SASL-*), and Iggy's permissions
+//! deciding each request of the authenticated user (AUTHZ-*).
+
+use bytes::{Bytes, BytesMut};
+use iggy_common::{Permissions, StreamPermissions, TopicPermissions, UserStatus};
+use kafka_iggy_gateway::auth::connection::ConnectionAuth;
+use kafka_iggy_gateway::auth::settings::{Mechanism, SaslSettings};
+use kafka_iggy_gateway::backend::embedded::EmbeddedBackend;
+use kafka_iggy_gateway::backend::{Backend, TopicSpec};
+use kafka_iggy_gateway::clock::TokioClock;
+use kafka_iggy_gateway::config::{Args, Config, FileConfig};
+use kafka_iggy_gateway::gateway::{Gateway, Reply};
+use kafka_iggy_gateway::protocol::request::RequestError;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::*;
+use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kig_core::batch::{encode_batch, Record, RecordBatch};
+use kig_core::compression::Compression;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+type EmbeddedGateway = Arc<Gateway<EmbeddedBackend>>;
+
+const STREAM: &str = "kafka";
+
+fn gateway_with(sasl: Option<Mechanism>, lifetime_ms: Option<u64>) -> EmbeddedGateway {
+    let args = Args {
+        sasl: SaslSettings {
+            mechanism: sasl,
+            session_lifetime_ms: lifetime_ms,
+            max_sessions: None,
+        },
+        ..Args::default()
+    };
+    let config = Config::resolve(args, FileConfig::default()).expect("valid config");
+    kafka_iggy_gateway::embedded_gateway(config, Arc::new(TokioClock::new(0)), 7)
+}
+
+fn gateway() -> EmbeddedGateway {
+    gateway_with(Some(Mechanism::Plain), None)
+}
+
+fn frame<T: Encodable>(key: ApiKey, version: i16, body: &T) -> Bytes {
+    let header = RequestHeader::default()
+        .with_request_api_key(key as i16)
+        .with_request_api_version(version)
+        .with_correlation_id(5)
+        .with_client_id(Some(StrBytes::from_static_str("sasl-test")));
+    let mut out = BytesMut::new();
+    header.encode(&mut out, key.request_header_version(version)).unwrap();
+    body.encode(&mut out, version).unwrap();
+    out.freeze()
+}
+
+fn decode<T: Decodable>(mut bytes: Bytes, key: ApiKey, version: i16) -> T {
+    ResponseHeader::decode(&mut bytes, key.response_header_version(version)).unwrap();
+    T::decode(&mut bytes, version).unwrap()
+}
+
+fn answer<T: Decodable>(reply: Result<Reply, RequestError>, key: ApiKey, version: i16) -> T {
+    match reply.expect("answered, not closed") {
+        Reply::Frame(bytes) => decode(bytes, key, version),
+        other => panic!("expected a frame that keeps the connection, got {other:?}"),
+    }
+}
+
+fn peer() -> IpAddr {
+    IpAddr::from([127, 0, 0, 9])
+}
+
+async fn handshake(
+    g: &EmbeddedGateway,
+    c: &mut ConnectionAuth<EmbeddedBackend>,
+    version: i16,
+) -> SaslHandshakeResponse {
+    let request = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
+    answer(
+        g.handle(frame(ApiKey::SaslHandshake, version, &request), c).await,
+        ApiKey::SaslHandshake,
+        version,
+    )
+}
+
+fn plain(user: &str, secret: &str) -> Bytes {
+    Bytes::from(format!("\0{user}\0{secret}"))
+}
+
+/// Handshake v1 and SaslAuthenticate v2; the reply, decoded, and whether it closes.
+async fn login(
+    g: &EmbeddedGateway,
+    c: &mut ConnectionAuth<EmbeddedBackend>,
+    user: &str,
+    secret: &str,
+) -> (SaslAuthenticateResponse, bool) {
+    assert_eq!(handshake(g, c, 1).await.error_code, 0);
+    let request = SaslAuthenticateRequest::default().with_auth_bytes(plain(user, secret));
+    match g
+        .handle(frame(ApiKey::SaslAuthenticate, 2, &request), c)
+        .await
+        .expect("answered")
+    {
+        Reply::Frame(b) => (decode(b, ApiKey::SaslAuthenticate, 2), false),
+        Reply::FrameThenClose(b) => (decode(b, ApiKey::SaslAuthenticate, 2), true),
+        Reply::Nothing => panic!("no answer"),
+    }
+}
+
+async fn topic(g: &EmbeddedGateway, name: &str) -> (usize, usize) {
+    g.backend.ensure_stream(STREAM).await.unwrap();
+    let spec = TopicSpec {
+        partitions: 1,
+        message_expiry_us: None,
+    };
+    g.backend.create_topic(STREAM, name, spec).await.unwrap();
+    g.backend.topic_ids(STREAM, name).unwrap()
+}
+
+/// Permissions on single topics of the stream.
+fn on_topics(stream_id: usize, topics: &[(usize, TopicPermissions)]) -> Permissions {
+    let stream = StreamPermissions {
+        topics: Some(topics.iter().cloned().collect()),
+        ..StreamPermissions::default()
+    };
+    Permissions {
+        streams: Some(BTreeMap::from([(stream_id, stream)])),
+        ..Permissions::default()
+    }
+}
+
+fn read_and_write() -> TopicPermissions {
+    TopicPermissions {
+        read_topic: true,
+        send_messages: true,
+        ..TopicPermissions::default()
+    }
+}
+
+fn read_only() -> TopicPermissions {
+    TopicPermissions {
+        read_topic: true,
+        ..TopicPermissions::default()
+    }
+}
+
+fn metadata(topics: &[&str]) -> MetadataRequest {
+    MetadataRequest::default().with_topics(Some(
+        topics
+            .iter()
+            .map(|t| MetadataRequestTopic::default().with_name(Some(TopicName(StrBytes::from_string(t.to_string())))))
+            .collect(),
+    ))
+}
+
+fn produce(topic: &str) -> ProduceRequest {
+    let record = Record {
+        attributes: 0,
+        timestamp_delta: 0,
+        offset_delta: 0,
+        key: None,
+        value: Some(Bytes::from_static(b"v")),
+        headers: vec![],
+    };
+    let batch = RecordBatch::from_producer(Compression::None, 1_700_000_000_000, vec![record]);
+    let records = encode_batch(&batch).unwrap();
+    ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(5_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(records))])])
+}
+
+fn produce_code(response: &ProduceResponse) -> i16 {
+    response.responses[0].partition_responses[0].error_code
+}
+
+#[tokio::test]
+async fn auth_sasl_gate_1_nothing_but_api_versions_and_sasl_before_authentication() {
+    let g = gateway();
+    let mut c = g.new_connection(peer());
+    let Ok(Reply::Frame(mut bytes)) = g
+        .handle(frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()), &mut c)
+        .await
+    else {
+        panic!("ApiVersions is answered before authentication");
+    };
+    // ApiVersions answers with response header v0 whatever its version (PROTO-HEADER-1).
+    ResponseHeader::decode(&mut bytes, 0).unwrap();
+    let versions = ApiVersionsResponse::decode(&mut bytes, 3).unwrap();
+    let advertised = |key: ApiKey| {
+        versions
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == key as i16)
+            .map(|k| (k.min_version, k.max_version))
+    };
+    assert_eq!(advertised(ApiKey::SaslHandshake), Some((0, 1)));
+    assert_eq!(advertised(ApiKey::SaslAuthenticate), Some((0, 2)));
+    let refused = g.handle(frame(ApiKey::Metadata, 12, &metadata(&[])), &mut c).await;
+    assert!(matches!(refused, Err(RequestError::NotAuthenticated(_))), "{refused:?}");
+    assert_eq!(handshake(&g, &mut c, 1).await.error_code, 0);
+    let still = g.handle(frame(ApiKey::Produce, 9, &produce("t")), &mut c).await;
+    assert!(
+        matches!(still, Err(RequestError::NotAuthenticated(_))),
+        "a handshake alone authenticates nothing"
+    );
+}
+
+#[tokio::test]
+async fn auth_sasl_plain_1_the_right_password_serves_the_user_and_a_wrong_one_is_refused_and_closed() {
+    let g = gateway();
+    let (s, t) = topic(&g, "orders").await;
+    g.backend
+        .create_user(
+            "alice",
+            "wonderland",
+            UserStatus::Active,
+            Some(on_topics(s, &[(t, read_and_write())])),
+        )
+        .unwrap();
+    let mut c = g.new_connection(peer());
+    let (ok, close) = login(&g, &mut c, "alice", "wonderland").await;
+    assert_eq!((ok.error_code, close), (0, false));
+    assert!(ok.session_lifetime_ms > 0, "KIP-368: v1+ is told the session lifetime");
+    let response: ProduceResponse = answer(
+        g.handle(frame(ApiKey::Produce, 9, &produce("orders")), &mut c).await,
+        ApiKey::Produce,
+        9,
+    );
+    assert_eq!(produce_code(&response), 0);
+
+    let mut wrong = g.new_connection(peer());
+    let (refused, close) = login(&g, &mut wrong, "alice", "not-it").await;
+    assert_eq!(refused.error_code, 58, "SASL_AUTHENTICATION_FAILED");
+    assert!(close, "AUTH-SASL-FAIL-1: the connection closes after the answer");
+    let message = refused.error_message.map(|m| m.to_string()).unwrap_or_default();
+    assert!(message.contains("invalid username or password"), "{message}");
+    let (unknown, _) = login(&g, &mut g.new_connection(peer()), "mallory", "x-password").await;
+    assert_eq!(unknown.error_code, 58);
+}
+
+#[tokio::test]
+async fn auth_sasl_handshake_1_v0_sends_the_plain_message_bare() {
+    let g = gateway();
+    topic(&g, "raw").await;
+    g.backend
+        .create_user("bob", "builder", UserStatus::Active, Some(Permissions::root()))
+        .unwrap();
+    let mut c = g.new_connection(peer());
+    assert_eq!(handshake(&g, &mut c, 0).await.mechanisms.len(), 1);
+    assert!(c.expects_raw_token());
+    match g.handle(plain("bob", "builder"), &mut c).await.expect("authenticated") {
+        Reply::Frame(b) => assert!(b.is_empty(), "an empty frame answers a good PLAIN message"),
+        other => panic!("{other:?}"),
+    }
+    let response: MetadataResponse = answer(
+        g.handle(frame(ApiKey::Metadata, 4, &metadata(&["raw"])), &mut c).await,
+        ApiKey::Metadata,
+        4,
+    );
+    assert_eq!(response.topics[0].error_code, 0);
+
+    let mut bad = g.new_connection(peer());
+    handshake(&g, &mut bad, 0).await;
+    assert!(matches!(
+        g.handle(plain("bob", "wrong"), &mut bad).await,
+        Err(RequestError::NotAuthenticated(_))
+    ));
+}
+
+#[tokio::test]
+async fn auth_sasl_handshake_1_only_plain_is_offered_and_none_without_sasl() {
+    let g = gateway();
+    let mut c = g.new_connection(peer());
+    let request = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("SCRAM-SHA-512"));
+    let response: SaslHandshakeResponse = answer(
+        g.handle(frame(ApiKey::SaslHandshake, 1, &request), &mut c).await,
+        ApiKey::SaslHandshake,
+        1,
+    );
+    assert_eq!(response.error_code, 33, "UNSUPPORTED_SASL_MECHANISM");
+    assert_eq!(response.mechanisms, vec![StrBytes::from_static_str("PLAIN")]);
+
+    let open = gateway_with(None, None);
+    let mut c = open.new_connection(peer());
+    let response = handshake_code(&open, &mut c).await;
+    assert_eq!(response, 33, "SASL off: no mechanism");
+    // Without SASL every request is served, as the configured account.
+    let response: MetadataResponse = answer(
+        open.handle(frame(ApiKey::Metadata, 12, &metadata(&[])), &mut c).await,
+        ApiKey::Metadata,
+        12,
+    );
+    assert!(response.topics.is_empty());
+}
+
+async fn handshake_code(g: &EmbeddedGateway, c: &mut ConnectionAuth<EmbeddedBackend>) -> i16 {
+    let request = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
+    let r: SaslHandshakeResponse = answer(
+        g.handle(frame(ApiKey::SaslHandshake, 1, &request), c).await,
+        ApiKey::SaslHandshake,
+        1,
+    );
+    r.error_code
+}
+
+#[tokio::test]
+async fn auth_sasl_fail_1_authenticate_without_handshake_is_an_illegal_state() {
+    let g = gateway();
+    let mut c = g.new_connection(peer());
+    let request = SaslAuthenticateRequest::default().with_auth_bytes(plain("a", "b"));
+    match g
+        .handle(frame(ApiKey::SaslAuthenticate, 1, &request), &mut c)
+        .await
+        .unwrap()
+    {
+        Reply::FrameThenClose(b) => {
+            let r: SaslAuthenticateResponse = decode(b, ApiKey::SaslAuthenticate, 1);
+            assert_eq!(r.error_code, 34, "ILLEGAL_SASL_STATE");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn auth_sasl_reauth_1_re_authentication_keeps_the_user() {
+    let g = gateway();
+    g.backend
+        .create_user("carol", "carol-pw", UserStatus::Active, None)
+        .unwrap();
+    g.backend
+        .create_user("dave", "dave-pw", UserStatus::Active, None)
+        .unwrap();
+    let mut c = g.new_connection(peer());
+    assert_eq!(login(&g, &mut c, "carol", "carol-pw").await.0.error_code, 0);
+    assert_eq!(
+        login(&g, &mut c, "carol", "carol-pw").await.0.error_code,
+        0,
+        "the same user re-authenticates"
+    );
+    let (other, close) = login(&g, &mut c, "dave", "dave-pw").await;
+    assert_eq!((other.error_code, close), (58, true));
+}
+
+#[tokio::test(start_paused = true)]
+async fn auth_sasl_reauth_1_an_expired_session_must_re_authenticate() {
+    let g = gateway_with(Some(Mechanism::Plain), Some(60_000));
+    g.backend
+        .create_user("erin", "erin-pw", UserStatus::Active, None)
+        .unwrap();
+    let mut c = g.new_connection(peer());
+    let (ok, _) = login(&g, &mut c, "erin", "erin-pw").await;
+    assert_eq!(ok.session_lifetime_ms, 60_000);
+    tokio::time::advance(std::time::Duration::from_millis(60_000)).await;
+    assert!(matches!(
+        g.handle(frame(ApiKey::Metadata, 12, &metadata(&[])), &mut c).await,
+        Err(RequestError::NotAuthenticated(_))
+    ));
+    assert_eq!(login(&g, &mut c, "erin", "erin-pw").await.0.error_code, 0);
+    let served: MetadataResponse = answer(
+        g.handle(frame(ApiKey::Metadata, 12, &metadata(&[])), &mut c).await,
+        ApiKey::Metadata,
+        12,
+    );
+    assert!(served.topics.is_empty());
+}
+
+#[tokio::test]
+async fn authz_session_1_each_request_runs_under_the_users_own_permissions() {
+    let g = gateway();
+    let (s, allowed) = topic(&g, "allowed").await;
+    let (_, readable) = topic(&g, "readable").await;
+    topic(&g, "hidden").await;
+    let perms = on_topics(s, &[(allowed, read_and_write()), (readable, read_only())]);
+    g.backend
+        .create_user("frank", "frank-pw", UserStatus::Active, Some(perms))
+        .unwrap();
+    let mut c = g.new_connection(peer());
+    assert_eq!(login(&g, &mut c, "frank", "frank-pw").await.0.error_code, 0);
+
+    let produced = |topic: &'static str| produce(topic);
+    let ok: ProduceResponse = answer(
+        g.handle(frame(ApiKey::Produce, 9, &produced("allowed")), &mut c).await,
+        ApiKey::Produce,
+        9,
+    );
+    assert_eq!(produce_code(&ok), 0, "allowed to produce");
+    let refused: ProduceResponse = answer(
+        g.handle(frame(ApiKey::Produce, 9, &produced("readable")), &mut c).await,
+        ApiKey::Produce,
+        9,
+    );
+    assert_eq!(
+        produce_code(&refused),
+        29,
+        "read but not write: TOPIC_AUTHORIZATION_FAILED"
+    );
+    let hidden: ProduceResponse = answer(
+        g.handle(frame(ApiKey::Produce, 9, &produced("hidden")), &mut c).await,
+        ApiKey::Produce,
+        9,
+    );
+    assert_eq!(produce_code(&hidden), 29);
+
+    let m: MetadataResponse = answer(
+        g.handle(
+            frame(ApiKey::Metadata, 12, &metadata(&["allowed", "readable", "hidden"])),
+            &mut c,
+        )
+        .await,
+        ApiKey::Metadata,
+        12,
+    );
+    let codes: Vec<i16> = m.topics.iter().map(|t| t.error_code).collect();
+    assert_eq!(
+        codes,
+        vec![0, 0, 29],
+        "AUTHZ-METADATA-1: a topic the user may not read is not described"
+    );
+    let all: MetadataResponse = answer(
+        g.handle(frame(ApiKey::Metadata, 12, &MetadataRequest::default()), &mut c)
+            .await,
+        ApiKey::Metadata,
+        12,
+    );
+    assert!(
+        all.topics.is_empty(),
+        "topic-level grants cannot list the stream (Iggy's GetTopics)"
+    );
+}
