@@ -10,6 +10,7 @@ pub mod bench;
 pub mod cases;
 pub mod differential;
 pub mod endpoint;
+pub mod provision;
 pub mod real_iggy;
 pub mod runner;
 pub mod wire;
