@@ -17,8 +17,9 @@ const IGGY_POOL_SIZE: usize = 8;
 
 async fn run<B: Backend>(listener: tokio::net::TcpListener, gateway: Arc<Gateway<B>>) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
+    let tls = if gateway.config.tls.is_some() { "on" } else { "off" };
     println!(
-        "kafka-iggy-gateway listening on {local} (backend: {})",
+        "kafka-iggy-gateway listening on {local} (backend: {}, TLS: {tls})",
         gateway.backend.kind()
     );
     let shutdown = Shutdown::default();
