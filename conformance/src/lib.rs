@@ -12,4 +12,5 @@ pub mod differential;
 pub mod endpoint;
 pub mod real_iggy;
 pub mod runner;
+pub mod tls_fixture;
 pub mod wire;
