@@ -5,7 +5,7 @@ SHELL := /bin/bash
 
 # Debian packages the build needs: a C toolchain and zlib for librdkafka (built from source by
 # the rdkafka crate), perl and python3 for its configure script.
-SYSTEM_PACKAGES := build-essential pkg-config zlib1g-dev perl python3
+SYSTEM_PACKAGES := build-essential pkg-config zlib1g-dev perl python3 libssl-dev
 GATEWAY_ADDR ?= 127.0.0.1:19092
 GATEWAY_INSTANCE_ID ?= 7
 GATEWAY_MAX_FRAME_SIZE ?= 8388608

@@ -8,7 +8,9 @@ use kafka_iggy_gateway::config::{Args, Config, FileConfig};
 use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::limits::LimitSettings;
 use kafka_iggy_gateway::server::{serve, Shutdown};
+use kafka_iggy_gateway::tls::TlsSettings;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -52,6 +54,12 @@ pub struct LocalOptions {
     /// The `[limits]` table (docs/spec/limits.md); the hostile cases' suite lowers some so that
     /// its attacks meet them.
     pub limits: LimitSettings,
+    /// The listener's TLS (docs/spec/auth.md, "TLS"); `None` serves plaintext.
+    pub tls: Option<TlsSettings>,
+    /// The CA that signed `tls`'s certificate, which clients must trust; reported as
+    /// [`LocalGateway::tls_ca`]. Defaults to the certificate itself (right for a self-signed
+    /// one).
+    pub tls_ca: Option<PathBuf>,
 }
 
 /// The group.min.session.timeout.ms the in-process gateway runs with.
@@ -60,6 +68,9 @@ pub const TEST_MIN_SESSION_TIMEOUT_MS: u64 = 500;
 /// A gateway serving on a loopback port until dropped; by default on the embedded backend.
 pub struct LocalGateway<B: Backend = EmbeddedBackend> {
     pub endpoint: Endpoint,
+    /// The CA a client must trust, when the gateway runs TLS. (Kept here rather than on
+    /// [`Endpoint`], which callers build as a struct literal.)
+    pub tls_ca: Option<PathBuf>,
     pub gateway: Arc<Gateway<B>>,
     shutdown: Shutdown,
     task: Option<tokio::task::JoinHandle<()>>,
@@ -93,6 +104,7 @@ impl<B: Backend> LocalGateway<B> {
                     .unwrap_or(TEST_MIN_SESSION_TIMEOUT_MS),
             ),
             limits: options.limits.clone(),
+            tls: options.tls.clone().unwrap_or_default(),
             ..FileConfig::default()
         };
         let config = Config::resolve(args, file)?;
@@ -105,7 +117,13 @@ impl<B: Backend> LocalGateway<B> {
         ));
         let shutdown = Shutdown::default();
         let task = tokio::spawn(serve(listener, gateway.clone(), shutdown.clone()));
+        let tls_ca = options
+            .tls
+            .as_ref()
+            .and_then(|tls| tls.tls_cert.as_ref())
+            .map(|cert| options.tls_ca.clone().unwrap_or_else(|| cert.clone()));
         Ok(Self {
+            tls_ca,
             endpoint: Endpoint {
                 bootstrap: addr.to_string(),
                 max_frame_size: Some(TEST_MAX_FRAME_SIZE),

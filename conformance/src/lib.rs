@@ -13,4 +13,5 @@ pub mod endpoint;
 pub mod provision;
 pub mod real_iggy;
 pub mod runner;
+pub mod tls_fixture;
 pub mod wire;

@@ -4,12 +4,14 @@
 use crate::auth::credentials::Secret;
 use crate::auth::settings::{Sasl, SaslSettings};
 use crate::limits::{LimitSettings, Limits, MAX_FRAME_SIZE_CEILING};
+use crate::tls::{IggyTlsSettings, TlsSettings};
 use anyhow::{bail, Context};
 use clap::{Parser, ValueEnum};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Which Iggy the gateway talks to.
@@ -92,6 +94,10 @@ pub struct Args {
     pub limits: LimitSettings,
     #[command(flatten)]
     pub sasl: SaslSettings,
+    #[command(flatten)]
+    pub tls: TlsSettings,
+    #[command(flatten)]
+    pub iggy_tls: IggyTlsSettings,
 }
 
 /// The TOML file's shape; every field optional.
@@ -128,6 +134,12 @@ pub struct FileConfig {
     /// The `[sasl]` table (docs/spec/auth.md).
     #[serde(default)]
     pub sasl: SaslSettings,
+    /// The `[tls]` table: the Kafka listener's TLS (docs/spec/auth.md).
+    #[serde(default)]
+    pub tls: TlsSettings,
+    /// The `[iggy_tls]` table: the connection to Iggy over TLS (docs/spec/auth.md).
+    #[serde(default)]
+    pub iggy_tls: IggyTlsSettings,
 }
 
 /// A gateway node as Metadata reports it.
@@ -160,6 +172,10 @@ pub struct Config {
     pub group_limits: crate::groups::GroupLimits,
     pub limits: Limits,
     pub sasl: Sasl,
+    /// The listener's TLS, built from the `tls` settings at startup; `None` serves plaintext.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// The connection to Iggy over TLS.
+    pub iggy_tls: IggyTlsSettings,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
@@ -240,6 +256,7 @@ impl Config {
             .default_stream
             .or(file.default_stream)
             .unwrap_or_else(|| DEFAULT_STREAM.to_string());
+        let tls = crate::tls::server_config(&args.tls.or(file.tls))?;
         Ok(Config {
             listen,
             advertised,
@@ -291,6 +308,8 @@ impl Config {
             },
             limits,
             sasl: Sasl::resolve(&args.sasl.or(file.sasl))?,
+            tls,
+            iggy_tls: args.iggy_tls.or(file.iggy_tls),
         })
     }
 }
@@ -459,6 +478,31 @@ mod tests {
         );
         assert_eq!(c.group_limits.max_protocols, 3);
         assert!(toml::from_str::<FileConfig>("[limits]\nmax_conections = 1").is_err());
+    }
+
+    #[test]
+    fn tls_tables_resolve_flag_over_file() {
+        let file: FileConfig = toml::from_str(
+            r#"
+            [tls]
+            tls_cert = "/nonexistent/server.pem"
+            [iggy_tls]
+            iggy_tls = true
+            iggy_tls_domain = "iggy.example"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(file.tls.tls_cert, Some(PathBuf::from("/nonexistent/server.pem")));
+        // A certificate without a key is refused at startup, not at the first connection.
+        let err = Config::resolve(Args::default(), file).unwrap_err();
+        assert!(err.to_string().contains("tls_key"), "{err}");
+        let file: FileConfig = toml::from_str("[iggy_tls]\niggy_tls = true\niggy_tls_domain = \"a\"").unwrap();
+        let args = Args::try_parse_from(["gw", "--iggy-tls-domain", "b"]).unwrap();
+        let c = Config::resolve(args, file).unwrap();
+        assert!(c.iggy_tls.enabled());
+        assert_eq!(c.iggy_tls.iggy_tls_domain.as_deref(), Some("b"), "the flag wins");
+        assert!(c.tls.is_none());
+        assert!(toml::from_str::<FileConfig>("[tls]\ncert = \"x\"").is_err());
     }
 
     #[test]

@@ -21,6 +21,7 @@ pub mod offset_store;
 pub mod producer_id;
 pub mod protocol;
 pub mod server;
+pub mod tls;
 
 use backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use clock::{Clock, SharedRng};

@@ -17,8 +17,9 @@ const IGGY_POOL_SIZE: usize = 8;
 
 async fn run<B: Backend>(listener: tokio::net::TcpListener, gateway: Arc<Gateway<B>>) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
+    let tls = if gateway.config.tls.is_some() { "on" } else { "off" };
     println!(
-        "kafka-iggy-gateway listening on {local} (backend: {}, sasl: {})",
+        "kafka-iggy-gateway listening on {local} (backend: {}, TLS: {tls}, SASL: {})",
         gateway.backend.kind(),
         gateway.config.sasl.mechanism.map_or("off", |m| m.name())
     );
@@ -87,10 +88,11 @@ async fn main() -> anyhow::Result<()> {
                     config.iggy_username
                 );
             }
-            let backend = IggyBackend::connect(
+            let backend = IggyBackend::connect_with_tls(
                 &config.iggy_address,
                 &config.iggy_username,
                 config.iggy_password.expose(),
+                config.iggy_tls.to_backend(),
                 IGGY_POOL_SIZE,
             )
             .await

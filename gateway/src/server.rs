@@ -129,7 +129,7 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
                         tracing::warn!("accepting connections again after refusing {count} at max_connections");
                     }
                     tracing::debug!(%peer, "connection accepted");
-                    connections.spawn(connection(stream, peer, gateway.clone(), shutdown.subscribe()));
+                    connections.spawn(handshake_then_serve(stream, peer, gateway.clone(), shutdown.subscribe()));
                 }
                 Err(e) => {
                     // LIMIT-ACCEPT-1: an accept that fails (EMFILE, ENFILE, ENOBUFS) fails again
@@ -168,6 +168,33 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
     let _ = timers.await;
     // The offsets client's connection ends with the server: Iggy drops its memberships.
     gateway.backend.release_client(gateway.offsets_client);
+}
+
+/// Runs the connection's request loop, over TLS when the listener has it: the handshake runs
+/// here, in the connection's own task, so a client slow to finish it stalls no other accept.
+async fn handshake_then_serve<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    peer: SocketAddr,
+    gateway: Arc<Gateway<B>>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let Some(tls) = gateway.config.tls.clone() else {
+        return connection(stream, peer, gateway, stop).await;
+    };
+    // AUTH-TLS-1: bounded by the read timeout, like a started request frame; a client that
+    // fails it (a plaintext client; under a client CA, a missing or untrusted client
+    // certificate) is closed without a Kafka response.
+    let read_timeout = gateway.config.read_timeout;
+    let accepted = tokio::select! {
+        biased;
+        _ = stopped(&mut stop) => return,
+        accepted = tokio::time::timeout(read_timeout, tokio_rustls::TlsAcceptor::from(tls).accept(stream)) => accepted,
+    };
+    match accepted {
+        Ok(Ok(stream)) => connection(stream, peer, gateway, stop).await,
+        Ok(Err(e)) => tracing::debug!(%peer, "closing connection: TLS handshake failed: {e}"),
+        Err(_) => tracing::debug!(%peer, "closing connection: TLS handshake not done within {read_timeout:?}"),
+    }
 }
 
 async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
@@ -346,7 +373,7 @@ mod tests {
     }
 
     /// Sends one ApiVersions v0 and reads its whole answer: the connection is being served.
-    async fn served(client: &mut DuplexStream) -> bool {
+    async fn served<S: AsyncRead + AsyncWrite + Unpin>(client: &mut S) -> bool {
         if client.write_all(&api_versions_v0_frame()).await.is_err() {
             return false;
         }
@@ -550,5 +577,91 @@ mod tests {
         task.await.unwrap();
         let mut byte = [0u8; 1];
         assert_eq!(client.read(&mut byte).await.unwrap(), 0, "the connection is closed");
+    }
+
+    /// A gateway whose listener speaks TLS with the test PKI's server certificate.
+    fn start_tls(
+        pki: &crate::tls::test_pki::Pki,
+        read_ms: u64,
+    ) -> (mpsc::Sender<DuplexStream>, Shutdown, tokio::task::JoinHandle<()>) {
+        start_with(FileConfig {
+            idle_timeout_ms: Some(600_000),
+            read_timeout_ms: Some(read_ms),
+            tls: crate::tls::TlsSettings {
+                tls_cert: Some(pki.server_cert.clone()),
+                tls_key: Some(pki.server_key.clone()),
+                tls_client_ca: None,
+            },
+            ..FileConfig::default()
+        })
+    }
+
+    async fn tls_connect(
+        pki: &crate::tls::test_pki::Pki,
+        tx: &mpsc::Sender<DuplexStream>,
+    ) -> std::io::Result<tokio_rustls::client::TlsStream<DuplexStream>> {
+        use rustls::pki_types::pem::PemObject;
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(rustls::pki_types::CertificateDer::from_pem_file(&pki.ca).unwrap())
+            .unwrap();
+        let config =
+            rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+                .with_safe_default_protocol_versions()
+                .unwrap()
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        tokio_rustls::TlsConnector::from(Arc::new(config))
+            .connect(name, connect(tx).await)
+            .await
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn auth_tls_1_requests_are_served_over_tls_and_plaintext_is_not() {
+        let pki = crate::tls::test_pki::generate();
+        let (tx, shutdown, task) = start_tls(&pki, 5_000);
+        let mut tls = tls_connect(&pki, &tx).await.expect("handshake");
+        assert!(served(&mut tls).await, "a request over TLS is answered");
+        let mut plain = connect(&tx).await;
+        plain.write_all(&api_versions_v0_frame()).await.unwrap();
+        let mut received = Vec::new();
+        plain.read_to_end(&mut received).await.unwrap();
+        // At most a TLS alert record (content type 21), then the close; never a Kafka response.
+        assert!(
+            received.is_empty() || received[0] == 21,
+            "a plaintext request got {received:?}"
+        );
+        shutdown.trigger();
+        task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn auth_tls_1_a_stalled_handshake_is_closed_at_the_read_timeout_and_stalls_no_one_else() {
+        let pki = crate::tls::test_pki::generate();
+        let (tx, shutdown, task) = start_tls(&pki, 2_000);
+        // Connects and never sends its ClientHello.
+        let mut stalled = connect(&tx).await;
+        let started = tokio::time::Instant::now();
+        let mut tls = tls_connect(&pki, &tx).await.expect("handshake");
+        assert!(served(&mut tls).await, "another client is served meanwhile");
+        assert_eq!(
+            started.elapsed(),
+            Duration::ZERO,
+            "the other client waited on the stalled one"
+        );
+        let mut byte = [0u8; 1];
+        assert_eq!(
+            stalled.read(&mut byte).await.unwrap(),
+            0,
+            "the stalled client is closed"
+        );
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(2_000) && waited < Duration::from_millis(600_000),
+            "{waited:?}"
+        );
+        shutdown.trigger();
+        task.await.unwrap();
     }
 }
