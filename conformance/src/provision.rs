@@ -4,8 +4,9 @@
 
 use anyhow::Context;
 use iggy::prelude::{
-    AutoLogin, Client, ClientWrapper, Credentials, IggyClient, IggyExpiry, Identifier, Permissions,
-    PersonalAccessTokenClient, StreamClient, TcpClient, TcpClientConfig, TopicClient, TopicCreateOptions, UserClient, UserStatus,
+    AutoLogin, Client, ClientWrapper, Credentials, Identifier, IggyClient, IggyExpiry, Permissions,
+    PersonalAccessTokenClient, StreamClient, TcpClient, TcpClientConfig, TopicClient, TopicCreateOptions, UserClient,
+    UserStatus,
 };
 use kafka_iggy_gateway::backend::embedded::EmbeddedBackend;
 use kafka_iggy_gateway::backend::{Backend, TopicSpec};
@@ -31,7 +32,10 @@ async fn sdk_client(address: &str, credentials: Credentials) -> anyhow::Result<I
         ..TcpClientConfig::default()
     };
     let client = IggyClient::create(ClientWrapper::Tcp(TcpClient::create(Arc::new(config))?), None, None);
-    client.connect().await.with_context(|| format!("connecting to Iggy at {address}"))?;
+    client
+        .connect()
+        .await
+        .with_context(|| format!("connecting to Iggy at {address}"))?;
     Ok(client)
 }
 
@@ -44,7 +48,11 @@ impl Provisioner {
                 username,
                 password,
             } => Ok(Some(
-                sdk_client(address, Credentials::UsernamePassword(username.clone(), password.clone().into())).await?,
+                sdk_client(
+                    address,
+                    Credentials::UsernamePassword(username.clone(), password.clone().into()),
+                )
+                .await?,
             )),
         }
     }

@@ -13,4 +13,5 @@ suite!(
     idempotent_producer_produces_and_reads_back,
     consumer_starting_at_latest_sees_only_new_records,
     fetch_watermarks_match_produced_count,
+    rdkafka_metadata_for_all_topics,
 );

@@ -238,7 +238,7 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
             Ok(Reply::FrameThenClose(body)) => (body, true),
             Ok(Reply::Nothing) => continue,
             Err(e) => {
-                // PROTO-VERSION-2, PROTO-MALFORMED-1, LIMIT-ENTRIES-1, LIMIT-TRAILING-BYTES-1,
+                // PROTO-VERSION-2, PROTO-MALFORMED-1, LIMIT-ENTRIES-1,
                 // PROTO-ENCODE-1, AUTH-SASL-GATE-1
                 tracing::error!(%peer, "closing connection: {e}");
                 break;

@@ -105,6 +105,10 @@ pub fn cases() -> Vec<Case> {
             fetch_watermarks_match_produced_count,
             ["LISTOFFSETS-EARLIEST-1", "LISTOFFSETS-LATEST-1"]
         ),
+        case!(
+            rdkafka_metadata_for_all_topics,
+            ["LIMIT-TRAILING-BYTES-1", "METADATA-1"]
+        ),
     ]
 }
 
@@ -682,6 +686,35 @@ fn check_received(
 /// CreateTopics with 3 partitions, Metadata lists them (each led by a listed broker, replicas
 /// and ISR that broker alone), a second CreateTopics answers TOPIC_ALREADY_EXISTS, DeleteTopics
 /// removes the topic from Metadata, and a second DeleteTopics answers UNKNOWN_TOPIC_OR_PARTITION.
+/// librdkafka's metadata for all topics (a regex subscription's, an admin listing's) lists a
+/// topic just created. Its request carries three bytes past the body, which closed the
+/// connection until LIMIT-TRAILING-BYTES-1 ignored them as Kafka does.
+pub async fn rdkafka_metadata_for_all_topics(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+    let topic = endpoint.unique_topic("rdkafka-all-topics");
+    let admin = admin_client(&endpoint)?;
+    let created = admin
+        .create_topics(
+            [&NewTopic::new(&topic, 2, TopicReplication::Fixed(1))],
+            &admin_options(),
+        )
+        .await
+        .context("CreateTopics")?;
+    ensure!(created == [Ok(topic.clone())], "CreateTopics: {created:?}");
+    let client = metadata_client(&endpoint)?;
+    let listed = {
+        let client = client.clone();
+        blocking(move || client.fetch_metadata(None, WAIT).context("Metadata for all topics")).await?
+    };
+    ensure!(
+        topic_state(&listed, &topic) == TopicState::Partitions(vec![0, 1]),
+        "{topic} in the all-topics metadata: {:?}",
+        topic_state(&listed, &topic)
+    );
+    close(client).await;
+    close(admin).await;
+    Ok(Outcome::Passed)
+}
+
 pub async fn admin_client_creates_and_deletes_a_topic(endpoint: Endpoint) -> anyhow::Result<Outcome> {
     let topic = endpoint.unique_topic("rdkafka-admin");
     let admin = admin_client(&endpoint)?;
