@@ -1,6 +1,7 @@
 //! The endpoint a case runs against, and an in-process embedded gateway to run against when no
 //! endpoint is given.
 
+use kafka_iggy_gateway::auth::settings::SaslSettings;
 use kafka_iggy_gateway::backend::embedded::EmbeddedBackend;
 use kafka_iggy_gateway::backend::Backend;
 use kafka_iggy_gateway::clock::SystemClock;
@@ -60,6 +61,8 @@ pub struct LocalOptions {
     /// [`LocalGateway::tls_ca`]. Defaults to the certificate itself (right for a self-signed
     /// one).
     pub tls_ca: Option<PathBuf>,
+    /// The `[sasl]` table (docs/spec/auth.md); unset serves without authentication.
+    pub sasl: SaslSettings,
 }
 
 /// The group.min.session.timeout.ms the in-process gateway runs with.
@@ -105,6 +108,7 @@ impl<B: Backend> LocalGateway<B> {
             ),
             limits: options.limits.clone(),
             tls: options.tls.clone().unwrap_or_default(),
+            sasl: options.sasl.clone(),
             ..FileConfig::default()
         };
         let config = Config::resolve(args, file)?;

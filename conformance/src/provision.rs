@@ -109,6 +109,20 @@ impl Provisioner {
         Ok(())
     }
 
+    /// Replaces `username`'s permissions, as root.
+    pub async fn permissions(&self, username: &str, permissions: Permissions) -> anyhow::Result<()> {
+        match self {
+            Provisioner::Embedded(model) => model.update_permissions(username, Some(permissions))?,
+            Provisioner::Iggy { .. } => {
+                let root = self.root().await?.expect("a real server has a root client");
+                root.update_permissions(&Identifier::named(username)?, Some(permissions))
+                    .await?;
+                let _ = root.shutdown().await;
+            }
+        }
+        Ok(())
+    }
+
     /// A personal access token that `username` makes for itself.
     pub async fn token(&self, username: &str, password: &str, name: &str) -> anyhow::Result<String> {
         match self {

@@ -38,6 +38,8 @@ enum Guard {
         child: Child,
         _data: TempDir,
         binary: PathBuf,
+        /// Environment beyond the defaults (a TLS server's certificate).
+        env: Vec<(String, String)>,
     },
     /// Dropping the container stops it.
     Container(#[allow(dead_code)] Box<ContainerAsync<GenericImage>>),
@@ -110,7 +112,7 @@ fn wait_until_listening(address: &str, child: &mut Child) -> anyhow::Result<()> 
 }
 
 /// Starts the binary on `address` with its data in `dir`, and waits until it listens.
-fn start_process(binary: &PathBuf, address: &str, dir: &PathBuf) -> anyhow::Result<Child> {
+fn start_process(binary: &PathBuf, address: &str, dir: &PathBuf, env: &[(String, String)]) -> anyhow::Result<Child> {
     let (username, password) = credentials();
     let log = std::fs::OpenOptions::new()
         .create(true)
@@ -127,6 +129,7 @@ fn start_process(binary: &PathBuf, address: &str, dir: &PathBuf) -> anyhow::Resu
         .env("IGGY_SYSTEM_SHARDING_PIN_CORES", "false")
         .env("IGGY_ROOT_USERNAME", &username)
         .env("IGGY_ROOT_PASSWORD", &password)
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
         .stdin(Stdio::null())
         .stdout(log.try_clone()?)
         .stderr(log)
@@ -144,13 +147,13 @@ fn start_process(binary: &PathBuf, address: &str, dir: &PathBuf) -> anyhow::Resu
     Ok(child)
 }
 
-fn spawn(binary: PathBuf) -> anyhow::Result<IggyServer> {
+fn spawn(binary: PathBuf, env: Vec<(String, String)>) -> anyhow::Result<IggyServer> {
     let port = free_port()?;
     let address = format!("127.0.0.1:{port}");
     let data = TempDir(std::env::temp_dir().join(format!("kig-iggy-{}-{port}", std::process::id())));
     std::fs::create_dir_all(&data.0)?;
     let (username, password) = credentials();
-    let child = start_process(&binary, &address, &data.0)?;
+    let child = start_process(&binary, &address, &data.0, &env)?;
     Ok(IggyServer {
         how: format!("started {} on {address}", binary.display()),
         address,
@@ -160,6 +163,7 @@ fn spawn(binary: PathBuf) -> anyhow::Result<IggyServer> {
             child,
             _data: data,
             binary,
+            env,
         },
     })
 }
@@ -172,13 +176,34 @@ impl IggyServer {
 
     /// Stops the server (SIGTERM, then waits) and starts it again on the same address and data.
     pub fn restart(&mut self) -> anyhow::Result<()> {
-        let Guard::Process { child, _data, binary } = &mut self._guard else {
+        let Guard::Process {
+            child,
+            _data,
+            binary,
+            env,
+        } = &mut self._guard
+        else {
             bail!("only a server this run started can be restarted");
         };
         Command::new("kill").args(["-TERM", &child.id().to_string()]).status()?;
         child.wait()?;
-        *child = start_process(binary, &self.address, &_data.0)?;
+        *child = start_process(binary, &self.address, &_data.0, env)?;
         Ok(())
+    }
+
+    /// Another server from this run's binary, speaking TLS on its TCP port with `cert` and `key`
+    /// (PEM), for AUTH-TLS-3; `None` when this run did not start its server (no binary to run).
+    pub fn spawn_tls(&self, cert: &std::path::Path, key: &std::path::Path) -> anyhow::Result<Option<IggyServer>> {
+        let Guard::Process { binary, .. } = &self._guard else {
+            return Ok(None);
+        };
+        let env = vec![
+            ("IGGY_TCP_TLS_ENABLED".to_string(), "true".to_string()),
+            ("IGGY_TCP_TLS_SELF_SIGNED".to_string(), "false".to_string()),
+            ("IGGY_TCP_TLS_CERT_FILE".to_string(), cert.display().to_string()),
+            ("IGGY_TCP_TLS_KEY_FILE".to_string(), key.display().to_string()),
+        ];
+        spawn(binary.clone(), env).map(Some)
     }
 }
 
@@ -256,7 +281,7 @@ pub async fn discover() -> anyhow::Result<Discovery> {
         }));
     }
     if let Some(binary) = find_binary() {
-        return spawn(binary).map(Discovery::Found);
+        return spawn(binary, Vec::new()).map(Discovery::Found);
     }
     if docker_answers() {
         return container().await.map(Discovery::Found);

@@ -3,7 +3,9 @@
 //! so that a skipped tier prints `SKIPPED` and the reason, never a passing test count. Exits
 //! non-zero when a case fails, or when `IGGY_REQUIRED=1` and no server is reachable.
 
+use kafka_iggy_conformance::cases::auth_cases::{self, AuthWorld};
 use kafka_iggy_conformance::endpoint::{LocalGateway, LocalOptions};
+use kafka_iggy_conformance::provision::Provisioner;
 use kafka_iggy_conformance::real_iggy::{discover, required, Discovery};
 use kafka_iggy_conformance::{cases, differential, runner};
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
@@ -42,6 +44,35 @@ async fn main() -> anyhow::Result<()> {
     report.passed += gateway_report.passed;
     report.failed.extend(gateway_report.failed);
     report.skipped.extend(gateway_report.skipped);
+    // Authentication and authorization: users, permissions and tokens made on the server as root.
+    let world = AuthWorld {
+        backend: backend.clone(),
+        provisioner: Provisioner::Iggy {
+            address: server.address.clone(),
+            username: server.username.clone(),
+            password: server.password.clone(),
+        },
+    };
+    let auth_report = auth_cases::run(&world, filter.as_deref()).await;
+    report.passed += auth_report.passed;
+    report.failed.extend(auth_report.failed);
+    report.skipped.extend(auth_report.skipped);
+
+    // AUTH-TLS-3: the SDK backend over TLS to a server with a certificate of a CA it is told.
+    let iggy_tls = match iggy_over_tls(&server).await {
+        Ok(true) => {
+            println!("PASS gateway_backend_connects_to_iggy_over_tls [AUTH-TLS-3]");
+            Some(true)
+        }
+        Ok(false) => {
+            println!("SKIP gateway_backend_connects_to_iggy_over_tls: the server was not started by this run");
+            None
+        }
+        Err(e) => {
+            println!("FAIL gateway_backend_connects_to_iggy_over_tls [AUTH-TLS-3]: {e:#}");
+            Some(false)
+        }
+    };
 
     // A server restart keeps committed offsets and lets the group commit again (CO-RECLAIM-1,
     // DIFF-12). Only a server this run started can be restarted.
@@ -77,14 +108,78 @@ async fn main() -> anyhow::Result<()> {
     }
     println!(
         "real-Iggy tier: {} passed, {} failed, {} skipped",
-        report.passed + usize::from(differential.is_ok()) + usize::from(restart == Some(true)),
-        report.failed.len() + usize::from(differential.is_err()) + usize::from(restart == Some(false)),
-        report.skipped.len() + usize::from(restart.is_none())
+        report.passed
+            + usize::from(differential.is_ok())
+            + usize::from(restart == Some(true))
+            + usize::from(iggy_tls == Some(true)),
+        report.failed.len()
+            + usize::from(differential.is_err())
+            + usize::from(restart == Some(false))
+            + usize::from(iggy_tls == Some(false)),
+        report.skipped.len() + usize::from(restart.is_none()) + usize::from(iggy_tls.is_none())
     );
-    if !report.failed.is_empty() || !report.skipped.is_empty() || differential.is_err() || restart == Some(false) {
+    if !report.failed.is_empty()
+        || !report.skipped.is_empty()
+        || differential.is_err()
+        || restart == Some(false)
+        || iggy_tls == Some(false)
+    {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// Starts a TLS server from this run's binary with a generated PKI, and checks the gateway's SDK
+/// backend works over TLS trusting the PKI's CA, names the server by the address's host, and
+/// refuses a server it is not told to trust. `Ok(false)`: no binary to start one with.
+async fn iggy_over_tls(server: &kafka_iggy_conformance::real_iggy::IggyServer) -> anyhow::Result<bool> {
+    use kafka_iggy_gateway::backend::iggy::IggyTls;
+    use kafka_iggy_gateway::backend::{Backend, TopicSpec};
+    let pki = kafka_iggy_conformance::tls_fixture::Pki::generate()?;
+    let Some(tls_server) = server.spawn_tls(&pki.server_cert, &pki.server_key)? else {
+        return Ok(false);
+    };
+    let trusted = IggyTls {
+        enabled: true,
+        domain: String::new(),
+        ca_file: Some(pki.ca.display().to_string()),
+    };
+    let backend = IggyBackend::connect_with_tls(
+        &tls_server.address,
+        &tls_server.username,
+        &tls_server.password,
+        trusted,
+        1,
+    )
+    .await?;
+    backend.ensure_stream("kig-tls").await?;
+    let spec = TopicSpec {
+        partitions: 1,
+        message_expiry_us: None,
+    };
+    backend.create_topic("kig-tls", "t", spec).await?;
+    anyhow::ensure!(
+        backend.get_topic("kig-tls", "t").await?.is_some(),
+        "the topic created over TLS is not there"
+    );
+    let untrusted = IggyTls {
+        enabled: true,
+        domain: String::new(),
+        ca_file: None,
+    };
+    anyhow::ensure!(
+        IggyBackend::connect_with_tls(
+            &tls_server.address,
+            &tls_server.username,
+            &tls_server.password,
+            untrusted,
+            1
+        )
+        .await
+        .is_err(),
+        "a server whose CA the gateway is not told was trusted"
+    );
+    Ok(true)
 }
 
 /// Commits through a gateway on the real server, restarts the server, commits again.

@@ -5,6 +5,7 @@ use crate::endpoint::Endpoint;
 use std::future::Future;
 use std::pin::Pin;
 
+pub mod auth_cases;
 pub mod gateway_cases;
 pub mod group_cases;
 pub mod hostile_cases;

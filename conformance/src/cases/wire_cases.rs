@@ -867,6 +867,9 @@ const SPEC_TABLE: &[(ApiKey, i16, i16)] = &[
     (ApiKey::DeleteTopics, 1, 6),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::DescribeConfigs, 1, 4),
+    // AUTH-SASL-HANDSHAKE-1: advertised whether SASL is on or not, as Kafka brokers do.
+    (ApiKey::SaslHandshake, 0, 1),
+    (ApiKey::SaslAuthenticate, 0, 2),
 ];
 
 /// The consumer-group APIs ("the group APIs (added by issue 4)" in PROTO-VERSION-1).

@@ -42,6 +42,8 @@ pub fn check_body(key: ApiKey, version: i16, body: Bytes) {
         ApiKey::DescribeGroups => round_trip::<DescribeGroupsRequest>(body, version),
         ApiKey::ListGroups => round_trip::<ListGroupsRequest>(body, version),
         ApiKey::DeleteGroups => round_trip::<DeleteGroupsRequest>(body, version),
+        ApiKey::SaslHandshake => round_trip::<SaslHandshakeRequest>(body, version),
+        ApiKey::SaslAuthenticate => round_trip::<SaslAuthenticateRequest>(body, version),
         // ADVERTISED lists only the keys above; a new entry needs a line here.
         other => panic!("{other:?} is advertised but this target does not decode it"),
     }

@@ -1,6 +1,6 @@
 //! Backend sessions per principal: a client's requests run in a backend session logged in to
 //! Iggy as the client's own user, so Iggy's permissions decide them (AUTHZ-SESSION-1). Sessions
-//! are pooled by credentials, bounded in number (LIMIT-SESSIONS-1) and in age (AUTH-SESSION-2).
+//! are pooled by credentials, bounded in number (LIMIT-SESSIONS-1) and in age (AUTH-SESSION-1).
 
 use super::credentials::{Credentials, Principal, SecretKind};
 use crate::backend::{Backend, BackendError, ClientId};
@@ -78,7 +78,7 @@ impl<B: Backend> SessionPool<B> {
     }
 
     /// How long a session is used for new logins, and how long a connection stays
-    /// authenticated before it must re-authenticate (AUTH-SESSION-2).
+    /// authenticated before it must re-authenticate (AUTH-SESSION-1).
     pub fn lifetime_ms(&self) -> u64 {
         self.lifetime_ms
     }
@@ -165,7 +165,7 @@ impl<B: Backend> SessionPool<B> {
             .cloned()
     }
 
-    /// When a connection authenticated with `session` must re-authenticate (AUTH-SESSION-2):
+    /// When a connection authenticated with `session` must re-authenticate (AUTH-SESSION-1):
     /// the session's own end, so no connection outlives the login it relies on by more than
     /// one lifetime.
     pub fn expires_at_ms(&self, session: &Session<B>) -> u64 {
@@ -193,5 +193,61 @@ impl<B: Backend> SessionPool<B> {
         }
         entries.insert(key, session);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
+    use crate::clock::SystemClock;
+    use iggy_common::UserStatus;
+
+    fn model() -> EmbeddedBackend {
+        let b = EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default());
+        for user in ["ann", "ben", "cat"] {
+            b.create_user(user, "secret", UserStatus::Active, None).unwrap();
+        }
+        b
+    }
+
+    #[tokio::test]
+    async fn sessions_are_pooled_by_credentials_and_bounded() {
+        let root = model();
+        let pool = SessionPool::<EmbeddedBackend>::new(2, 60_000, [7; 32]);
+        let ann = Credentials::password("ann", "secret");
+        let first = pool.login(&root, &ann, 0, 1).await.unwrap();
+        let again = pool.login(&root, &ann, 10, 2).await.unwrap();
+        assert!(Arc::ptr_eq(&first, &again), "the same credentials reuse the session");
+        assert!(matches!(
+            pool.login(&root, &Credentials::password("ann", "wrong"), 10, 3).await,
+            Err(LoginError::Refused(_))
+        ));
+        let ben = pool
+            .login(&root, &Credentials::password("ben", "secret"), 20, 4)
+            .await
+            .unwrap();
+        assert_eq!(pool.len(), 2);
+        // LIMIT-SESSIONS-1: both pooled sessions are held by connections: no room.
+        assert!(matches!(
+            pool.login(&root, &Credentials::password("cat", "secret"), 30, 5).await,
+            Err(LoginError::TooManySessions(2))
+        ));
+        drop((first, again));
+        // Ann's session is idle now: it makes room.
+        let cat = pool
+            .login(&root, &Credentials::password("cat", "secret"), 40, 6)
+            .await
+            .unwrap();
+        assert_eq!(cat.principal.as_ref().map(|p| p.username.as_str()), Some("cat"));
+        assert_eq!(pool.len(), 2);
+        drop((ben, cat));
+        // AUTH-SESSION-1: past half its lifetime a session is not reused; a new login replaces it.
+        let late = pool
+            .login(&root, &Credentials::password("cat", "secret"), 40 + 30_000, 7)
+            .await
+            .unwrap();
+        assert_eq!(late.opened_at_ms, 40 + 30_000);
+        assert_eq!(pool.expires_at_ms(&late), 40 + 30_000 + 60_000);
     }
 }

@@ -23,7 +23,7 @@ impl Mechanism {
 }
 
 /// How long a session lives: the bound on how late a changed password or a deleted user takes
-/// effect for a connected client (AUTH-SESSION-2), and the `session_lifetime_ms` told to
+/// effect for a connected client (AUTH-SESSION-1), and the `session_lifetime_ms` told to
 /// KIP-368 clients.
 pub const DEFAULT_SESSION_LIFETIME_MS: u64 = 15 * 60 * 1000;
 /// The shortest lifetime accepted: re-authentication every second would be a load of its own.
@@ -40,7 +40,7 @@ pub struct SaslSettings {
     #[arg(long = "sasl", env = "IGGY_KAFKA_SASL", value_enum)]
     pub mechanism: Option<Mechanism>,
     /// How long an authenticated session lasts before the client must re-authenticate
-    /// (KIP-368), and how long a pooled backend session is reused (AUTH-SESSION-2).
+    /// (KIP-368), and how long a pooled backend session is reused (AUTH-SESSION-1).
     #[arg(long = "sasl-session-lifetime-ms", env = "IGGY_KAFKA_SASL_SESSION_LIFETIME_MS")]
     pub session_lifetime_ms: Option<u64>,
     /// Backend sessions (one per principal and credentials) pooled at most (LIMIT-SESSIONS-1).

@@ -47,7 +47,7 @@ async fn delete_one<B: Backend>(gateway: &Gateway<B>, session: &Session<B>, grou
     for (kafka, target) in mapped_topics(gateway, session).await {
         match store.delete_group(&target, group_id).await {
             Ok(n) => deleted += n,
-            // AUTHZ-GROUP-3: deleting needs the principal's Iggy permission on every topic holding
+            // AUTHZ-GROUP-2: deleting needs the principal's Iggy permission on every topic holding
             // the group's offsets that it can list.
             Err(e) => {
                 return error_map::backend_error_on(

@@ -73,6 +73,8 @@ pub async fn handle<B: Backend>(
             }
         }
         _ => {
+            // AUTHZ-METADATA-1: listed in the principal's session, so Iggy's GetTopics decides
+            // what it sees; a stream it may not list contributes nothing.
             for stream in config.topics.streams() {
                 let listed = match session.backend.list_topics(&stream).await {
                     Ok(listed) => listed,
@@ -108,6 +110,7 @@ async fn describe_topic<B: Backend>(
     me: i32,
 ) -> MetadataResponseTopic {
     let target = gateway.config.topics.resolve(name);
+    // AUTHZ-METADATA-1: a topic the principal may not read is TOPIC_AUTHORIZATION_FAILED.
     match session.backend.get_topic(&target.stream, &target.topic).await {
         Ok(Some(info)) => topic_entry(name, info.partitions, me),
         Ok(None) if auto_create => {

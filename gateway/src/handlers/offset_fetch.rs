@@ -61,6 +61,12 @@ pub async fn handle<B: Backend>(
     for (name, indexes) in wanted {
         let kafka = name.0.as_str().to_string();
         let partitions: Vec<OffsetFetchResponsePartition> = match super::resolve_topic(gateway, session, &kafka).await {
+            // AUTHZ-OFFSETS-1: a topic the principal may not read answers its authorization error.
+            Err(code) if code == ResponseError::TopicAuthorizationFailed.code() => indexes
+                .unwrap_or_default()
+                .into_iter()
+                .map(|i| partition(i, -1, code))
+                .collect(),
             // An unknown topic has nothing committed.
             Err(_) => indexes
                 .unwrap_or_default()
