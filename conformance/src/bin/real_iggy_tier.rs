@@ -97,30 +97,52 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(64);
+    let seed = differential::seed_from_env();
+    println!("real-Iggy tier: model vs real: seed {seed} (KIG_DIFF_SEED repeats it)");
     let model = Arc::new(EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default()));
     let handle = tokio::runtime::Handle::current();
-    let differential =
-        tokio::task::spawn_blocking(move || differential::run(&handle, model.as_ref(), backend.as_ref(), cases))
-            .await?;
+    let real = backend.clone();
+    let differential = tokio::task::spawn_blocking(move || {
+        differential::run_seeded(&handle, model.as_ref(), real.as_ref(), cases, seed)
+    })
+    .await?;
     match &differential {
         Ok(()) => println!("real-Iggy tier: model vs real: {cases} random sequences observed the same"),
         Err(e) => println!("real-Iggy tier: model vs real differ: {e}"),
     }
+
+    // Model vs real for logins and permissions: users with random permission sets, each
+    // through its own session (AUTHZ-MODEL-1). Root acts through the SDK on the server.
+    let users: u32 = std::env::var("KIG_DIFF_USERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(16);
+    let model = EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default());
+    let auth = match differential::IggyAdmin::connect(&server.address, &server.username, &server.password).await {
+        Ok(admin) => {
+            let result = differential::run_auth(&model, &model, backend.as_ref(), &admin, users, seed).await;
+            admin.shutdown().await;
+            result
+        }
+        Err(e) => Err(format!("logging in as root for the auth differential: {e}")),
+    };
+    match &auth {
+        Ok(r) => println!(
+            "real-Iggy tier: model vs real, auth: logins and {} users with random permissions, {} steps observed the same",
+            r.users, r.checks
+        ),
+        Err(e) => println!("real-Iggy tier: model vs real, auth, differ: {e}"),
+    }
+    let failed_diffs = usize::from(differential.is_err()) + usize::from(auth.is_err());
     println!(
         "real-Iggy tier: {} passed, {} failed, {} skipped",
-        report.passed
-            + usize::from(differential.is_ok())
-            + usize::from(restart == Some(true))
-            + usize::from(iggy_tls == Some(true)),
-        report.failed.len()
-            + usize::from(differential.is_err())
-            + usize::from(restart == Some(false))
-            + usize::from(iggy_tls == Some(false)),
+        report.passed + 2 - failed_diffs + usize::from(restart == Some(true)) + usize::from(iggy_tls == Some(true)),
+        report.failed.len() + failed_diffs + usize::from(restart == Some(false)) + usize::from(iggy_tls == Some(false)),
         report.skipped.len() + usize::from(restart.is_none()) + usize::from(iggy_tls.is_none())
     );
     if !report.failed.is_empty()
         || !report.skipped.is_empty()
-        || differential.is_err()
+        || failed_diffs > 0
         || restart == Some(false)
         || iggy_tls == Some(false)
     {
