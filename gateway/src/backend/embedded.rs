@@ -116,13 +116,19 @@ struct Stream {
     /// Iggy's numeric id, which permissions name.
     id: usize,
     topics: BTreeMap<String, Topic>,
-    next_topic_id: usize,
 }
 
 struct Model {
     streams: BTreeMap<String, Stream>,
-    next_stream_id: usize,
     users: Users,
+}
+
+/// The id Iggy gives a new stream or topic: the lowest not in use, so a deleted one's id is
+/// reused (measured: a topic created after a delete takes the freed id, and a grant on the old
+/// topic's id then applies to it).
+fn lowest_free_id(used: impl Iterator<Item = usize>) -> usize {
+    let used: std::collections::BTreeSet<usize> = used.collect();
+    (FIRST_ID..).find(|id| !used.contains(id)).expect("an unused id")
 }
 
 fn named(name: &str) -> Identifier {
@@ -265,7 +271,6 @@ impl EmbeddedBackend {
             shared: Arc::new(Shared {
                 model: Mutex::new(Model {
                     streams: BTreeMap::new(),
-                    next_stream_id: FIRST_ID,
                     users,
                 }),
                 clock,
@@ -460,14 +465,12 @@ impl Backend for EmbeddedBackend {
             return Ok(model.authorize(self.user, stream, None, |p, s, _| permissions::get_stream(p, s))?);
         }
         permissions::create_stream(model.permissions_of(self.user)?)?;
-        let id = model.next_stream_id;
-        model.next_stream_id += 1;
+        let id = lowest_free_id(model.streams.values().map(|s| s.id));
         model.streams.insert(
             stream.to_string(),
             Stream {
                 id,
                 topics: BTreeMap::new(),
-                next_topic_id: FIRST_ID,
             },
         );
         Ok(())
@@ -514,8 +517,7 @@ impl Backend for EmbeddedBackend {
         if s.topics.contains_key(topic) {
             return Err(IggyError::TopicNameAlreadyExists(topic.to_string(), named(stream)).into());
         }
-        let id = s.next_topic_id;
-        s.next_topic_id += 1;
+        let id = lowest_free_id(s.topics.values().map(|t| t.id));
         s.topics.insert(
             topic.to_string(),
             Topic {
@@ -734,6 +736,8 @@ impl ConsumerOffsets for EmbeddedBackend {
     ) -> Result<(), BackendError> {
         let max_keys = self.shared.config.consumer_offsets_max;
         let mut model = self.lock();
+        // The real server checks membership (ResourceNotFound) before the poll rule.
+        model.owned_partition(stream, topic, partition, group, client)?;
         model.authorize(self.user, stream, Some(topic), permissions::consumer_offset)?;
         let p = model.owned_partition(stream, topic, partition, group, client)?;
         // DIFF-2: nothing above the partition's last offset; nothing at all on an empty partition.
@@ -780,6 +784,8 @@ impl ConsumerOffsets for EmbeddedBackend {
         client: ClientId,
     ) -> Result<(), BackendError> {
         let mut model = self.lock();
+        // Membership (ResourceNotFound) before the poll rule, as on the real server.
+        model.owned_partition(stream, topic, partition, group, client)?;
         model.authorize(self.user, stream, Some(topic), permissions::consumer_offset)?;
         let p = model.owned_partition(stream, topic, partition, group, client)?;
         // DIFF-3

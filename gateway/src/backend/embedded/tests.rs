@@ -305,3 +305,66 @@ async fn topic_names_and_duplicates() {
     b.create_topic("s", "t", spec).await.unwrap();
     assert_eq!(code(b.create_topic("nope", "t", spec).await.unwrap_err()), 1009);
 }
+
+/// Found by the auth differential: Iggy gives a new topic the lowest free id, so a deleted
+/// topic's id (and any grant naming it) passes to the next topic created in the stream.
+#[tokio::test]
+async fn authz_model_1_a_deleted_topics_id_is_reused() {
+    let (b, _) = backend();
+    b.ensure_stream("s").await.unwrap();
+    let spec = TopicSpec {
+        partitions: 1,
+        message_expiry_us: None,
+    };
+    for t in ["a", "b", "c"] {
+        b.create_topic("s", t, spec).await.unwrap();
+    }
+    assert_eq!(b.topic_ids("s", "c"), Some((0, 2)));
+    b.delete_topic("s", "b").await.unwrap();
+    b.create_topic("s", "d", spec).await.unwrap();
+    assert_eq!(b.topic_ids("s", "d"), Some((0, 1)));
+    b.create_topic("s", "e", spec).await.unwrap();
+    assert_eq!(b.topic_ids("s", "e"), Some((0, 3)));
+}
+
+/// Found by the auth differential: storing or deleting a group offset as a non-member is
+/// ResourceNotFound whatever the user's permissions; the poll rule comes after membership.
+#[tokio::test]
+async fn authz_model_1_membership_is_checked_before_the_poll_rule() {
+    use crate::auth::credentials::Credentials;
+    let (b, _) = backend();
+    topic(&b, 1).await;
+    b.append("s", "t", 0, vec![msg(b"a")]).await.unwrap();
+    b.create_consumer_group("s", "t", "g").await.unwrap();
+    b.create_user("nobody", "secret", iggy_common::UserStatus::Active, None)
+        .unwrap();
+    let (as_nobody, _) = b
+        .open_session(&Credentials::password("nobody", "secret"))
+        .await
+        .unwrap();
+    let not_found = IggyError::ResourceNotFound(String::new()).as_code();
+    assert_eq!(
+        code(
+            as_nobody
+                .store_consumer_offset("s", "t", 0, "g", 9, 0)
+                .await
+                .unwrap_err()
+        ),
+        not_found
+    );
+    assert_eq!(
+        code(as_nobody.delete_consumer_offset("s", "t", 0, "g", 9).await.unwrap_err()),
+        not_found
+    );
+    b.join_consumer_group("s", "t", "g", 9).await.unwrap();
+    let denied = IggyError::Unauthorized.as_code();
+    assert_eq!(
+        code(
+            as_nobody
+                .store_consumer_offset("s", "t", 0, "g", 9, 0)
+                .await
+                .unwrap_err()
+        ),
+        denied
+    );
+}
