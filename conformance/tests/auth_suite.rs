@@ -36,4 +36,5 @@ embedded_tests!(
     offsets_need_the_users_permission_on_the_topic,
     permission_changes_reach_a_connected_client,
     sasl_ssl_round_trip,
+    librdkafka_re_authenticates_before_its_session_ends,
 );

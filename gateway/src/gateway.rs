@@ -50,6 +50,8 @@ pub struct Gateway<B> {
     pub login_throttle: Mutex<LoginThrottle>,
     /// Whose offsets client is in each offsets group (AUTHZ-OFFSETS-1).
     pub offset_members: OffsetMembers<B>,
+    /// Successful KIP-368 re-authentications on open connections, since start.
+    pub reauthentications: std::sync::atomic::AtomicU64,
 }
 
 /// What a request gets back.
@@ -96,6 +98,7 @@ impl<B: Backend> Gateway<B> {
             sessions,
             login_throttle: Mutex::new(LoginThrottle::default()),
             offset_members: OffsetMembers::default(),
+            reauthentications: std::sync::atomic::AtomicU64::new(0),
         }
     }
 

@@ -35,7 +35,7 @@ pub fn embedded_gateway(config: Config, clock: Arc<dyn Clock>, seed: u64) -> Arc
         clock.clone(),
         EmbeddedConfig {
             username: config.iggy_username.clone(),
-            password: config.iggy_password.expose().to_string(),
+            password: config.iggy_password.clone(),
             ..EmbeddedConfig::default()
         },
     );

@@ -74,6 +74,7 @@ auth_cases!(
     offsets_need_the_users_permission_on_the_topic: ["AUTHZ-OFFSETS-1", "AUTHZ-GROUP-1", "AUTHZ-GROUP-2"],
     permission_changes_reach_a_connected_client: ["AUTH-SESSION-1"],
     sasl_ssl_round_trip: ["AUTH-TLS-1", "AUTH-SASL-PLAIN-1"],
+    librdkafka_re_authenticates_before_its_session_ends: ["AUTH-SASL-REAUTH-1", "AUTH-SESSION-1"],
 );
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
@@ -89,11 +90,20 @@ fn unique(prefix: &str) -> String {
 
 /// A SASL PLAIN gateway over `world`'s backend; over TLS when `pki` is given.
 async fn sasl_gateway<B: Backend>(world: &AuthWorld<B>, pki: Option<&Pki>) -> anyhow::Result<LocalGateway<B>> {
+    sasl_gateway_with_lifetime(world, pki, None).await
+}
+
+async fn sasl_gateway_with_lifetime<B: Backend>(
+    world: &AuthWorld<B>,
+    pki: Option<&Pki>,
+    session_lifetime_ms: Option<u64>,
+) -> anyhow::Result<LocalGateway<B>> {
     LocalGateway::serve(
         world.backend.clone(),
         LocalOptions {
             sasl: SaslSettings {
                 mechanism: Some(Mechanism::Plain),
+                session_lifetime_ms,
                 ..SaslSettings::default()
             },
             tls: pki.map(|p| p.server_settings(false)),
@@ -588,6 +598,50 @@ pub async fn sasl_ssl_round_trip<B: Backend>(world: &AuthWorld<B>) -> anyhow::Re
     }
     let read = consume(&config, &topic, 3).await?;
     ensure!(read == ["tls-0", "tls-1", "tls-2"], "SASL_SSL consumed {read:?}");
+    gateway.stop().await;
+    Ok(())
+}
+
+/// AUTH-SASL-REAUTH-1: with a 3 s session, librdkafka (KIP-368) re-authenticates on its open
+/// connection before the session ends, and a producer sending throughout loses nothing. The
+/// producer sends until the gateway has counted a re-authentication, bounded by [`WAIT`].
+pub async fn librdkafka_re_authenticates_before_its_session_ends<B: Backend>(
+    world: &AuthWorld<B>,
+) -> anyhow::Result<()> {
+    let topic = unique("kig-auth-reauth");
+    let (s, t) = world.provisioner.topic(STREAM, &topic).await?;
+    let (name, password) = user(world, "ivan", on_topics(s, &[(t, read_write())])).await?;
+    let gateway = sasl_gateway_with_lifetime(world, None, Some(3_000)).await?;
+    let config = sasl_config(&gateway, &name, &password);
+    let producer: FutureProducer = config
+        .clone()
+        .set("acks", "all")
+        .set("message.timeout.ms", WAIT.as_millis().to_string())
+        .create()
+        .context("creating the producer")?;
+    let reauthenticated = || gateway.gateway.reauthentications.load(Ordering::Relaxed);
+    let started = std::time::Instant::now();
+    let mut sent = 0usize;
+    // Paces the load, it does not synchronise: the loop ends on the counter, or fails at WAIT.
+    let mut pace = tokio::time::interval(Duration::from_millis(100));
+    while reauthenticated() == 0 {
+        ensure!(
+            started.elapsed() < WAIT,
+            "no re-authentication within {WAIT:?} of a 3 s session ({sent} records sent)"
+        );
+        pace.tick().await;
+        producer
+            .send(FutureRecord::<str, str>::to(&topic).payload("r").partition(0), WAIT)
+            .await
+            .map_err(|(e, _)| anyhow!("delivery {sent} failed: {e}"))?;
+        sent += 1;
+    }
+    // And after it, the same producer is still served.
+    producer
+        .send(FutureRecord::<str, str>::to(&topic).payload("after").partition(0), WAIT)
+        .await
+        .map_err(|(e, _)| anyhow!("delivery after the re-authentication failed: {e}"))?;
+    let _ = tokio::task::spawn_blocking(move || drop(producer)).await;
     gateway.stop().await;
     Ok(())
 }

@@ -229,7 +229,8 @@ impl Model {
 #[derive(Debug, Clone)]
 pub struct EmbeddedConfig {
     pub username: String,
-    pub password: String,
+    /// Never printed (AUTH-SASL-SECRET-1).
+    pub password: crate::auth::credentials::Secret,
     pub consumer_offsets_max: usize,
 }
 
@@ -237,7 +238,7 @@ impl Default for EmbeddedConfig {
     fn default() -> Self {
         Self {
             username: "iggy".into(),
-            password: "iggy".into(),
+            password: crate::auth::credentials::Secret::new("iggy"),
             consumer_offsets_max: DEFAULT_CONSUMER_OFFSETS_MAX,
         }
     }
@@ -265,7 +266,7 @@ pub struct EmbeddedBackend {
 impl EmbeddedBackend {
     /// A fresh model whose root user has `config`'s credentials, seen as that root user.
     pub fn new(clock: Arc<dyn Clock>, config: EmbeddedConfig) -> Self {
-        let users = Users::with_root(&config.username, &config.password);
+        let users = Users::with_root(&config.username, config.password.expose());
         let root = users.find(&config.username).expect("the root user exists");
         Self {
             shared: Arc::new(Shared {

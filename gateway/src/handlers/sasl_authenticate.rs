@@ -70,6 +70,7 @@ async fn authenticate<B: Backend>(
         }
     };
     // AUTH-SASL-REAUTH-1: re-authentication keeps the principal.
+    let reauthenticating = matches!(connection.state, AuthState::Authenticated { .. });
     if let AuthState::Authenticated { session: before, .. } = &connection.state {
         if before.principal != session.principal {
             tracing::warn!(
@@ -87,6 +88,11 @@ async fn authenticate<B: Backend>(
         .unwrap_or_else(|e| e.into_inner())
         .succeeded(peer);
     let expires_at_ms = gateway.sessions.expires_at_ms(&session);
+    if reauthenticating {
+        gateway
+            .reauthentications
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
     tracing::debug!(%peer, "SASL authenticated as {}", session.who());
     connection.state = AuthState::Authenticated {
         session: session.clone(),
