@@ -264,8 +264,10 @@ impl<B: Backend> Gateway<B> {
             ApiKey::SyncGroup => reply(&handlers::sync_group::handle(self, self.decode(&request)?).await),
             ApiKey::Heartbeat => reply(&handlers::heartbeat::handle(self, self.decode(&request)?)),
             ApiKey::LeaveGroup => reply(&handlers::leave_group::handle(self, self.decode(&request)?, version)),
-            ApiKey::DescribeGroups => reply(&handlers::describe_groups::handle(self, self.decode(&request)?)),
-            ApiKey::ListGroups => reply(&handlers::list_groups::handle(self, self.decode(&request)?)),
+            ApiKey::DescribeGroups => {
+                reply(&handlers::describe_groups::handle(self, session(), self.decode(&request)?).await)
+            }
+            ApiKey::ListGroups => reply(&handlers::list_groups::handle(self, session(), self.decode(&request)?).await),
             ApiKey::DeleteGroups => {
                 reply(&handlers::delete_groups::handle(self, session(), self.decode(&request)?).await)
             }

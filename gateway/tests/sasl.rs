@@ -528,3 +528,88 @@ fn auth_sasl_secret_1_credentials_never_reach_the_log_at_trace_level() {
         assert!(!log.contains(secret), "a secret reached the log:\n{log}");
     }
 }
+
+/// A JoinGroup v0 of a consumer subscribing to `topic`.
+fn join(group: &str, topic: &str) -> JoinGroupRequest {
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    let subscription =
+        ConsumerProtocolSubscription::default().with_topics(vec![StrBytes::from_string(topic.to_string())]);
+    let mut metadata = BytesMut::new();
+    metadata.extend_from_slice(&0i16.to_be_bytes());
+    subscription.encode(&mut metadata, 0).unwrap();
+    JoinGroupRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+        .with_session_timeout_ms(10_000)
+        .with_protocol_type(StrBytes::from_static_str("consumer"))
+        .with_protocols(vec![JoinGroupRequestProtocol::default()
+            .with_name(StrBytes::from_static_str("range"))
+            .with_metadata(metadata.freeze())])
+}
+
+/// AUTHZ-GROUP-1 and AUTHZ-GROUP-3: joining needs poll permission on the subscribed topics, and
+/// DescribeGroups and ListGroups show a group only to a user who could join it.
+#[tokio::test(start_paused = true)]
+async fn authz_group_3_groups_are_visible_only_to_who_may_join_them() {
+    let g = gateway();
+    let (s, t) = topic(&g, "orders").await;
+    g.backend
+        .create_user(
+            "alice",
+            "alice-pw",
+            UserStatus::Active,
+            Some(on_topics(s, &[(t, read_only())])),
+        )
+        .unwrap();
+    g.backend
+        .create_user("bob", "bob-pw", UserStatus::Active, None)
+        .unwrap();
+    let mut alice = g.new_connection(peer());
+    let mut bob = g.new_connection(peer());
+    assert_eq!(login(&g, &mut alice, "alice", "alice-pw").await.0.error_code, 0);
+    assert_eq!(login(&g, &mut bob, "bob", "bob-pw").await.0.error_code, 0);
+
+    let refused: JoinGroupResponse = answer(
+        g.handle(frame(ApiKey::JoinGroup, 0, &join("g1", "orders")), &mut bob)
+            .await,
+        ApiKey::JoinGroup,
+        0,
+    );
+    assert_eq!(refused.error_code, 30, "AUTHZ-GROUP-1: GROUP_AUTHORIZATION_FAILED");
+    let joined: JoinGroupResponse = answer(
+        g.handle(frame(ApiKey::JoinGroup, 0, &join("g1", "orders")), &mut alice)
+            .await,
+        ApiKey::JoinGroup,
+        0,
+    );
+    assert_eq!(joined.error_code, 0);
+
+    let list = ListGroupsRequest::default();
+    let seen: ListGroupsResponse = answer(
+        g.handle(frame(ApiKey::ListGroups, 4, &list), &mut alice).await,
+        ApiKey::ListGroups,
+        4,
+    );
+    assert_eq!(seen.groups.len(), 1);
+    let unseen: ListGroupsResponse = answer(
+        g.handle(frame(ApiKey::ListGroups, 4, &list), &mut bob).await,
+        ApiKey::ListGroups,
+        4,
+    );
+    assert!(unseen.groups.is_empty(), "{unseen:?}");
+    let describe = DescribeGroupsRequest::default().with_groups(vec![GroupId(StrBytes::from_static_str("g1"))]);
+    let described: DescribeGroupsResponse = answer(
+        g.handle(frame(ApiKey::DescribeGroups, 5, &describe), &mut alice).await,
+        ApiKey::DescribeGroups,
+        5,
+    );
+    assert_eq!(
+        (described.groups[0].error_code, described.groups[0].members.len()),
+        (0, 1)
+    );
+    let hidden: DescribeGroupsResponse = answer(
+        g.handle(frame(ApiKey::DescribeGroups, 5, &describe), &mut bob).await,
+        ApiKey::DescribeGroups,
+        5,
+    );
+    assert_eq!((hidden.groups[0].error_code, hidden.groups[0].members.len()), (30, 0));
+}

@@ -1,6 +1,9 @@
 //! DescribeGroups: state, protocol and members of groups this gateway coordinates. An unknown
-//! group is reported in state `Dead`, as Kafka does.
+//! group is reported in state `Dead`, as Kafka does; a group the principal may not join is
+//! GROUP_AUTHORIZATION_FAILED (AUTHZ-GROUP-3).
 
+use super::join_group::{group_topics, PollPermissions};
+use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
 use kafka_protocol::error::ResponseError;
@@ -8,19 +11,29 @@ use kafka_protocol::messages::describe_groups_response::{DescribedGroup, Describ
 use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-pub fn handle<B: Backend>(gateway: &Gateway<B>, request: DescribeGroupsRequest) -> DescribeGroupsResponse {
-    let groups = request
-        .groups
-        .into_iter()
-        .map(|group_id| {
-            let id = group_id.0.as_str().to_string();
-            let described = DescribedGroup::default()
-                .with_group_id(group_id)
-                .with_authorized_operations(i32::MIN);
-            if !gateway.is_coordinator(&id) {
-                return described.with_error_code(ResponseError::NotCoordinator.code());
-            }
-            match gateway.groups.describe(&id) {
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    request: DescribeGroupsRequest,
+) -> DescribeGroupsResponse {
+    let mut permissions = PollPermissions::new(gateway, session);
+    let mut groups = Vec::with_capacity(request.groups.len());
+    for group_id in request.groups {
+        let id = group_id.0.as_str().to_string();
+        let described = DescribedGroup::default()
+            .with_group_id(group_id)
+            .with_authorized_operations(i32::MIN);
+        let entry = if !gateway.is_coordinator(&id) {
+            described.with_error_code(ResponseError::NotCoordinator.code())
+        } else {
+            let found = gateway.groups.describe(&id);
+            // AUTHZ-GROUP-3: members, client ids and assignments only to who may join.
+            let hidden = match &found {
+                Some(g) => !permissions.all(&id, &group_topics(g)).await,
+                None => false,
+            };
+            match found {
+                _ if hidden => described.with_error_code(ResponseError::GroupAuthorizationFailed.code()),
                 None => described.with_group_state(StrBytes::from_static_str("Dead")),
                 Some(g) => described
                     .with_group_state(StrBytes::from_static_str(g.state.name()))
@@ -41,7 +54,8 @@ pub fn handle<B: Backend>(gateway: &Gateway<B>, request: DescribeGroupsRequest) 
                             .collect(),
                     ),
             }
-        })
-        .collect();
+        };
+        groups.push(entry);
+    }
     DescribeGroupsResponse::default().with_groups(groups)
 }

@@ -46,31 +46,66 @@ pub(crate) fn subscribed_topics(protocol_type: &str, protocols: &[(String, bytes
     topics
 }
 
-/// AUTHZ-GROUP-1: a principal may join a group when Iggy lets it poll every existing topic it
-/// subscribes to, asked by reading the group's stored offset of partition 0 in its own session
-/// (Iggy's GetConsumerOffset rule is its poll rule). Without SASL everyone may.
-async fn may_join<B: Backend>(gateway: &Gateway<B>, session: &Session<B>, group_id: &str, topics: &[String]) -> bool {
-    if session.principal.is_none() {
-        return true;
+/// The topics a group's members subscribe to, from the metadata of the protocol it chose.
+pub(crate) fn group_topics(group: &crate::groups::DescribedGroup) -> Vec<String> {
+    let protocols: Vec<(String, bytes::Bytes)> = group
+        .members
+        .iter()
+        .map(|m| (group.protocol.clone(), m.metadata.clone()))
+        .collect();
+    subscribed_topics(&group.protocol_type, &protocols)
+}
+
+/// Whether a session may poll topics, each asked of Iggy once per request however many groups
+/// name it.
+pub(crate) struct PollPermissions<'a, B> {
+    gateway: &'a Gateway<B>,
+    session: &'a Session<B>,
+    known: std::collections::HashMap<String, bool>,
+}
+
+impl<'a, B: Backend> PollPermissions<'a, B> {
+    pub(crate) fn new(gateway: &'a Gateway<B>, session: &'a Session<B>) -> Self {
+        Self {
+            gateway,
+            session,
+            known: std::collections::HashMap::new(),
+        }
     }
-    let key = crate::offset_store::offsets_group(group_id);
-    for topic in topics {
-        let target = gateway.config.topics.resolve(topic);
-        if let Err(e) = session
-            .backend
-            .get_consumer_offset(&target.stream, &target.topic, 0, &key)
-            .await
-        {
-            if crate::error_map::is_denied(&e) {
+
+    /// AUTHZ-GROUP-1: Iggy lets the session poll every existing topic of `topics`, asked by
+    /// reading `group_id`'s stored offset of partition 0 in the session (Iggy's GetConsumerOffset
+    /// rule is its poll rule). Without SASL everyone may.
+    pub(crate) async fn all(&mut self, group_id: &str, topics: &[String]) -> bool {
+        if self.session.principal.is_none() {
+            return true;
+        }
+        let key = crate::offset_store::offsets_group(group_id);
+        for topic in topics {
+            let allowed = match self.known.get(topic) {
+                Some(&allowed) => allowed,
+                None => {
+                    let target = self.gateway.config.topics.resolve(topic);
+                    let answer = self
+                        .session
+                        .backend
+                        .get_consumer_offset(&target.stream, &target.topic, 0, &key)
+                        .await;
+                    let allowed = !matches!(&answer, Err(e) if crate::error_map::is_denied(e));
+                    self.known.insert(topic.clone(), allowed);
+                    allowed
+                }
+            };
+            if !allowed {
                 tracing::info!(
-                    "JoinGroup {group_id}: {} may not poll subscribed topic {topic} (AUTHZ-GROUP-1)",
-                    session.who()
+                    "group {group_id}: {} may not poll subscribed topic {topic} (AUTHZ-GROUP-1)",
+                    self.session.who()
                 );
                 return false;
             }
         }
+        true
     }
-    true
 }
 
 pub async fn handle<B: Backend>(
@@ -114,7 +149,10 @@ pub async fn handle<B: Backend>(
             require_known_member_id: version >= 4,
         };
         let topics = subscribed_topics(&join.protocol_type, &join.protocols);
-        if may_join(gateway, session, &join.group_id, &topics).await {
+        if PollPermissions::new(gateway, session)
+            .all(&join.group_id, &topics)
+            .await
+        {
             gateway.groups.join(join).await
         } else {
             JoinOutcome::error(ResponseError::GroupAuthorizationFailed.code(), &join.member_id)

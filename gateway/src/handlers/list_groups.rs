@@ -1,24 +1,43 @@
-//! ListGroups: the groups this gateway coordinates, filtered by state from v4.
+//! ListGroups: the groups this gateway coordinates, filtered by state from v4, and to those the
+//! principal may join (AUTHZ-GROUP-3).
 
+use super::join_group::{group_topics, PollPermissions};
+use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
 
-pub fn handle<B: Backend>(gateway: &Gateway<B>, request: ListGroupsRequest) -> ListGroupsResponse {
-    let groups = gateway
-        .groups
-        .list()
-        .into_iter()
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    request: ListGroupsRequest,
+) -> ListGroupsResponse {
+    let mut permissions = PollPermissions::new(gateway, session);
+    let mut visible = Vec::new();
+    for (id, protocol_type, state) in gateway.groups.list() {
         // Kafka matches state names case-insensitively.
-        .filter(|(_, _, state)| {
-            request.states_filter.is_empty()
-                || request
-                    .states_filter
-                    .iter()
-                    .any(|f| f.as_str().eq_ignore_ascii_case(state.name()))
-        })
+        let wanted = request.states_filter.is_empty()
+            || request
+                .states_filter
+                .iter()
+                .any(|f| f.as_str().eq_ignore_ascii_case(state.name()));
+        if !wanted {
+            continue;
+        }
+        // AUTHZ-GROUP-3: each distinct topic is asked of Iggy once per request.
+        let topics = gateway
+            .groups
+            .describe(&id)
+            .map(|g| group_topics(&g))
+            .unwrap_or_default();
+        if permissions.all(&id, &topics).await {
+            visible.push((id, protocol_type, state));
+        }
+    }
+    let groups = visible
+        .into_iter()
         .map(|(id, protocol_type, state)| {
             ListedGroup::default()
                 .with_group_id(GroupId(StrBytes::from_string(id)))
