@@ -303,6 +303,14 @@ impl EmbeddedBackend {
         }
     }
 
+    /// The id of the user named `username`; ResourceNotFound, as the server answers, if none.
+    fn user_named(model: &Model, username: &str) -> Result<UserId, IggyError> {
+        model
+            .users
+            .find(username)
+            .ok_or_else(|| IggyError::ResourceNotFound(username.to_string()))
+    }
+
     /// Iggy's CreateUser, as this view's user.
     pub fn create_user(
         &self,
@@ -321,10 +329,7 @@ impl EmbeddedBackend {
     pub fn update_permissions(&self, username: &str, permissions: Option<Permissions>) -> Result<(), BackendError> {
         let mut model = self.lock();
         Self::manage_users(&model, self.user)?;
-        let id = model
-            .users
-            .find(username)
-            .ok_or_else(|| IggyError::ResourceNotFound(username.to_string()))?;
+        let id = Self::user_named(&model, username)?;
         Ok(model.users.update_permissions(id, permissions)?)
     }
 
@@ -332,10 +337,7 @@ impl EmbeddedBackend {
     pub fn update_user_status(&self, username: &str, status: UserStatus) -> Result<(), BackendError> {
         let mut model = self.lock();
         Self::manage_users(&model, self.user)?;
-        let id = model
-            .users
-            .find(username)
-            .ok_or_else(|| IggyError::ResourceNotFound(username.to_string()))?;
+        let id = Self::user_named(&model, username)?;
         Ok(model.users.update_status(id, status)?)
     }
 
@@ -343,10 +345,7 @@ impl EmbeddedBackend {
     pub fn delete_user(&self, username: &str) -> Result<(), BackendError> {
         let mut model = self.lock();
         Self::manage_users(&model, self.user)?;
-        let id = model
-            .users
-            .find(username)
-            .ok_or_else(|| IggyError::ResourceNotFound(username.to_string()))?;
+        let id = Self::user_named(&model, username)?;
         Ok(model.users.delete_user(id)?)
     }
 
