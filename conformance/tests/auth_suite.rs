@@ -37,4 +37,5 @@ embedded_tests!(
     permission_changes_reach_a_connected_client,
     sasl_ssl_round_trip,
     librdkafka_re_authenticates_before_its_session_ends,
+    topic_admin_needs_manage_topics,
 );

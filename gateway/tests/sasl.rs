@@ -613,3 +613,83 @@ async fn authz_group_3_groups_are_visible_only_to_who_may_join_them() {
     );
     assert_eq!((hidden.groups[0].error_code, hidden.groups[0].members.len()), (30, 0));
 }
+
+fn create_topics(topic: &str) -> CreateTopicsRequest {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+        .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+        .with_num_partitions(1)
+        .with_replication_factor(1)])
+}
+
+/// AUTHZ-MAP-1 on CreateTopics: manage_topics on the stream creates (without the read_stream a
+/// stream lookup would need), no grant is TOPIC_AUTHORIZATION_FAILED, and a topic mapped to a
+/// stream that does not exist, which the user may not create, is CLUSTER_AUTHORIZATION_FAILED.
+#[tokio::test]
+async fn authz_map_1_create_topics_as_the_user() {
+    use kafka_iggy_gateway::config::IggyTarget;
+    let file = FileConfig {
+        topics: BTreeMap::from([(
+            "elsewhere".to_string(),
+            IggyTarget {
+                stream: "other-stream".into(),
+                topic: "elsewhere".into(),
+            },
+        )]),
+        ..FileConfig::default()
+    };
+    let args = Args {
+        sasl: SaslSettings {
+            mechanism: Some(Mechanism::Plain),
+            ..SaslSettings::default()
+        },
+        ..Args::default()
+    };
+    let config = Config::resolve(args, file).unwrap();
+    let g = kafka_iggy_gateway::embedded_gateway(config, Arc::new(TokioClock::new(0)), 7);
+    let (s, _) = topic(&g, "existing").await;
+    let admin = Permissions {
+        streams: Some(BTreeMap::from([(
+            s,
+            StreamPermissions {
+                manage_topics: true,
+                ..StreamPermissions::default()
+            },
+        )])),
+        ..Permissions::default()
+    };
+    g.backend
+        .create_user("admin", "admin-pw", UserStatus::Active, Some(admin))
+        .unwrap();
+    g.backend
+        .create_user("nobody", "nobody-pw", UserStatus::Active, None)
+        .unwrap();
+    let mut c = g.new_connection(peer());
+    assert_eq!(login(&g, &mut c, "admin", "admin-pw").await.0.error_code, 0);
+    let created: CreateTopicsResponse = answer(
+        g.handle(frame(ApiKey::CreateTopics, 5, &create_topics("fresh")), &mut c)
+            .await,
+        ApiKey::CreateTopics,
+        5,
+    );
+    assert_eq!(
+        created.topics[0].error_code, 0,
+        "manage_topics creates without read_stream"
+    );
+    let cluster: CreateTopicsResponse = answer(
+        g.handle(frame(ApiKey::CreateTopics, 5, &create_topics("elsewhere")), &mut c)
+            .await,
+        ApiKey::CreateTopics,
+        5,
+    );
+    assert_eq!(cluster.topics[0].error_code, 31, "a stream the user may not create");
+    let mut n = g.new_connection(peer());
+    assert_eq!(login(&g, &mut n, "nobody", "nobody-pw").await.0.error_code, 0);
+    let refused: CreateTopicsResponse = answer(
+        g.handle(frame(ApiKey::CreateTopics, 5, &create_topics("denied")), &mut n)
+            .await,
+        ApiKey::CreateTopics,
+        5,
+    );
+    assert_eq!(refused.topics[0].error_code, 29);
+}

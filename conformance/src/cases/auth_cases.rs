@@ -75,6 +75,7 @@ auth_cases!(
     permission_changes_reach_a_connected_client: ["AUTH-SESSION-1"],
     sasl_ssl_round_trip: ["AUTH-TLS-1", "AUTH-SASL-PLAIN-1"],
     librdkafka_re_authenticates_before_its_session_ends: ["AUTH-SASL-REAUTH-1", "AUTH-SESSION-1"],
+    topic_admin_needs_manage_topics: ["AUTHZ-SESSION-1", "AUTHZ-MAP-1"],
 );
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
@@ -644,6 +645,52 @@ pub async fn librdkafka_re_authenticates_before_its_session_ends<B: Backend>(
         .await
         .map_err(|(e, _)| anyhow!("delivery after the re-authentication failed: {e}"))?;
     let _ = tokio::task::spawn_blocking(move || drop(producer)).await;
+    gateway.stop().await;
+    Ok(())
+}
+
+/// AUTHZ-SESSION-1, AUTHZ-MAP-1: the admin client creates a topic with `manage_topics` on the
+/// stream (no `read_stream`), and is refused TOPIC_AUTHORIZATION_FAILED without it.
+pub async fn topic_admin_needs_manage_topics<B: Backend>(world: &AuthWorld<B>) -> anyhow::Result<()> {
+    use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+    use rdkafka::client::DefaultClientContext;
+    let anchor = unique("kig-auth-admin-anchor");
+    let (s, _) = world.provisioner.topic(STREAM, &anchor).await?;
+    let manages = Permissions {
+        global: GlobalPermissions::default(),
+        streams: Some(BTreeMap::from([(
+            s,
+            StreamPermissions {
+                manage_topics: true,
+                ..StreamPermissions::default()
+            },
+        )])),
+    };
+    let (admin_name, admin_pw) = user(world, "admin", manages).await?;
+    let (plain_name, plain_pw) = user(world, "plain", Permissions::default()).await?;
+    let gateway = sasl_gateway(world, None).await?;
+    let options = AdminOptions::new()
+        .request_timeout(Some(WAIT))
+        .operation_timeout(Some(WAIT));
+    let created_topic = unique("kig-auth-created");
+    let admin: AdminClient<DefaultClientContext> = sasl_config(&gateway, &admin_name, &admin_pw).create()?;
+    let created = admin
+        .create_topics(
+            [&NewTopic::new(&created_topic, 1, TopicReplication::Fixed(1))],
+            &options,
+        )
+        .await?;
+    ensure!(created == [Ok(created_topic.clone())], "manage_topics: {created:?}");
+    let denied_topic = unique("kig-auth-denied");
+    let plain: AdminClient<DefaultClientContext> = sasl_config(&gateway, &plain_name, &plain_pw).create()?;
+    let refused = plain
+        .create_topics([&NewTopic::new(&denied_topic, 1, TopicReplication::Fixed(1))], &options)
+        .await?;
+    ensure!(
+        refused == [Err((denied_topic.clone(), RDKafkaErrorCode::TopicAuthorizationFailed))],
+        "without manage_topics: {refused:?}"
+    );
+    let _ = tokio::task::spawn_blocking(move || drop((admin, plain))).await;
     gateway.stop().await;
     Ok(())
 }

@@ -2,9 +2,10 @@
 //! TOPIC-CONFIG-1, TOPIC-EXISTS-1).
 
 use crate::auth::sessions::Session;
-use crate::backend::{Backend, TopicSpec};
+use crate::backend::{Backend, BackendError, TopicSpec};
 use crate::error_map;
 use crate::gateway::Gateway;
+use iggy_common::IggyError;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::create_topics_response::CreatableTopicResult;
@@ -69,7 +70,9 @@ fn message_expiry(topic: &CreatableTopic) -> Result<Option<u64>, String> {
     Ok(expiry)
 }
 
-/// Creates the Iggy topic a Kafka topic maps to, creating its stream when missing.
+/// Creates the Iggy topic a Kafka topic maps to, creating its stream when missing. The topic is
+/// created first and the stream only when Iggy says it is missing: a user may hold
+/// `manage_topics` on a stream without the `read_stream` that looking the stream up needs.
 pub(crate) async fn create_kafka_topic<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
@@ -79,24 +82,23 @@ pub(crate) async fn create_kafka_topic<B: Backend>(
 ) -> Result<(), i16> {
     let target = gateway.config.topics.resolve(name);
     let context = format!("creating topic {name}");
-    session
-        .backend
-        .ensure_stream(&target.stream)
-        .await
-        // AUTHZ-MAP-1: a stream the principal may not create is a cluster-level refusal.
-        .map_err(|e| error_map::backend_error_on(&e, error_map::Resource::Cluster, &context))?;
-    session
-        .backend
-        .create_topic(
-            &target.stream,
-            &target.topic,
-            TopicSpec {
-                partitions,
-                message_expiry_us,
-            },
-        )
-        .await
-        .map_err(|e| error_map::backend_error(&e, &context))
+    let spec = TopicSpec {
+        partitions,
+        message_expiry_us,
+    };
+    let create = || session.backend.create_topic(&target.stream, &target.topic, spec);
+    match create().await {
+        Err(BackendError::Iggy(IggyError::StreamIdNotFound(_) | IggyError::StreamNameNotFound(_))) => {
+            session
+                .backend
+                .ensure_stream(&target.stream)
+                .await
+                // AUTHZ-MAP-1: a stream the principal may not create is a cluster-level refusal.
+                .map_err(|e| error_map::backend_error_on(&e, error_map::Resource::Cluster, &context))?;
+            create().await.map_err(|e| error_map::backend_error(&e, &context))
+        }
+        other => other.map_err(|e| error_map::backend_error(&e, &context)),
+    }
 }
 
 async fn create_one<B: Backend>(
