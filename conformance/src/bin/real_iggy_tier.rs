@@ -140,12 +140,16 @@ async fn main() -> anyhow::Result<()> {
         report.failed.len() + failed_diffs + usize::from(restart == Some(false)) + usize::from(iggy_tls == Some(false)),
         report.skipped.len() + usize::from(restart.is_none()) + usize::from(iggy_tls.is_none())
     );
-    if !report.failed.is_empty()
+    let failed = !report.failed.is_empty()
         || !report.skipped.is_empty()
         || failed_diffs > 0
         || restart == Some(false)
-        || iggy_tls == Some(false)
-    {
+        || iggy_tls == Some(false);
+    // exit() runs no destructors: the server this run started is stopped first, or it outlives
+    // the run (a failing run left iggy-server processes behind).
+    drop(backend);
+    drop(server);
+    if failed {
         std::process::exit(1);
     }
     Ok(())
