@@ -10,7 +10,8 @@ pub const MAX_FIELD_BYTES: usize = 255;
 /// Why a PLAIN message was refused. Never holds the password.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PlainError {
-    #[error("a SASL PLAIN message has three fields separated by NUL bytes; this one has {0}")]
+    /// The count stops at 4: any more is "too many".
+    #[error("a SASL PLAIN message has three fields separated by NUL bytes; this one has {0} (counted to 4)")]
     Fields(usize),
     #[error("a SASL PLAIN field is at most {MAX_FIELD_BYTES} bytes")]
     FieldTooLong,
@@ -41,7 +42,8 @@ fn utf8(field: &[u8]) -> Result<&str, PlainError> {
 /// assert_eq!(c.kind, SecretKind::Password);
 /// ```
 pub fn parse(message: &[u8]) -> Result<Credentials, PlainError> {
-    let fields: Vec<&[u8]> = message.split(|&b| b == 0).collect();
+    // At most four pieces: a frame of NUL bytes must not allocate one slice per byte.
+    let fields: Vec<&[u8]> = message.splitn(4, |&b| b == 0).collect();
     let [authzid, username, password] = fields[..] else {
         return Err(PlainError::Fields(fields.len()));
     };
@@ -83,6 +85,11 @@ mod tests {
         assert_eq!((c.username.as_str(), c.secret.expose()), ("bob", "pw"));
         assert_eq!(parse(b"bob\0pw"), Err(PlainError::Fields(2)));
         assert_eq!(parse(b"\0bob\0pw\0x"), Err(PlainError::Fields(4)));
+        assert_eq!(
+            parse(&[0u8; 100_000]),
+            Err(PlainError::Fields(4)),
+            "counted to 4, not to 100,001"
+        );
         assert_eq!(parse(b"\0\0pw"), Err(PlainError::EmptyUsername));
         assert_eq!(parse(b"\0bob\0"), Err(PlainError::EmptyPassword));
         assert_eq!(parse(b"\0b\xffb\0pw"), Err(PlainError::NotUtf8));
