@@ -129,6 +129,11 @@ impl<B: Backend> SessionPool<B> {
             if let Some(session) = self.pooled(&key, now_ms) {
                 return Ok(session);
             }
+            // LIMIT-SESSIONS-1 before any Iggy connection is opened (evicting nothing: the login
+            // may yet fail); `insert` makes the room, as logins run concurrently.
+            if !self.has_room(now_ms) {
+                return Err(LoginError::TooManySessions(self.max_sessions));
+            }
             match root.open_session(&attempt).await {
                 Ok((backend, principal)) => {
                     // A token names its own user; it must be the user the client named.
@@ -177,22 +182,40 @@ impl<B: Backend> SessionPool<B> {
     /// refused rather than opening more Iggy connections.
     fn insert(&self, key: [u8; 32], session: Arc<Session<B>>, now_ms: u64) -> Result<(), LoginError> {
         let mut entries = self.entries();
-        entries.retain(|_, s| now_ms.saturating_sub(s.opened_at_ms) < self.lifetime_ms);
-        if !entries.contains_key(&key) && entries.len() >= self.max_sessions {
-            let idle = entries
-                .iter()
-                .filter(|(_, s)| Arc::strong_count(s) == 1)
-                .min_by_key(|(_, s)| s.opened_at_ms)
-                .map(|(k, _)| *k);
-            match idle {
-                Some(k) => {
-                    entries.remove(&k);
-                }
-                None => return Err(LoginError::TooManySessions(self.max_sessions)),
-            }
+        if !entries.contains_key(&key) {
+            self.make_room(&mut entries, now_ms)?;
         }
         entries.insert(key, session);
         Ok(())
+    }
+
+    /// Whether one more session would fit: the pool is not full, or holds an expired or idle one.
+    fn has_room(&self, now_ms: u64) -> bool {
+        let entries = self.entries();
+        entries.len() < self.max_sessions
+            || entries
+                .values()
+                .any(|s| now_ms.saturating_sub(s.opened_at_ms) >= self.lifetime_ms || Arc::strong_count(s) == 1)
+    }
+
+    /// Leaves room for one more session, evicting an expired or idle one if the pool is full.
+    fn make_room(&self, entries: &mut HashMap<[u8; 32], Arc<Session<B>>>, now_ms: u64) -> Result<(), LoginError> {
+        entries.retain(|_, s| now_ms.saturating_sub(s.opened_at_ms) < self.lifetime_ms);
+        if entries.len() < self.max_sessions {
+            return Ok(());
+        }
+        let idle = entries
+            .iter()
+            .filter(|(_, s)| Arc::strong_count(s) == 1)
+            .min_by_key(|(_, s)| s.opened_at_ms)
+            .map(|(k, _)| *k);
+        match idle {
+            Some(k) => {
+                entries.remove(&k);
+                Ok(())
+            }
+            None => Err(LoginError::TooManySessions(self.max_sessions)),
+        }
     }
 }
 
