@@ -137,13 +137,21 @@ impl<B: Backend> OffsetMembers<B> {
     /// client, when another session's and still alive, leaves the Iggy group first. A leave that
     /// fails is logged; the commit's own join and reclaim (CO-RECLAIM-1) still follow.
     pub async fn claim(&self, target: &IggyTarget, group: &str, session: &std::sync::Arc<Session<B>>) {
+        // Without SASL every commit runs in the one gateway session: there is nothing to hand
+        // over, and nothing to remember per group on the commit path.
+        if session.principal.is_none() {
+            return;
+        }
         let key = (target.clone(), group.to_string());
         let previous = {
             let mut holders = self.holders.lock().unwrap_or_else(|e| e.into_inner());
-            holders.retain(|_, held| held.strong_count() > 0);
-            let previous = holders.get(&key).and_then(std::sync::Weak::upgrade);
-            holders.insert(key, std::sync::Arc::downgrade(session));
-            previous
+            if !holders.contains_key(&key) {
+                // Entries of ended sessions go when the map would grow, not on every commit.
+                holders.retain(|_, held| held.strong_count() > 0);
+            }
+            holders
+                .insert(key, std::sync::Arc::downgrade(session))
+                .and_then(|held| held.upgrade())
         };
         let Some(previous) = previous.filter(|p| !std::sync::Arc::ptr_eq(p, session)) else {
             return;

@@ -2,7 +2,7 @@
 //! group is reported in state `Dead`, as Kafka does; a group the principal may not join is
 //! GROUP_AUTHORIZATION_FAILED (AUTHZ-GROUP-3).
 
-use super::join_group::{group_topics, PollPermissions};
+use super::join_group::PollPermissions;
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
@@ -29,7 +29,7 @@ pub async fn handle<B: Backend>(
             let found = gateway.groups.describe(&id);
             // AUTHZ-GROUP-3: members, client ids and assignments only to who may join.
             let hidden = match &found {
-                Some(g) => !permissions.all(&id, &group_topics(g)).await,
+                Some(g) => !permissions.may_see(&id, g).await,
                 None => false,
             };
             match found {

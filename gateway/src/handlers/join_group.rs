@@ -65,6 +65,16 @@ pub(crate) struct PollPermissions<'a, B> {
 }
 
 impl<'a, B: Backend> PollPermissions<'a, B> {
+    /// Whether anything is checked: without SASL every session may everything.
+    pub(crate) fn checks(&self) -> bool {
+        self.session.principal.is_some()
+    }
+
+    /// AUTHZ-GROUP-3: whether the session may see `group` (it could join it).
+    pub(crate) async fn may_see(&mut self, group_id: &str, group: &crate::groups::DescribedGroup) -> bool {
+        !self.checks() || self.all(group_id, &group_topics(group)).await
+    }
+
     pub(crate) fn new(gateway: &'a Gateway<B>, session: &'a Session<B>) -> Self {
         Self {
             gateway,
@@ -77,7 +87,7 @@ impl<'a, B: Backend> PollPermissions<'a, B> {
     /// reading `group_id`'s stored offset of partition 0 in the session (Iggy's GetConsumerOffset
     /// rule is its poll rule). Without SASL everyone may.
     pub(crate) async fn all(&mut self, group_id: &str, topics: &[String]) -> bool {
-        if self.session.principal.is_none() {
+        if !self.checks() {
             return true;
         }
         let key = crate::offset_store::offsets_group(group_id);

@@ -1,7 +1,7 @@
 //! ListGroups: the groups this gateway coordinates, filtered by state from v4, and to those the
 //! principal may join (AUTHZ-GROUP-3).
 
-use super::join_group::{group_topics, PollPermissions};
+use super::join_group::PollPermissions;
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
@@ -26,13 +26,13 @@ pub async fn handle<B: Backend>(
         if !wanted {
             continue;
         }
-        // AUTHZ-GROUP-3: each distinct topic is asked of Iggy once per request.
-        let topics = gateway
-            .groups
-            .describe(&id)
-            .map(|g| group_topics(&g))
-            .unwrap_or_default();
-        if permissions.all(&id, &topics).await {
+        // AUTHZ-GROUP-3: each distinct topic is asked of Iggy once per request; without SASL
+        // nothing is described or decoded.
+        let seen = match gateway.groups.describe(&id).filter(|_| permissions.checks()) {
+            Some(group) => permissions.may_see(&id, &group).await,
+            None => true,
+        };
+        if seen {
             visible.push((id, protocol_type, state));
         }
     }
