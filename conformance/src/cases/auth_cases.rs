@@ -4,7 +4,7 @@
 //! the gateway cases do, so it runs on both backends: `tests/auth_suite.rs` (model) and the
 //! real-Iggy tier. No case sleeps to synchronise; every wait is bounded.
 
-use crate::cases::group_cases::support::{commit_one, offset_fetch, Client};
+use crate::cases::group_cases::support::{commit_one, fetched as fetched_offsets, offset_fetch, Client};
 use crate::endpoint::{LocalGateway, LocalOptions};
 use crate::provision::Provisioner;
 use crate::runner::Report;
@@ -502,11 +502,7 @@ pub async fn offsets_need_the_users_permission_on_the_topic<B: Backend>(world: &
     let code = commit_one(&mut denied, &group, &topic, 0, 1).await?;
     ensure!(code == 29, "a commit without poll permission answered {code}");
     let fetched = offset_fetch(&mut denied, &group, Some(&[(topic.as_str(), &[0])])).await?;
-    let codes: Vec<i16> = fetched
-        .topics
-        .iter()
-        .flat_map(|t| t.partitions.iter().map(|p| p.error_code))
-        .collect();
+    let codes: Vec<i16> = fetched_offsets(&fetched).values().map(|f| f.3).collect();
     ensure!(
         codes == [29],
         "an offset read without poll permission answered {codes:?}"
@@ -524,11 +520,7 @@ pub async fn offsets_need_the_users_permission_on_the_topic<B: Backend>(world: &
     let code = commit_one(&mut allowed, &group, &topic, 0, 1).await?;
     ensure!(code == 0, "a commit with poll permission answered {code}");
     let fetched = offset_fetch(&mut allowed, &group, Some(&[(topic.as_str(), &[0])])).await?;
-    let offsets: Vec<(i64, i16)> = fetched
-        .topics
-        .iter()
-        .flat_map(|t| t.partitions.iter().map(|p| (p.committed_offset, p.error_code)))
-        .collect();
+    let offsets: Vec<(i64, i16)> = fetched_offsets(&fetched).values().map(|f| (f.0, f.3)).collect();
     ensure!(offsets == [(1, 0)], "the committed offset reads back as {offsets:?}");
     // AUTHZ-GROUP-2: a user who cannot list the topic deletes none of the group's offsets there.
     let deleted: DeleteGroupsResponse = denied
@@ -540,11 +532,7 @@ pub async fn offsets_need_the_users_permission_on_the_topic<B: Backend>(world: &
         .await?;
     ensure!(deleted.results.len() == 1, "DeleteGroups answered {deleted:?}");
     let kept = offset_fetch(&mut allowed, &group, Some(&[(topic.as_str(), &[0])])).await?;
-    let kept: Vec<i64> = kept
-        .topics
-        .iter()
-        .flat_map(|t| t.partitions.iter().map(|p| p.committed_offset))
-        .collect();
+    let kept: Vec<i64> = fetched_offsets(&kept).values().map(|f| f.0).collect();
     ensure!(
         kept == [1],
         "after another user's DeleteGroups the offset reads {kept:?}"
