@@ -232,9 +232,9 @@ async fn main() {
         stop_sampling.clone(),
     ));
     let endpoint = Endpoint {
-        bootstrap: bootstrap.clone(),
         max_frame_size: Some(MAX_FRAME_SIZE),
         instance_id: Some(INSTANCE_ID),
+        ..Endpoint::at(bootstrap.clone())
     };
 
     let run_started = Instant::now();

@@ -10,6 +10,7 @@ use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::limits::LimitSettings;
 use kafka_iggy_gateway::server::{serve, Shutdown};
 use kafka_iggy_gateway::tls::TlsSettings;
+use crate::profile::Profile;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,11 +25,23 @@ pub struct Endpoint {
     pub max_frame_size: Option<usize>,
     /// The gateway's instance id, when known.
     pub instance_id: Option<u16>,
+    /// Whether to expect this spec or Kafka's own behaviour where the two differ.
+    pub profile: Profile,
 }
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
 
 impl Endpoint {
+    /// An endpoint known only by its address, held to this spec.
+    pub fn at(bootstrap: impl Into<String>) -> Self {
+        Endpoint {
+            bootstrap: bootstrap.into(),
+            max_frame_size: None,
+            instance_id: None,
+            profile: Profile::Gateway,
+        }
+    }
+
     /// A topic name no other case in this process uses.
     pub fn unique_topic(&self, prefix: &str) -> String {
         let n = UNIQUE.fetch_add(1, Ordering::Relaxed);
@@ -129,9 +142,9 @@ impl<B: Backend> LocalGateway<B> {
         Ok(Self {
             tls_ca,
             endpoint: Endpoint {
-                bootstrap: addr.to_string(),
                 max_frame_size: Some(TEST_MAX_FRAME_SIZE),
                 instance_id: Some(instance_id),
+                ..Endpoint::at(addr.to_string())
             },
             gateway,
             shutdown,

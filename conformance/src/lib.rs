@@ -4,12 +4,14 @@
 //! - [`wire`]: a raw Kafka wire client on kafka-protocol's client side, for what a high-level
 //!   client cannot express.
 //! - [`cases`]: the cases, one file per area, each naming the rules it checks.
+//! - [`profile`]: which behaviour a run expects, this spec or Kafka's own.
 //! - [`runner`]: runs a selection of cases and prints one line per case and a closing count.
 
 pub mod bench;
 pub mod cases;
 pub mod differential;
 pub mod endpoint;
+pub mod profile;
 pub mod provision;
 pub mod real_iggy;
 pub mod runner;

@@ -27,9 +27,9 @@ async fn main() -> anyhow::Result<()> {
     let local;
     let endpoint = match bootstrap {
         Some(bootstrap) => Endpoint {
-            bootstrap,
             max_frame_size,
             instance_id,
+            ..Endpoint::at(bootstrap)
         },
         None => {
             local = LocalGateway::start().await?;
