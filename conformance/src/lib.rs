@@ -6,6 +6,7 @@
 //! - [`cases`]: the cases, one file per area, each naming the rules it checks.
 //! - [`profile`]: which behaviour a run expects, this spec or Kafka's own.
 //! - [`runner`]: runs a selection of cases and prints one line per case and a closing count.
+//! - [`results`]: what a run found, case by case, as the JSON report holds it.
 
 pub mod bench;
 pub mod cases;
@@ -14,6 +15,7 @@ pub mod endpoint;
 pub mod profile;
 pub mod provision;
 pub mod real_iggy;
+pub mod results;
 pub mod runner;
 pub mod tls_fixture;
 pub mod wire;
