@@ -1,6 +1,7 @@
 //! The endpoint a case runs against, and an in-process embedded gateway to run against when no
 //! endpoint is given.
 
+use crate::profile::Profile;
 use kafka_iggy_gateway::auth::settings::SaslSettings;
 use kafka_iggy_gateway::backend::embedded::EmbeddedBackend;
 use kafka_iggy_gateway::backend::Backend;
@@ -10,7 +11,6 @@ use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::limits::LimitSettings;
 use kafka_iggy_gateway::server::{serve, Shutdown};
 use kafka_iggy_gateway::tls::TlsSettings;
-use crate::profile::Profile;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

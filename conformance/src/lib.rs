@@ -6,7 +6,9 @@
 //! - [`cases`]: the cases, one file per area, each naming the rules it checks.
 //! - [`profile`]: which behaviour a run expects, this spec or Kafka's own.
 //! - [`runner`]: runs a selection of cases and prints one line per case and a closing count.
+//! - [`suite`]: the whole suite over a target: an outside endpoint, or a gateway it runs itself.
 //! - [`results`]: what a run found, case by case, as the JSON report holds it.
+//! - [`report`]: the run as JUnit XML, JSON and a Markdown matrix.
 
 pub mod bench;
 pub mod cases;
@@ -15,7 +17,9 @@ pub mod endpoint;
 pub mod profile;
 pub mod provision;
 pub mod real_iggy;
+pub mod report;
 pub mod results;
 pub mod runner;
+pub mod suite;
 pub mod tls_fixture;
 pub mod wire;

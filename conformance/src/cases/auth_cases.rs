@@ -50,15 +50,21 @@ macro_rules! auth_cases {
         /// Every case's name.
         pub const NAMES: &[&str] = &[$(stringify!($case)),+];
 
-        /// Runs every case whose name contains `filter` (all when `None`), one line each.
-        pub async fn run<B: Backend>(world: &AuthWorld<B>, filter: Option<&str>) -> Report {
+        /// Every case, for listing and for reporting it unrun.
+        pub const CASES: &[crate::cases::ListedCase] = &[$(crate::cases::ListedCase { name: stringify!($case), rules: &[$($rule),+] }),+];
+
+        /// The area these cases report under.
+        pub const AREA: &str = "auth";
+
+        /// Runs every case `filter` selects, one line each.
+        pub async fn run<B: Backend>(world: &AuthWorld<B>, filter: &crate::runner::Filter) -> Report {
             let mut report = Report::default();
             $(
-                if filter.is_none_or(|f| stringify!($case).contains(f)) {
-                    report.record(stringify!($case), &[$($rule),+], $case(world).await.map(|()| crate::cases::Outcome::Passed));
+                if filter.selects(stringify!($case)) {
+                    let info = crate::runner::CaseInfo { area: AREA, name: stringify!($case), rules: &[$($rule),+], deviations: &[] };
+                    report.run_case(info, async { $case(world).await.map(|()| crate::cases::Outcome::Passed) }).await;
                 }
             )+
-            report.print_totals("authorization cases");
             report
         }
     };

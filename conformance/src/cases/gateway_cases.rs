@@ -41,16 +41,21 @@ macro_rules! gateway_cases {
         /// Every case's name.
         pub const NAMES: &[&str] = &[$(stringify!($case)),+];
 
-        /// Runs every case whose name contains `filter` (all when `None`) on gateways over
-        /// `source`, one line per case.
-        pub async fn run<S: BackendSource>(source: &S, filter: Option<&str>) -> Report {
+        /// Every case, for listing and for reporting it unrun.
+        pub const CASES: &[crate::cases::ListedCase] = &[$(crate::cases::ListedCase { name: stringify!($case), rules: &[$($rule),+] }),+];
+
+        /// The area these cases report under.
+        pub const AREA: &str = "gateway";
+
+        /// Runs every case `filter` selects, one line each.
+        pub async fn run<S: BackendSource>(source: &S, filter: &crate::runner::Filter) -> Report {
             let mut report = Report::default();
             $(
-                if filter.is_none_or(|f| stringify!($case).contains(f)) {
-                    report.record(stringify!($case), &[$($rule),+], $case(source).await.map(|()| crate::cases::Outcome::Passed));
+                if filter.selects(stringify!($case)) {
+                    let info = crate::runner::CaseInfo { area: AREA, name: stringify!($case), rules: &[$($rule),+], deviations: &[] };
+                    report.run_case(info, async { $case(source).await.map(|()| crate::cases::Outcome::Passed) }).await;
                 }
             )+
-            report.print_totals("gateway cases");
             report
         }
     };
