@@ -169,6 +169,17 @@ fn spawn(binary: PathBuf, env: Vec<(String, String)>) -> anyhow::Result<IggyServ
 }
 
 impl IggyServer {
+    /// A server already running at `address`, which this run neither starts nor stops.
+    pub fn external(address: String, username: String, password: String) -> Self {
+        IggyServer {
+            how: format!("the server at {address}"),
+            address,
+            username,
+            password,
+            _guard: Guard::External,
+        }
+    }
+
     /// Whether this run started the server, and so can restart it.
     pub fn restartable(&self) -> bool {
         matches!(self._guard, Guard::Process { .. })
@@ -272,13 +283,9 @@ impl BackendSource for IggyServer {
 pub async fn discover() -> anyhow::Result<Discovery> {
     if let Some(address) = env("IGGY_ADDR") {
         let (username, password) = credentials();
-        return Ok(Discovery::Found(IggyServer {
-            how: format!("IGGY_ADDR={address}"),
-            address,
-            username,
-            password,
-            _guard: Guard::External,
-        }));
+        let mut server = IggyServer::external(address, username, password);
+        server.how = format!("IGGY_ADDR={}", server.address);
+        return Ok(Discovery::Found(server));
     }
     if let Some(binary) = find_binary() {
         return spawn(binary, Vec::new()).map(Discovery::Found);

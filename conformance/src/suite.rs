@@ -1,0 +1,154 @@
+//! The whole suite over one target: the endpoint cases (`cases::all()`), and, where the suite
+//! runs the gateway itself and so holds its backend, the cases that start their own gateways
+//! (`gateway_cases`) and the authorization cases (`auth_cases`). What a target cannot run is
+//! reported as skipped, with the reason, never left out.
+
+use crate::cases::{self, auth_cases, gateway_cases, ListedCase};
+use crate::endpoint::{shared_backend, Endpoint, LocalGateway, LocalOptions};
+use crate::profile::Profile;
+use crate::provision::Provisioner;
+use crate::real_iggy::IggyServer;
+use crate::results::RunResults;
+use crate::runner::{self, CaseInfo, Filter, Report};
+use std::sync::Arc;
+
+/// What the suite runs against.
+pub enum Target<'a> {
+    /// An endpoint someone else runs: only the endpoint cases can run.
+    Outside(Endpoint),
+    /// A gateway the suite starts in process on a fresh embedded backend.
+    Embedded,
+    /// A gateway the suite starts in process on a real Iggy server.
+    Iggy(&'a IggyServer),
+}
+
+impl Target<'_> {
+    /// The name the reports give it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Target::Outside(_) => "bootstrap",
+            Target::Embedded => "embedded",
+            Target::Iggy(_) => "iggy",
+        }
+    }
+}
+
+/// Why the cases that start their own gateways did not run against an outside endpoint.
+const NEEDS_IN_PROCESS: &str =
+    "starts its own gateways, so it runs only when the suite runs the gateway (no --bootstrap, or --iggy ADDR)";
+/// Why they do not run under the kafka profile.
+const GATEWAY_ONLY: &str =
+    "gateway-only: starts this project's gateway with settings of its own, so a Kafka profile has nothing to hold it to";
+
+/// A listed case: what it is and whether it needs the suite to run the gateway.
+pub struct Listing {
+    pub info: CaseInfo<'static>,
+    pub in_process_only: bool,
+}
+
+/// Every case of the suite, in run order, filtered by name.
+pub fn list(filter: &Filter) -> Vec<Listing> {
+    let endpoint_cases = cases::all().into_iter().map(|case| Listing {
+        info: case.info(),
+        in_process_only: false,
+    });
+    let own_gateways = own_gateway_cases().map(|(area, case)| Listing {
+        info: listed_info(area, case),
+        in_process_only: true,
+    });
+    endpoint_cases
+        .chain(own_gateways)
+        .filter(|l| filter.selects(l.info.name))
+        .collect()
+}
+
+fn own_gateway_cases() -> impl Iterator<Item = (&'static str, &'static ListedCase)> {
+    let gateway = gateway_cases::CASES.iter().map(|c| (gateway_cases::AREA, c));
+    gateway.chain(auth_cases::CASES.iter().map(|c| (auth_cases::AREA, c)))
+}
+
+fn listed_info(area: &'static str, case: &'static ListedCase) -> CaseInfo<'static> {
+    CaseInfo {
+        area,
+        name: case.name,
+        rules: case.rules,
+        deviations: &[],
+    }
+}
+
+/// Runs the suite against `target` under `profile`.
+pub async fn run(target: &Target<'_>, profile: Profile, filter: &Filter) -> anyhow::Result<RunResults> {
+    let (report, endpoint) = match target {
+        Target::Outside(endpoint) => {
+            let endpoint = Endpoint {
+                profile,
+                ..endpoint.clone()
+            };
+            let mut report = runner::run(&endpoint, &cases::all(), filter).await;
+            skip_own_gateway_cases(&mut report, filter, NEEDS_IN_PROCESS);
+            (report, endpoint.bootstrap)
+        }
+        Target::Embedded => {
+            let backend = shared_backend();
+            let gateway = LocalGateway::serve(backend.clone(), LocalOptions::default()).await?;
+            println!(
+                "conformance: started a gateway on the embedded backend on {}",
+                gateway.endpoint.bootstrap
+            );
+            let endpoint = Endpoint {
+                profile,
+                ..gateway.endpoint.clone()
+            };
+            let mut report = runner::run(&endpoint, &cases::all(), filter).await;
+            gateway.stop().await;
+            if profile.is_kafka() {
+                skip_own_gateway_cases(&mut report, filter, GATEWAY_ONLY);
+            } else {
+                report.extend(gateway_cases::run(&backend, filter).await);
+                let world = auth_cases::AuthWorld {
+                    backend: backend.clone(),
+                    provisioner: Provisioner::Embedded(backend),
+                };
+                report.extend(auth_cases::run(&world, filter).await);
+            }
+            (report, endpoint.bootstrap)
+        }
+        Target::Iggy(server) => {
+            let backend = Arc::new(server.gateway_backend().await?);
+            let gateway = LocalGateway::serve(backend.clone(), LocalOptions::default()).await?;
+            println!(
+                "conformance: started a gateway on {} on {}",
+                server.how, gateway.endpoint.bootstrap
+            );
+            let endpoint = Endpoint {
+                profile,
+                ..gateway.endpoint.clone()
+            };
+            let mut report = runner::run(&endpoint, &cases::all(), filter).await;
+            gateway.stop().await;
+            if profile.is_kafka() {
+                skip_own_gateway_cases(&mut report, filter, GATEWAY_ONLY);
+            } else {
+                // Every gateway these cases start gets its own connections to the server.
+                report.extend(gateway_cases::run(*server, filter).await);
+                let world = auth_cases::AuthWorld {
+                    backend,
+                    provisioner: Provisioner::Iggy {
+                        address: server.address.clone(),
+                        username: server.username.clone(),
+                        password: server.password.clone(),
+                    },
+                };
+                report.extend(auth_cases::run(&world, filter).await);
+            }
+            (report, endpoint.bootstrap)
+        }
+    };
+    Ok(report.into_results(target.name(), &endpoint, profile.as_str()))
+}
+
+fn skip_own_gateway_cases(report: &mut Report, filter: &Filter, why: &str) {
+    for (area, case) in own_gateway_cases().filter(|(_, c)| filter.selects(c.name)) {
+        report.skip(listed_info(area, case), why);
+    }
+}
