@@ -1,20 +1,49 @@
-//! The real-Iggy tier: every conformance case against a gateway on the SDK backend and a real
-//! Iggy server (see `real_iggy::discover` for how one is reached). A binary rather than a test,
-//! so that a skipped tier prints `SKIPPED` and the reason, never a passing test count. Exits
-//! non-zero when a case fails, or when `IGGY_REQUIRED=1` and no server is reachable.
+//! The real-Iggy tier: the whole conformance suite against a gateway on the SDK backend and a
+//! real Iggy server (see `real_iggy::discover` for how one is reached), then what only a real
+//! server can show: the backend over TLS, a server restart, and the model-vs-real differentials.
+//! A binary rather than a test, so that a skipped tier prints `SKIPPED` and the reason, never a
+//! passing test count. Exits non-zero when a case fails, or when `IGGY_REQUIRED=1` and no server
+//! is reachable.
 
-use kafka_iggy_conformance::cases::auth_cases::{self, AuthWorld};
-use kafka_iggy_conformance::endpoint::{LocalGateway, LocalOptions};
-use kafka_iggy_conformance::provision::Provisioner;
+use clap::Parser;
+use kafka_iggy_conformance::profile::Profile;
 use kafka_iggy_conformance::real_iggy::{discover, required, Discovery};
-use kafka_iggy_conformance::{cases, differential, runner};
+use kafka_iggy_conformance::report::{self, ReportPaths};
+use kafka_iggy_conformance::results::Status;
+use kafka_iggy_conformance::runner::{CaseInfo, Filter, Report};
+use kafka_iggy_conformance::suite::{self, Target};
+use kafka_iggy_conformance::{cases::Outcome, differential, endpoint::LocalGateway, endpoint::LocalOptions};
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use kafka_iggy_gateway::backend::iggy::IggyBackend;
 use kafka_iggy_gateway::clock::SystemClock;
+use std::path::PathBuf;
 use std::sync::Arc;
+
+#[derive(Parser)]
+#[command(
+    name = "real-iggy-tier",
+    about = "The conformance suite and differentials against a real Iggy server"
+)]
+struct Cli {
+    /// Run only the cases whose name contains TEXT.
+    filter: Option<String>,
+    /// Write a JUnit XML report here.
+    #[arg(long, value_name = "FILE")]
+    junit: Option<PathBuf>,
+    /// Write a JSON report here (docs/conformance/real-iggy.json feeds docs/conformance.md).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write a Markdown matrix here.
+    #[arg(long, value_name = "FILE")]
+    markdown: Option<PathBuf>,
+}
+
+/// The area the tier's own checks report under.
+const AREA: &str = "real_iggy";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
     // The gateway logs the Iggy error behind every Kafka code that says less (ERR-MAP-1).
     tracing_subscriber::fmt()
         .with_env_filter(
@@ -34,63 +63,47 @@ async fn main() -> anyhow::Result<()> {
         }
     };
     println!("real-Iggy tier: running against {}", server.how);
-    let backend = Arc::new(server.gateway_backend().await?);
-    let gateway = LocalGateway::serve(backend.clone(), LocalOptions::default()).await?;
-    let filter = std::env::args().nth(1);
-    let mut report = runner::run(&gateway.endpoint, &cases::all(), filter.as_deref()).await;
-    gateway.stop().await;
-    // The cases that start their own gateways, each with its own connections to the server.
-    let gateway_report = cases::gateway_cases::run(&server, filter.as_deref()).await;
-    report.passed += gateway_report.passed;
-    report.failed.extend(gateway_report.failed);
-    report.skipped.extend(gateway_report.skipped);
-    // Authentication and authorization: users, permissions and tokens made on the server as root.
-    let world = AuthWorld {
-        backend: backend.clone(),
-        provisioner: Provisioner::Iggy {
-            address: server.address.clone(),
-            username: server.username.clone(),
-            password: server.password.clone(),
-        },
+    let filter = &Filter {
+        any_of: cli.filter.into_iter().collect(),
     };
-    let auth_report = auth_cases::run(&world, filter.as_deref()).await;
-    report.passed += auth_report.passed;
-    report.failed.extend(auth_report.failed);
-    report.skipped.extend(auth_report.skipped);
+    let mut results = suite::run(&Target::Iggy(&server), Profile::Gateway, filter).await?;
+    let mut tier = Report::default();
+    let backend = Arc::new(server.gateway_backend().await?);
 
     // AUTH-TLS-3: the SDK backend over TLS to a server with a certificate of a CA it is told.
-    let iggy_tls = match iggy_over_tls(&server).await {
-        Ok(true) => {
-            println!("PASS gateway_backend_connects_to_iggy_over_tls [AUTH-TLS-3]");
-            Some(true)
-        }
-        Ok(false) => {
-            println!("SKIP gateway_backend_connects_to_iggy_over_tls: the server was not started by this run");
-            None
-        }
-        Err(e) => {
-            println!("FAIL gateway_backend_connects_to_iggy_over_tls [AUTH-TLS-3]: {e:#}");
-            Some(false)
-        }
+    let info = CaseInfo {
+        area: AREA,
+        name: "gateway_backend_connects_to_iggy_over_tls",
+        rules: &["AUTH-TLS-3"],
+        deviations: &[],
     };
+    if filter.selects(info.name) {
+        tier.run_case(info, async {
+            Ok(match iggy_over_tls(&server).await? {
+                true => Outcome::Passed,
+                false => Outcome::Skipped("the server was not started by this run".into()),
+            })
+        })
+        .await;
+    }
 
     // A server restart keeps committed offsets and lets the group commit again (CO-RECLAIM-1,
-    // DIFF-12). Only a server this run started can be restarted.
-    let restart = if server.restartable() {
-        match restart_keeps_commits(&mut server, backend.clone()).await {
-            Ok(()) => {
-                println!("PASS iggy_restart_keeps_committed_offsets_and_commits_again [CO-RECLAIM-1]");
-                Some(true)
-            }
-            Err(e) => {
-                println!("FAIL iggy_restart_keeps_committed_offsets_and_commits_again [CO-RECLAIM-1]: {e:#}");
-                Some(false)
-            }
-        }
-    } else {
-        println!("SKIP iggy_restart_keeps_committed_offsets_and_commits_again: the server was not started by this run");
-        None
+    // fact DIFF-12). Only a server this run started can be restarted.
+    let info = CaseInfo {
+        area: AREA,
+        name: "iggy_restart_keeps_committed_offsets_and_commits_again",
+        rules: &["CO-RECLAIM-1"],
+        deviations: &[],
     };
+    if filter.selects(info.name) {
+        if server.restartable() {
+            let restart = restart_keeps_commits(&mut server, backend.clone());
+            tier.run_case(info, async { restart.await.map(|()| Outcome::Passed) })
+                .await;
+        } else {
+            tier.skip(info, "the server was not started by this run");
+        }
+    }
 
     // Model vs real: the same random operation sequences on both backends.
     let cases: u32 = std::env::var("KIG_DIFF_CASES")
@@ -98,17 +111,27 @@ async fn main() -> anyhow::Result<()> {
         .and_then(|v| v.parse().ok())
         .unwrap_or(64);
     let seed = differential::seed_from_env();
-    println!("real-Iggy tier: model vs real: seed {seed} (KIG_DIFF_SEED repeats it)");
-    let model = Arc::new(EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default()));
-    let handle = tokio::runtime::Handle::current();
-    let real = backend.clone();
-    let differential = tokio::task::spawn_blocking(move || {
-        differential::run_seeded(&handle, model.as_ref(), real.as_ref(), cases, seed)
-    })
-    .await?;
-    match &differential {
-        Ok(()) => println!("real-Iggy tier: model vs real: {cases} random sequences observed the same"),
-        Err(e) => println!("real-Iggy tier: model vs real differ: {e}"),
+    let info = CaseInfo {
+        area: AREA,
+        name: "model_and_real_server_observe_the_same_random_sequences",
+        rules: &["BACKEND-MODEL-1"],
+        deviations: &[],
+    };
+    if filter.selects(info.name) {
+        println!("real-Iggy tier: model vs real: seed {seed} (KIG_DIFF_SEED repeats it), {cases} sequences");
+        let model = Arc::new(EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default()));
+        let handle = tokio::runtime::Handle::current();
+        let real = backend.clone();
+        let differential = tokio::task::spawn_blocking(move || {
+            differential::run_seeded(&handle, model.as_ref(), real.as_ref(), cases, seed)
+        });
+        tier.run_case(info, async {
+            match differential.await? {
+                Ok(()) => Ok(Outcome::Passed),
+                Err(e) => Err(anyhow::anyhow!("model and real server differ (seed {seed}): {e}")),
+            }
+        })
+        .await;
     }
 
     // Model vs real for logins and permissions: users with random permission sets, each
@@ -117,34 +140,51 @@ async fn main() -> anyhow::Result<()> {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(16);
-    let model = EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default());
-    let auth = match differential::IggyAdmin::connect(&server.address, &server.username, &server.password).await {
-        Ok(admin) => {
-            let result = differential::run_auth(&model, &model, backend.as_ref(), &admin, users, seed).await;
-            admin.shutdown().await;
-            result
-        }
-        Err(e) => Err(format!("logging in as root for the auth differential: {e}")),
+    let info = CaseInfo {
+        area: AREA,
+        name: "model_and_real_server_authorize_random_users_alike",
+        rules: &["AUTHZ-MODEL-1"],
+        deviations: &[],
     };
-    match &auth {
-        Ok(r) => println!(
-            "real-Iggy tier: model vs real, auth: logins and {} users with random permissions, {} steps observed the same",
-            r.users, r.checks
-        ),
-        Err(e) => println!("real-Iggy tier: model vs real, auth, differ: {e}"),
+    if filter.selects(info.name) {
+        let model = EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default());
+        let server = &server;
+        let real = backend.clone();
+        tier.run_case(info, async move {
+            let admin = differential::IggyAdmin::connect(&server.address, &server.username, &server.password)
+                .await
+                .map_err(|e| anyhow::anyhow!("logging in as root for the auth differential: {e}"))?;
+            let result = differential::run_auth(&model, &model, real.as_ref(), &admin, users, seed).await;
+            admin.shutdown().await;
+            let r = result.map_err(|e| anyhow::anyhow!("model and real server differ (seed {seed}): {e}"))?;
+            println!(
+                "real-Iggy tier: model vs real, auth: logins and {} users with random permissions, {} steps observed the same",
+                r.users, r.checks
+            );
+            Ok(Outcome::Passed)
+        })
+        .await;
     }
-    let failed_diffs = usize::from(differential.is_err()) + usize::from(auth.is_err());
+
+    results.cases.extend(tier.results);
     println!(
         "real-Iggy tier: {} passed, {} failed, {} skipped",
-        report.passed + 2 - failed_diffs + usize::from(restart == Some(true)) + usize::from(iggy_tls == Some(true)),
-        report.failed.len() + failed_diffs + usize::from(restart == Some(false)) + usize::from(iggy_tls == Some(false)),
-        report.skipped.len() + usize::from(restart.is_none()) + usize::from(iggy_tls.is_none())
+        results.count(Status::Passed),
+        results.count(Status::Failed),
+        results.count(Status::Skipped)
     );
-    let failed = !report.failed.is_empty()
-        || !report.skipped.is_empty()
-        || failed_diffs > 0
-        || restart == Some(false)
-        || iggy_tls == Some(false);
+    let paths = ReportPaths {
+        junit: cli.junit,
+        json: cli.json,
+        markdown: cli.markdown,
+    };
+    report::write(&results, &paths)?;
+    // Against a real server every case can run: a skip here is a gap, and fails the tier.
+    let failed = results.count(Status::Failed) > 0
+        || results
+            .cases
+            .iter()
+            .any(|c| c.status == Status::Skipped && !tier_may_skip(&c.name));
     // exit() runs no destructors: the server this run started is stopped first, or it outlives
     // the run (a failing run left iggy-server processes behind).
     drop(backend);
@@ -153,6 +193,14 @@ async fn main() -> anyhow::Result<()> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// The tier's own checks that need a server this run started; against `IGGY_ADDR` they skip.
+fn tier_may_skip(name: &str) -> bool {
+    matches!(
+        name,
+        "gateway_backend_connects_to_iggy_over_tls" | "iggy_restart_keeps_committed_offsets_and_commits_again"
+    )
 }
 
 /// Starts a TLS server from this run's binary with a generated PKI, and checks the gateway's SDK
