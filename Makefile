@@ -4,13 +4,14 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
 # Debian packages the build needs: a C toolchain and zlib for librdkafka (built from source by
-# the rdkafka crate), perl and python3 for its configure script.
-SYSTEM_PACKAGES := build-essential pkg-config zlib1g-dev perl python3 libssl-dev
+# the rdkafka crate), perl and python3 for its configure script, libssl for its TLS, and xmllint
+# (libxml2-utils) for the JUnit schema check.
+SYSTEM_PACKAGES := build-essential pkg-config zlib1g-dev perl python3 libssl-dev libxml2-utils
 GATEWAY_ADDR ?= 127.0.0.1:19092
 GATEWAY_INSTANCE_ID ?= 7
 GATEWAY_MAX_FRAME_SIZE ?= 8388608
 
-.PHONY: setup build run test real-iggy-tier bench lint fuzz
+.PHONY: setup build run test real-iggy-tier junit-schema-check bench lint fuzz
 
 setup:
 	missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done)
@@ -33,7 +34,9 @@ run: build
 	for _ in $$(seq 1 100); do grep -q "listening on" target/gateway.log && break; sleep 0.1; done
 	cat target/gateway.log
 	./target/release/conformance --bootstrap $(GATEWAY_ADDR) \
-	  --instance-id $(GATEWAY_INSTANCE_ID) --max-frame-size $(GATEWAY_MAX_FRAME_SIZE)
+	  --instance-id $(GATEWAY_INSTANCE_ID) --max-frame-size $(GATEWAY_MAX_FRAME_SIZE) \
+	  --junit target/conformance/junit.xml --json target/conformance/results.json \
+	  --markdown target/conformance/results.md
 	kill -INT $$gateway; wait $$gateway; trap - EXIT
 	tail -n 2 target/gateway.log
 
@@ -46,12 +49,36 @@ test: lint
 	echo "test: disk before the build: $$(df -h . | tail -n 1)"
 	INSTA_UPDATE=no cargo test --workspace
 	echo "test: disk after the build: $$(df -h . | tail -n 1); target is $$(du -sh target | cut -f1)"
+	$(MAKE) --no-print-directory junit-schema-check
 	$(MAKE) --no-print-directory real-iggy-tier
 
 # Runs whenever a server is reachable (IGGY_ADDR, an iggy-server binary, or Docker); otherwise it
 # prints SKIPPED and why, and IGGY_REQUIRED=1 makes that a failure.
 real-iggy-tier:
 	cargo run -q -p kafka-iggy-conformance --bin real-iggy-tier
+
+# The suite's JUnit reports against the common JUnit schema (Jenkins' junit-10.xsd, which GitHub
+# and GitLab reporters also read), taken from the pinned pytest source distribution on PyPI: one
+# report of passing cases (in process) and one of failed and skipped cases (an endpoint where
+# nothing listens, which also skips the cases that need an in-process gateway).
+JUNIT_XSD := target/junit-schema/junit-10.xsd
+PYTEST_SDIST := pytest==9.2.0
+junit-schema-check: setup
+	if [ ! -s $(JUNIT_XSD) ]; then
+	  rm -rf target/junit-schema/sdist && mkdir -p target/junit-schema/sdist
+	  python3 -m pip download --quiet --no-deps --no-binary :all: -d target/junit-schema/sdist '$(PYTEST_SDIST)'
+	  tar -xzf target/junit-schema/sdist/pytest-*.tar.gz -C target/junit-schema/sdist --wildcards '*/testing/example_scripts/junit-10.xsd'
+	  cp target/junit-schema/sdist/pytest-*/testing/example_scripts/junit-10.xsd $(JUNIT_XSD)
+	fi
+	cargo build -q -p kafka-iggy-conformance --bin conformance
+	./target/debug/conformance --filter produce_to_a_named_partition --filter sasl_plain_right \
+	  --junit target/junit-schema/passing.xml > target/junit-schema/passing.log
+	if ./target/debug/conformance --bootstrap 127.0.0.1:9 --filter produce_v2_closes --filter sasl_plain_right \
+	  --junit target/junit-schema/failing.xml > target/junit-schema/failing.log; then
+	  echo "junit-schema-check: the run against a closed port passed"; exit 1
+	fi
+	grep -q "<failure " target/junit-schema/failing.xml && grep -q "<skipped " target/junit-schema/failing.xml
+	xmllint --noout --schema $(JUNIT_XSD) target/junit-schema/passing.xml target/junit-schema/failing.xml
 
 bench: setup
 	cargo bench -p kig-core --bench core
