@@ -1,6 +1,7 @@
 //! The embedded backend: an in-process model of Iggy server 0.9.0-edge.5's semantics and
 //! limits, so the gateway runs with no setup and simulations on it tell the truth about real
-//! Iggy. It answers with the errors the real server answers (docs/spec/real-iggy-differs.md):
+//! Iggy. It answers with the errors the real server answers (BACKEND-MODEL-1, checked against a
+//! real server by the real-Iggy tier's differential; docs/spec/real-iggy-differs.md):
 //!
 //! - a send is validated whole before anything is stored: payload above
 //!   64,000,000 bytes, headers above 100,000 wire bytes, origin timestamps spreading more than
