@@ -5,6 +5,7 @@
 
 use kafka_iggy_conformance::cases::auth_cases::{self, AuthWorld};
 use kafka_iggy_conformance::endpoint::{LocalGateway, LocalOptions};
+use kafka_iggy_conformance::native::IggySdkNative;
 use kafka_iggy_conformance::provision::Provisioner;
 use kafka_iggy_conformance::real_iggy::{discover, required, Discovery};
 use kafka_iggy_conformance::{cases, differential, runner};
@@ -35,7 +36,13 @@ async fn main() -> anyhow::Result<()> {
     };
     println!("real-Iggy tier: running against {}", server.how);
     let backend = Arc::new(server.gateway_backend().await?);
-    let gateway = LocalGateway::serve(backend.clone(), LocalOptions::default()).await?;
+    // The migration cases write and read beside the gateway through an SDK client of their own.
+    let native = IggySdkNative::connect(&server.address, &server.username, &server.password).await?;
+    let options = LocalOptions {
+        native: Some(Arc::new(native)),
+        ..LocalOptions::default()
+    };
+    let gateway = LocalGateway::serve(backend.clone(), options).await?;
     let filter = std::env::args().nth(1);
     let mut report = runner::run(&gateway.endpoint, &cases::all(), filter.as_deref()).await;
     gateway.stop().await;

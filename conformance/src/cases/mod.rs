@@ -9,6 +9,7 @@ pub mod auth_cases;
 pub mod gateway_cases;
 pub mod group_cases;
 pub mod hostile_cases;
+pub mod migration_cases;
 pub mod rdkafka_cases;
 pub mod wire_cases;
 
@@ -52,5 +53,6 @@ pub fn all() -> Vec<Case> {
     cases.extend(rdkafka_cases::cases());
     cases.extend(group_cases::cases());
     cases.extend(hostile_cases::cases());
+    cases.extend(migration_cases::cases());
     cases
 }
