@@ -7,6 +7,7 @@ use std::pin::Pin;
 
 pub mod auth_cases;
 pub mod gateway_cases;
+pub mod group_admin_cases;
 pub mod group_cases;
 pub mod hostile_cases;
 pub mod migration_cases;
@@ -54,5 +55,6 @@ pub fn all() -> Vec<Case> {
     cases.extend(group_cases::cases());
     cases.extend(hostile_cases::cases());
     cases.extend(migration_cases::cases());
+    cases.extend(group_admin_cases::cases());
     cases
 }
