@@ -29,7 +29,7 @@ pub fn cases() -> Vec<Case> {
     vec![
         case!(
             describegroups_state_1_describegroups_members_1_a_group_through_its_states,
-            ["DESCRIBEGROUPS-STATE-1", "DESCRIBEGROUPS-MEMBERS-1", "GROUP-LEAVE-1"]
+            ["DESCRIBEGROUPS-STATE-1", "DESCRIBEGROUPS-MEMBERS-1"]
         ),
         case!(
             describegroups_unknown_1_a_group_nobody_joined_is_dead,

@@ -38,7 +38,7 @@ pub fn cases() -> Vec<Case> {
     vec![
         case!(
             map_read_native_1_iggy_written_messages_read_as_kafka_records,
-            ["MAP-READ-NATIVE-1", "MAP-RESERVED-1", "MAP-TS-1", "MAP-TS-2"]
+            ["MAP-READ-NATIVE-1", "MAP-RESERVED-1", "MAP-TS-2"]
         ),
         case!(
             map_read_order_1_gateway_headers_decide_how_a_message_reads,
