@@ -103,7 +103,7 @@ fn native_message(
     Ok(message)
 }
 
-type HeaderList = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+pub(crate) type HeaderList = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
 /// The timestamp a record must carry.
 #[derive(Debug, Clone, Copy)]
@@ -198,12 +198,12 @@ fn envelope_of(key: Option<&[u8]>, value: Option<&[u8]>, headers: &[(&[u8], Opti
 
 /// A record as a reader returned it.
 #[derive(Debug)]
-struct Got {
-    offset: i64,
-    key: Option<Vec<u8>>,
-    value: Option<Vec<u8>>,
-    headers: HeaderList,
-    timestamp_ms: i64,
+pub(crate) struct Got {
+    pub(crate) offset: i64,
+    pub(crate) key: Option<Vec<u8>>,
+    pub(crate) value: Option<Vec<u8>>,
+    pub(crate) headers: HeaderList,
+    pub(crate) timestamp_ms: i64,
 }
 
 fn show(bytes: &Option<Vec<u8>>) -> String {
@@ -271,7 +271,7 @@ fn check(reader: &str, got: &[Got], wants: &[Want]) -> anyhow::Result<()> {
 }
 
 /// Every record of partition 0 of `topic`, by one Fetch v11 from offset 0.
-async fn wire_read(endpoint: &Endpoint, topic: &str) -> anyhow::Result<Vec<Got>> {
+pub(crate) async fn wire_read(endpoint: &Endpoint, topic: &str) -> anyhow::Result<Vec<Got>> {
     let mut client = WireClient::connect(&endpoint.bootstrap).await?;
     let request = FetchRequest::default()
         .with_max_wait_ms(0)
@@ -616,8 +616,9 @@ pub async fn map_read_order_1_gateway_headers_decide_how_a_message_reads(
     Ok(Outcome::Passed)
 }
 
-/// A wire Produce of the records the gateway must envelope, with its answer's base offset.
-async fn produce_records(
+/// A wire Produce v9 of `records` to partition 0, acks -1, all at `timestamp`; requires error
+/// NONE and returns the answer's base offset.
+pub(crate) async fn produce_records(
     endpoint: &Endpoint,
     topic: &str,
     records: Vec<Record>,
@@ -667,7 +668,7 @@ async fn produce_records(
     Ok(answer.base_offset)
 }
 
-fn kafka_record(key: Option<&[u8]>, value: Option<&[u8]>, headers: &[(&[u8], Option<&[u8]>)]) -> Record {
+pub(crate) fn kafka_record(key: Option<&[u8]>, value: Option<&[u8]>, headers: &[(&[u8], Option<&[u8]>)]) -> Record {
     Record {
         attributes: 0,
         timestamp_delta: 0,

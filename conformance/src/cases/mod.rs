@@ -11,6 +11,7 @@ pub mod group_admin_cases;
 pub mod group_cases;
 pub mod hostile_cases;
 pub mod migration_cases;
+pub mod model_only_cases;
 pub mod rdkafka_cases;
 pub mod wire_cases;
 
