@@ -42,13 +42,7 @@ pub fn cases() -> Vec<Case> {
         ),
         case!(
             map_read_order_1_gateway_headers_decide_how_a_message_reads,
-            [
-                "MAP-READ-ORDER-1",
-                "MAP-KEY-1",
-                "MAP-HEADER-1",
-                "MAP-VALUE-1",
-                "MAP-READ-NATIVE-1"
-            ]
+            ["MAP-READ-ORDER-1", "MAP-READ-NATIVE-1"]
         ),
         case!(
             env_mark_1_env_version_1_envelopes_are_marked_and_read_by_version,
