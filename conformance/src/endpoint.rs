@@ -1,6 +1,7 @@
 //! The endpoint a case runs against, and an in-process embedded gateway to run against when no
 //! endpoint is given.
 
+use crate::native::{NativeBackend, NativeHandle};
 use crate::profile::Profile;
 use kafka_iggy_gateway::auth::settings::SaslSettings;
 use kafka_iggy_gateway::backend::embedded::EmbeddedBackend;
@@ -27,6 +28,9 @@ pub struct Endpoint {
     pub instance_id: Option<u16>,
     /// Whether to expect this spec or Kafka's own behaviour where the two differ.
     pub profile: Profile,
+    /// The gateway's backend, to act on as a native Iggy client: known only when the suite runs
+    /// the gateway itself.
+    pub native: Option<NativeHandle>,
 }
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
@@ -39,6 +43,7 @@ impl Endpoint {
             max_frame_size: None,
             instance_id: None,
             profile: Profile::Gateway,
+            native: None,
         }
     }
 
@@ -76,6 +81,8 @@ pub struct LocalOptions {
     pub tls_ca: Option<PathBuf>,
     /// The `[sasl]` table (docs/spec/auth.md); unset serves without authentication.
     pub sasl: SaslSettings,
+    /// A native client on the same backend, handed to cases as [`Endpoint::native`].
+    pub native: Option<Arc<dyn NativeBackend>>,
 }
 
 /// The group.min.session.timeout.ms the in-process gateway runs with.
@@ -94,8 +101,14 @@ pub struct LocalGateway<B: Backend = EmbeddedBackend> {
 
 impl LocalGateway<EmbeddedBackend> {
     /// Starts a gateway on a fresh embedded backend, on 127.0.0.1 with an OS-chosen port.
+    /// Cases get the model itself as their native handle.
     pub async fn start() -> anyhow::Result<Self> {
-        LocalGateway::serve(shared_backend(), LocalOptions::default()).await
+        let backend = shared_backend();
+        let options = LocalOptions {
+            native: Some(backend.clone()),
+            ..LocalOptions::default()
+        };
+        LocalGateway::serve(backend, options).await
     }
 }
 
@@ -125,6 +138,10 @@ impl<B: Backend> LocalGateway<B> {
             ..FileConfig::default()
         };
         let config = Config::resolve(args, file)?;
+        let native = options
+            .native
+            .clone()
+            .map(|backend| NativeHandle::new(config.topics.default_stream(), backend));
         let seed = UNIQUE.fetch_add(1, Ordering::Relaxed);
         let gateway = Arc::new(Gateway::new(
             Arc::new(config),
@@ -144,6 +161,7 @@ impl<B: Backend> LocalGateway<B> {
             endpoint: Endpoint {
                 max_frame_size: Some(TEST_MAX_FRAME_SIZE),
                 instance_id: Some(instance_id),
+                native,
                 ..Endpoint::at(addr.to_string())
             },
             gateway,

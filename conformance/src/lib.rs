@@ -5,6 +5,7 @@
 //!   client cannot express.
 //! - [`cases`]: the cases, one file per area, each naming the rules it checks.
 //! - [`profile`]: which behaviour a run expects, this spec or Kafka's own.
+//! - [`native`]: the gateway's backend as a native Iggy client sees it, for the migration cases.
 //! - [`runner`]: runs a selection of cases and prints one line per case and a closing count.
 //! - [`suite`]: the whole suite over a target: an outside endpoint, or a gateway it runs itself.
 //! - [`results`]: what a run found, case by case, as the JSON report holds it.
@@ -14,6 +15,7 @@ pub mod bench;
 pub mod cases;
 pub mod differential;
 pub mod endpoint;
+pub mod native;
 pub mod profile;
 pub mod provision;
 pub mod real_iggy;

@@ -5,6 +5,7 @@
 
 use crate::cases::{self, auth_cases, gateway_cases, ListedCase};
 use crate::endpoint::{shared_backend, Endpoint, LocalGateway, LocalOptions};
+use crate::native::IggySdkNative;
 use crate::profile::Profile;
 use crate::provision::Provisioner;
 use crate::real_iggy::IggyServer;
@@ -90,7 +91,11 @@ pub async fn run(target: &Target<'_>, profile: Profile, filter: &Filter) -> anyh
         }
         Target::Embedded => {
             let backend = shared_backend();
-            let gateway = LocalGateway::serve(backend.clone(), LocalOptions::default()).await?;
+            let options = LocalOptions {
+                native: Some(backend.clone()),
+                ..LocalOptions::default()
+            };
+            let gateway = LocalGateway::serve(backend.clone(), options).await?;
             println!(
                 "conformance: started a gateway on the embedded backend on {}",
                 gateway.endpoint.bootstrap
@@ -115,7 +120,14 @@ pub async fn run(target: &Target<'_>, profile: Profile, filter: &Filter) -> anyh
         }
         Target::Iggy(server) => {
             let backend = Arc::new(server.gateway_backend().await?);
-            let gateway = LocalGateway::serve(backend.clone(), LocalOptions::default()).await?;
+            // The migration cases write and read beside the gateway through an SDK client of
+            // their own, as a native Iggy application would.
+            let native = IggySdkNative::connect(&server.address, &server.username, &server.password).await?;
+            let options = LocalOptions {
+                native: Some(Arc::new(native)),
+                ..LocalOptions::default()
+            };
+            let gateway = LocalGateway::serve(backend.clone(), options).await?;
             println!(
                 "conformance: started a gateway on {} on {}",
                 server.how, gateway.endpoint.bootstrap

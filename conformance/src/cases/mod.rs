@@ -8,8 +8,11 @@ use std::pin::Pin;
 
 pub mod auth_cases;
 pub mod gateway_cases;
+pub mod group_admin_cases;
 pub mod group_cases;
 pub mod hostile_cases;
+pub mod migration_cases;
+pub mod model_only_cases;
 pub mod rdkafka_cases;
 pub mod wire_cases;
 
@@ -87,5 +90,7 @@ pub fn all() -> Vec<Case> {
     cases.extend(rdkafka_cases::cases());
     cases.extend(group_cases::cases());
     cases.extend(hostile_cases::cases());
+    cases.extend(migration_cases::cases());
+    cases.extend(group_admin_cases::cases());
     cases
 }

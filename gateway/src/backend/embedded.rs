@@ -233,6 +233,11 @@ pub struct EmbeddedConfig {
     /// Never printed (AUTH-SASL-SECRET-1).
     pub password: crate::auth::credentials::Secret,
     pub consumer_offsets_max: usize,
+    /// Whether a send answers with its confirmation (the base offset). Off, every send is stored
+    /// and answered with none, as the SDK reports a committed send whose reply it could not read
+    /// (`decode_send_confirmations`): the path of OFFSET-BASE-1 that a real server, which always
+    /// confirms, does not take on demand.
+    pub send_confirmations: bool,
 }
 
 impl Default for EmbeddedConfig {
@@ -241,6 +246,7 @@ impl Default for EmbeddedConfig {
             username: "iggy".into(),
             password: crate::auth::credentials::Secret::new("iggy"),
             consumer_offsets_max: DEFAULT_CONSUMER_OFFSETS_MAX,
+            send_confirmations: true,
         }
     }
 }
@@ -573,7 +579,8 @@ impl Backend for EmbeddedBackend {
             base
         };
         self.shared.appends.send_modify(|g| *g += 1);
-        Ok(Some(base))
+        // OFFSET-BASE-1: stored either way; only the confirmation may be missing.
+        Ok(self.shared.config.send_confirmations.then_some(base))
     }
 
     async fn read(

@@ -680,6 +680,8 @@ impl Group {
         self.members.is_empty() && self.pending.is_empty()
     }
 
+    /// DESCRIBEGROUPS-STATE-1, DESCRIBEGROUPS-MEMBERS-1: each member's metadata for the chosen
+    /// protocol and its assignment of the current generation.
     pub(super) fn describe(&self) -> DescribedGroup {
         let protocol = self.protocol.clone().unwrap_or_default();
         DescribedGroup {

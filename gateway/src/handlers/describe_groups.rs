@@ -1,5 +1,6 @@
-//! DescribeGroups: state, protocol and members of groups this gateway coordinates. An unknown
-//! group is reported in state `Dead`, as Kafka does; a group the principal may not join is
+//! DescribeGroups: state, protocol and members of groups this gateway coordinates
+//! (DESCRIBEGROUPS-STATE-1, DESCRIBEGROUPS-MEMBERS-1). An unknown group is reported in state
+//! `Dead`, as Kafka does (DESCRIBEGROUPS-UNKNOWN-1); a group the principal may not join is
 //! GROUP_AUTHORIZATION_FAILED (AUTHZ-GROUP-3).
 
 use super::join_group::PollPermissions;
@@ -34,7 +35,9 @@ pub async fn handle<B: Backend>(
             };
             match found {
                 _ if hidden => described.with_error_code(ResponseError::GroupAuthorizationFailed.code()),
+                // DESCRIBEGROUPS-UNKNOWN-1: never joined, or forgotten once vacant.
                 None => described.with_group_state(StrBytes::from_static_str("Dead")),
+                // DESCRIBEGROUPS-STATE-1, DESCRIBEGROUPS-MEMBERS-1: the same in every state.
                 Some(g) => described
                     .with_group_state(StrBytes::from_static_str(g.state.name()))
                     .with_protocol_type(StrBytes::from_string(g.protocol_type))

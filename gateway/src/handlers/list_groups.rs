@@ -1,5 +1,5 @@
-//! ListGroups: the groups this gateway coordinates, filtered by state from v4, and to those the
-//! principal may join (AUTHZ-GROUP-3).
+//! ListGroups: the groups this gateway coordinates (LISTGROUPS-COORDINATED-1), filtered by state
+//! from v4 (LISTGROUPS-STATES-FILTER-1), and to those the principal may join (AUTHZ-GROUP-3).
 
 use super::join_group::PollPermissions;
 use crate::auth::sessions::Session;
@@ -16,8 +16,9 @@ pub async fn handle<B: Backend>(
 ) -> ListGroupsResponse {
     let mut permissions = PollPermissions::new(gateway, session);
     let mut visible = Vec::new();
+    // LISTGROUPS-COORDINATED-1: only the groups held here, never those known by offsets alone.
     for (id, protocol_type, state) in gateway.groups.list() {
-        // Kafka matches state names case-insensitively.
+        // LISTGROUPS-STATES-FILTER-1: Kafka matches state names case-insensitively.
         let wanted = request.states_filter.is_empty()
             || request
                 .states_filter

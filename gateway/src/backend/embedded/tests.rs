@@ -75,6 +75,33 @@ async fn offsets_start_at_zero_and_the_confirmation_names_the_base() {
 }
 
 #[tokio::test]
+async fn offset_base_1_a_model_without_confirmations_stores_and_confirms_nothing() {
+    let clock = Arc::new(StepClock(AtomicU64::new(1)));
+    let b = EmbeddedBackend::new(
+        clock,
+        EmbeddedConfig {
+            send_confirmations: false,
+            ..EmbeddedConfig::default()
+        },
+    );
+    topic(&b, 1).await;
+    assert_eq!(b.append("s", "t", 0, vec![msg(b"a"), msg(b"b")]).await.unwrap(), None);
+    assert_eq!(b.append("s", "t", 0, vec![msg(b"c")]).await.unwrap(), None);
+    let read = b.read("s", "t", 0, 0, ALL).await.unwrap();
+    assert_eq!(
+        read.iter()
+            .map(|m| (m.header.offset, m.payload.clone()))
+            .collect::<Vec<_>>(),
+        vec![
+            (0, Bytes::from_static(b"a")),
+            (1, Bytes::from_static(b"b")),
+            (2, Bytes::from_static(b"c"))
+        ],
+        "unconfirmed sends are stored all the same"
+    );
+}
+
+#[tokio::test]
 async fn diff_8_missing_partition_is_resource_not_found() {
     let (b, _) = backend();
     topic(&b, 1).await;
