@@ -1,6 +1,7 @@
 //! The endpoint a case runs against, and an in-process embedded gateway to run against when no
 //! endpoint is given.
 
+use crate::profile::Profile;
 use kafka_iggy_gateway::auth::settings::SaslSettings;
 use kafka_iggy_gateway::backend::embedded::EmbeddedBackend;
 use kafka_iggy_gateway::backend::Backend;
@@ -10,7 +11,6 @@ use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::limits::LimitSettings;
 use kafka_iggy_gateway::server::{serve, Shutdown};
 use kafka_iggy_gateway::tls::TlsSettings;
-use crate::profile::Profile;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +27,30 @@ pub struct Endpoint {
     pub instance_id: Option<u16>,
     /// Whether to expect this spec or Kafka's own behaviour where the two differ.
     pub profile: Profile,
+    /// How to create a topic when the endpoint has no CreateTopics (librdkafka's mock cluster
+    /// creates topics only through its own API); `None`: through CreateTopics, as a client would.
+    pub topic_creator: Option<TopicCreator>,
+}
+
+/// Creates a topic (name, partition count) out of band, for an endpoint without CreateTopics.
+#[derive(Clone)]
+pub struct TopicCreator(Arc<dyn Fn(&str, i32) -> anyhow::Result<()> + Send + Sync>);
+
+impl TopicCreator {
+    pub fn new(create: impl Fn(&str, i32) -> anyhow::Result<()> + Send + Sync + 'static) -> Self {
+        TopicCreator(Arc::new(create))
+    }
+
+    /// Creates `topic` with `partitions` partitions.
+    pub fn create(&self, topic: &str, partitions: i32) -> anyhow::Result<()> {
+        (self.0)(topic, partitions)
+    }
+}
+
+impl std::fmt::Debug for TopicCreator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TopicCreator(..)")
+    }
 }
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
@@ -39,6 +63,7 @@ impl Endpoint {
             max_frame_size: None,
             instance_id: None,
             profile: Profile::Gateway,
+            topic_creator: None,
         }
     }
 
