@@ -32,9 +32,12 @@ pub struct Endpoint {
     pub topic_creator: Option<TopicCreator>,
 }
 
+/// The function behind a [`TopicCreator`]: topic name and partition count.
+type CreateTopicFn = dyn Fn(&str, i32) -> anyhow::Result<()> + Send + Sync;
+
 /// Creates a topic (name, partition count) out of band, for an endpoint without CreateTopics.
 #[derive(Clone)]
-pub struct TopicCreator(Arc<dyn Fn(&str, i32) -> anyhow::Result<()> + Send + Sync>);
+pub struct TopicCreator(Arc<CreateTopicFn>);
 
 impl TopicCreator {
     pub fn new(create: impl Fn(&str, i32) -> anyhow::Result<()> + Send + Sync + 'static) -> Self {

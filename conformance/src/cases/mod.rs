@@ -97,6 +97,17 @@ pub async fn advertised_max(endpoint: &Endpoint, api: ApiKey) -> anyhow::Result<
         .map(|k| k.max_version))
 }
 
+/// The lowest version of `api` the endpoint advertises in ApiVersions, `None` when it leaves
+/// the API out.
+pub async fn advertised_min(endpoint: &Endpoint, api: ApiKey) -> anyhow::Result<Option<i16>> {
+    Ok(advertised(endpoint)
+        .await?
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == api as i16)
+        .map(|k| k.min_version))
+}
+
 /// `Some(Skipped)` naming the first of `apis` that the endpoint's ApiVersions does not list: a
 /// Kafka implementation may leave an API out (librdkafka's mock cluster has no CreateTopics
 /// or DescribeGroups), and a case needing it has nothing to check there.
