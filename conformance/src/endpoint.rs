@@ -31,6 +31,33 @@ pub struct Endpoint {
     /// The gateway's backend, to act on as a native Iggy client: known only when the suite runs
     /// the gateway itself.
     pub native: Option<NativeHandle>,
+    /// How to create a topic when the endpoint has no CreateTopics (librdkafka's mock cluster
+    /// creates topics only through its own API); `None`: through CreateTopics, as a client would.
+    pub topic_creator: Option<TopicCreator>,
+}
+
+/// The function behind a [`TopicCreator`]: topic name and partition count.
+type CreateTopicFn = dyn Fn(&str, i32) -> anyhow::Result<()> + Send + Sync;
+
+/// Creates a topic (name, partition count) out of band, for an endpoint without CreateTopics.
+#[derive(Clone)]
+pub struct TopicCreator(Arc<CreateTopicFn>);
+
+impl TopicCreator {
+    pub fn new(create: impl Fn(&str, i32) -> anyhow::Result<()> + Send + Sync + 'static) -> Self {
+        TopicCreator(Arc::new(create))
+    }
+
+    /// Creates `topic` with `partitions` partitions.
+    pub fn create(&self, topic: &str, partitions: i32) -> anyhow::Result<()> {
+        (self.0)(topic, partitions)
+    }
+}
+
+impl std::fmt::Debug for TopicCreator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TopicCreator(..)")
+    }
 }
 
 static UNIQUE: AtomicU64 = AtomicU64::new(0);
@@ -44,6 +71,7 @@ impl Endpoint {
             instance_id: None,
             profile: Profile::Gateway,
             native: None,
+            topic_creator: None,
         }
     }
 

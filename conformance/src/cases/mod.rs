@@ -3,6 +3,9 @@
 
 use crate::endpoint::Endpoint;
 use crate::runner::CaseInfo;
+use crate::wire::WireClient;
+use anyhow::{ensure, Context as _};
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use std::future::Future;
 use std::pin::Pin;
 
@@ -26,12 +29,18 @@ pub enum Outcome {
 
 pub type CaseFuture = Pin<Box<dyn Future<Output = anyhow::Result<Outcome>> + Send>>;
 
-/// One case: a stable name, the rule IDs it checks, and its body.
+/// One case: a stable name, the rule IDs it checks, the rules among them whose behaviour departs
+/// from Kafka's, and its body.
 pub struct Case {
     pub name: &'static str,
     /// The module that declares it (`…::cases::wire_cases`), which names its area.
     pub module: &'static str,
     pub rules: &'static [&'static str],
+    /// The rule IDs (each listed in docs/spec/deviations.md) whose gateway behaviour this case's
+    /// expectation depends on and which Kafka does not share. Under
+    /// [`Profile::Kafka`](crate::profile::Profile::Kafka) the case expects Kafka's answer
+    /// there instead, so a report can say which results rest on a deviation.
+    pub deviations: &'static [&'static str],
     pub run: fn(Endpoint) -> CaseFuture,
 }
 
@@ -47,7 +56,7 @@ impl Case {
             area: self.area(),
             name: self.name,
             rules: self.rules,
-            deviations: &[],
+            deviations: self.deviations,
         }
     }
 }
@@ -67,9 +76,23 @@ pub struct ListedCase {
 }
 
 /// Declares a `Case` from an `async fn(Endpoint) -> anyhow::Result<Outcome>` and its rule IDs:
-/// a list of literals, or a `&'static [&'static str]` that several cases share.
+/// a list of literals, or a `&'static [&'static str]` that several cases share; optionally
+/// followed by `deviates: [..]`, the IDs of the deviations from Kafka its expectation depends on
+/// (docs/spec/deviations.md).
 #[macro_export]
 macro_rules! case {
+    ($f:path, [$($rule:literal),+ $(,)?], deviates: [$($dev:literal),+ $(,)?]) => {
+        $crate::case!($f, &[$($rule),+], deviates: [$($dev),+])
+    };
+    ($f:path, $rules:expr, deviates: [$($dev:literal),+ $(,)?]) => {
+        $crate::cases::Case {
+            name: stringify!($f),
+            module: module_path!(),
+            rules: $rules,
+            deviations: &[$($dev),+],
+            run: |endpoint| Box::pin($f(endpoint)),
+        }
+    };
     ($f:path, [$($rule:literal),+ $(,)?]) => {
         $crate::case!($f, &[$($rule),+])
     };
@@ -78,9 +101,77 @@ macro_rules! case {
             name: stringify!($f),
             module: module_path!(),
             rules: $rules,
+            deviations: &[],
             run: |endpoint| Box::pin($f(endpoint)),
         }
     };
+}
+
+/// Under the kafka profile, the skip of a case that checks only what has no Kafka counterpart
+/// (`why` says what); `None` under the gateway profile, where the case runs.
+pub fn gateway_only(endpoint: &Endpoint, why: &str) -> Option<Outcome> {
+    endpoint
+        .profile
+        .is_kafka()
+        .then(|| Outcome::Skipped(format!("gateway-only: {why}")))
+}
+
+/// The reason a case skips when the endpoint does not advertise an API it needs; the mock
+/// limitations of the kafka profile's suite match on it.
+pub fn unadvertised(api: ApiKey) -> String {
+    format!(
+        "the endpoint does not advertise {api:?} (key {}) in ApiVersions",
+        api as i16
+    )
+}
+
+/// The highest version of `api` the endpoint advertises in ApiVersions, `None` when it leaves
+/// the API out.
+pub async fn advertised_max(endpoint: &Endpoint, api: ApiKey) -> anyhow::Result<Option<i16>> {
+    Ok(advertised(endpoint)
+        .await?
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == api as i16)
+        .map(|k| k.max_version))
+}
+
+/// The lowest version of `api` the endpoint advertises in ApiVersions, `None` when it leaves
+/// the API out.
+pub async fn advertised_min(endpoint: &Endpoint, api: ApiKey) -> anyhow::Result<Option<i16>> {
+    Ok(advertised(endpoint)
+        .await?
+        .api_keys
+        .iter()
+        .find(|k| k.api_key == api as i16)
+        .map(|k| k.min_version))
+}
+
+/// `Some(Skipped)` naming the first of `apis` that the endpoint's ApiVersions does not list: a
+/// Kafka implementation may leave an API out (librdkafka's mock cluster has no CreateTopics
+/// or DescribeGroups), and a case needing it has nothing to check there.
+pub async fn require_apis(endpoint: &Endpoint, apis: &[ApiKey]) -> anyhow::Result<Option<Outcome>> {
+    let response = advertised(endpoint).await?;
+    Ok(apis
+        .iter()
+        .find(|api| !response.api_keys.iter().any(|k| k.api_key == **api as i16))
+        .map(|api| Outcome::Skipped(unadvertised(*api))))
+}
+
+/// The endpoint's ApiVersions answer, checked for errors. v0, which every broker answers
+/// (librdkafka's mock cluster stops at v2).
+async fn advertised(endpoint: &Endpoint) -> anyhow::Result<ApiVersionsResponse> {
+    let mut client = WireClient::connect(&endpoint.bootstrap).await?;
+    let response: ApiVersionsResponse = client
+        .request(ApiKey::ApiVersions, 0, &ApiVersionsRequest::default())
+        .await
+        .context("ApiVersions v0")?;
+    ensure!(
+        response.error_code == 0,
+        "ApiVersions v0: error {}",
+        response.error_code
+    );
+    Ok(response)
 }
 
 /// Every case of the suite.
