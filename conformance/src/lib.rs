@@ -7,6 +7,7 @@
 //! - [`profile`]: which behaviour a run expects, this spec or Kafka's own.
 //! - [`runner`]: runs a selection of cases and prints one line per case and a closing count.
 //! - [`results`]: what a run found, case by case, as the JSON report holds it.
+//! - [`traceability`]: the spec's rules traced to cases, tests and code; the conformance matrix.
 
 pub mod bench;
 pub mod cases;
@@ -18,4 +19,5 @@ pub mod real_iggy;
 pub mod results;
 pub mod runner;
 pub mod tls_fixture;
+pub mod traceability;
 pub mod wire;

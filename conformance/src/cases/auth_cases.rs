@@ -50,6 +50,9 @@ macro_rules! auth_cases {
         /// Every case's name.
         pub const NAMES: &[&str] = &[$(stringify!($case)),+];
 
+        /// Every case's name with the rule IDs it checks, for the spec trace and the matrix.
+        pub const RULES: &[(&str, &[&str])] = &[$((stringify!($case), &[$($rule),+])),+];
+
         /// Runs every case whose name contains `filter` (all when `None`), one line each.
         pub async fn run<B: Backend>(world: &AuthWorld<B>, filter: Option<&str>) -> Report {
             let mut report = Report::default();

@@ -41,6 +41,9 @@ macro_rules! gateway_cases {
         /// Every case's name.
         pub const NAMES: &[&str] = &[$(stringify!($case)),+];
 
+        /// Every case's name with the rule IDs it checks, for the spec trace and the matrix.
+        pub const RULES: &[(&str, &[&str])] = &[$((stringify!($case), &[$($rule),+])),+];
+
         /// Runs every case whose name contains `filter` (all when `None`) on gateways over
         /// `source`, one line per case.
         pub async fn run<S: BackendSource>(source: &S, filter: Option<&str>) -> Report {
