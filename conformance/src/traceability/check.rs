@@ -181,7 +181,27 @@ fn check_case_declarations(spec: &Spec, cases: &[ListedCase], findings: &mut Vec
 
 fn check_source_citations(spec: &Spec, sources: &[SourceFile], findings: &mut Vec<Finding>) {
     let planted = |path: &str| PLANTED_CITATION_FILES.iter().any(|p| path.starts_with(p));
+    let stems: BTreeSet<String> = spec
+        .rules
+        .iter()
+        .filter_map(|r| r.id.rsplit_once('-'))
+        .map(|(stem, _)| ids::snake_case(stem))
+        .collect();
     for source in sources.iter().filter(|s| !planted(&s.path)) {
+        for (name, line) in sources::fn_definitions(&source.text) {
+            for id in sources::name_citations(&name, &stems) {
+                if !spec.defines_rule(&id) {
+                    findings.push(Finding {
+                        id: id.clone(),
+                        place: format!("{}:{line}", source.path),
+                        problem: format!(
+                            "`{name}` is named after {id}, which no `### {id}` in docs/spec defines; rename it after \
+                             the rule it checks"
+                        ),
+                    });
+                }
+            }
+        }
         for citation in source.citations() {
             if !spec.defines_rule(&citation.id) && !spec.defines_fact(&citation.id) {
                 findings.push(Finding {
@@ -315,6 +335,24 @@ mod tests {
             found,
             [("MAP-TS-7", "gateway/src/x.rs:2"), ("DIFF-9", "gateway/src/x.rs:2")]
         );
+    }
+
+    #[test]
+    fn a_test_named_after_an_undefined_rule_is_reported() {
+        let mut sources = sound_sources();
+        sources.push(SourceFile::new(
+            "gateway/src/x.rs",
+            "#[test]\nfn map_ts_1_and_map_ts_8_both() {}\n",
+        ));
+        let findings = check(&spec(), &sources, &sound_cases());
+        assert_eq!(findings.len(), 1, "{:?}", problems(&findings));
+        assert_eq!(
+            (findings[0].id.as_str(), findings[0].place.as_str()),
+            ("MAP-TS-8", "gateway/src/x.rs:2")
+        );
+        assert!(findings[0]
+            .problem
+            .contains("`map_ts_1_and_map_ts_8_both` is named after MAP-TS-8"));
     }
 
     #[test]

@@ -12,6 +12,7 @@
 pub mod cases;
 pub mod check;
 pub mod ids;
+pub mod matrix;
 pub mod repo;
 pub mod sources;
 pub mod spec;

@@ -2,14 +2,24 @@
 //! source file, and the committed result sets. The only part of `traceability` that touches the
 //! file system.
 
+use super::cases::{self, ListedCase};
+use super::matrix::{self, ResultSet};
 use super::sources::SourceFile;
 use super::spec::{Spec, SpecText};
+use crate::results::RunResults;
 use anyhow::Context as _;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 /// The spec's directory, from the repository root.
 pub const SPEC_DIR: &str = "docs/spec";
+
+/// The generated conformance matrix, from the repository root.
+pub const MATRIX_PATH: &str = "docs/conformance.md";
+/// The committed result set of the cases on an in-process gateway on the embedded model.
+pub const EMBEDDED_RESULTS_PATH: &str = "docs/conformance/embedded.json";
+/// The committed result set of the cases on a gateway in front of a real Iggy server.
+pub const IGGY_RESULTS_PATH: &str = "docs/conformance/real-iggy.json";
 
 /// Directories never searched for sources: build output, version control, and the fuzz
 /// corpus (inputs, not code).
@@ -71,4 +81,59 @@ fn collect_sources(root: &Path, dir: &Path, sources: &mut Vec<SourceFile>) -> an
         }
     }
     Ok(())
+}
+
+/// Everything the matrix is rendered from.
+pub struct MatrixInputs {
+    pub spec: Spec,
+    pub cases: Vec<ListedCase>,
+    pub embedded: Option<RunResults>,
+    pub iggy: Option<RunResults>,
+}
+
+impl MatrixInputs {
+    /// The matrix these inputs render.
+    pub fn render(&self) -> String {
+        matrix::render(
+            &self.spec,
+            &self.cases,
+            &ResultSet {
+                label: "embedded model",
+                path: EMBEDDED_RESULTS_PATH,
+                results: self.embedded.as_ref(),
+            },
+            &ResultSet {
+                label: "real Iggy",
+                path: IGGY_RESULTS_PATH,
+                results: self.iggy.as_ref(),
+            },
+        )
+    }
+}
+
+/// Reads the spec, the suite's case list and the committed result sets (each `None` when its
+/// file is absent).
+pub fn load_matrix_inputs(root: &Path) -> anyhow::Result<MatrixInputs> {
+    Ok(MatrixInputs {
+        spec: load_spec(root)?,
+        cases: cases::listed_cases(),
+        embedded: load_results(&root.join(EMBEDDED_RESULTS_PATH))?,
+        iggy: load_results(&root.join(IGGY_RESULTS_PATH))?,
+    })
+}
+
+/// docs/conformance.md as the checkout at `root` renders it.
+pub fn render_matrix(root: &Path) -> anyhow::Result<String> {
+    Ok(load_matrix_inputs(root)?.render())
+}
+
+/// A result set, or `None` when its file does not exist.
+pub fn load_results(path: &Path) -> anyhow::Result<Option<RunResults>> {
+    match fs::read_to_string(path) {
+        Ok(text) => Ok(Some(
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))?,
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
 }

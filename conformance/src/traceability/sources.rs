@@ -44,21 +44,58 @@ impl SourceFile {
 
 /// The identifier after every `fn` keyword of `text`.
 pub fn fn_names(text: &str) -> BTreeSet<String> {
+    fn_definitions(text).into_iter().map(|(name, _)| name).collect()
+}
+
+/// The identifier after every `fn` keyword of `text`, with its 1-based line, in order.
+pub fn fn_definitions(text: &str) -> Vec<(String, usize)> {
     let is_ident = |c: char| c.is_ascii_alphanumeric() || c == '_';
-    let mut names = BTreeSet::new();
-    let mut rest = text;
-    while let Some(at) = rest.find("fn ") {
-        let keyword_alone = rest[..at].chars().next_back().is_none_or(|c| !is_ident(c));
-        let after = rest[at + 3..].trim_start();
+    let mut found = Vec::new();
+    let mut offset = 0;
+    while let Some(at) = text[offset..].find("fn ").map(|i| i + offset) {
+        let keyword_alone = text[..at].chars().next_back().is_none_or(|c| !is_ident(c));
         if keyword_alone {
-            let name: String = after.chars().take_while(|&c| is_ident(c)).collect();
+            let name: String = text[at + 3..]
+                .trim_start()
+                .chars()
+                .take_while(|&c| is_ident(c))
+                .collect();
             if name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-                names.insert(name);
+                found.push((name, text[..at].matches('\n').count() + 1));
             }
         }
-        rest = &rest[at + 3..];
+        offset = at + 3;
     }
-    names
+    found
+}
+
+/// The rule IDs a function's name cites by the naming convention of docs/spec/README.md
+/// (`co_encode_1_co_zero_1_commit_encoding` cites CO-ENCODE-1 and CO-ZERO-1): from its start,
+/// words up to an all-digit word whose stem (`co_encode`) is in `stems`, the stems of the
+/// spec's rules in snake case; then, past an `and`, the same again. A name that does not open
+/// with a known stem (`group_id_longer_than_246_bytes`) cites nothing.
+pub fn name_citations(name: &str, stems: &BTreeSet<String>) -> Vec<String> {
+    let words: Vec<&str> = name.split('_').collect();
+    let mut cited = Vec::new();
+    let mut start = 0;
+    while let Some(counter) = (start..words.len())
+        .find(|&j| j > start && words[j].bytes().all(|b| b.is_ascii_digit()) && !words[j].is_empty())
+    {
+        let stem = words[start..counter].join("_");
+        if !stems.contains(&stem) {
+            break;
+        }
+        cited.push(format!(
+            "{}-{}",
+            stem.to_ascii_uppercase().replace('_', "-"),
+            words[counter]
+        ));
+        start = counter + 1;
+        if words.get(start) == Some(&"and") {
+            start += 1;
+        }
+    }
+    cited
 }
 
 /// Whether a test name, or a `prefix_*` pattern, matches one of `names`.
@@ -85,6 +122,44 @@ fn map_ts_3_minus_one() {}\n";
     fn every_fn_keyword_gives_its_name() {
         let names: Vec<String> = fn_names(FILE).into_iter().collect();
         assert_eq!(names, ["generic", "map_ts_3_minus_one", "record_to_message", "spaced"]);
+    }
+
+    #[test]
+    fn definitions_carry_their_lines() {
+        let defined = fn_definitions(FILE);
+        assert_eq!(defined[0], ("record_to_message".to_string(), 2));
+        assert_eq!(defined.last().unwrap(), &("map_ts_3_minus_one".to_string(), 7));
+    }
+
+    #[test]
+    fn test_names_cite_the_rules_they_open_with() {
+        let stems: BTreeSet<String> = [
+            "co_encode",
+            "co_zero",
+            "fetch_batch",
+            "map_value",
+            "batch_budget",
+            "group",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        let cites = |name: &str| name_citations(name, &stems);
+        assert_eq!(
+            cites("co_encode_1_co_zero_1_commit_encoding"),
+            ["CO-ENCODE-1", "CO-ZERO-1"]
+        );
+        assert_eq!(
+            cites("fetch_batch_1_map_value_2_plain_record"),
+            ["FETCH-BATCH-1", "MAP-VALUE-2"]
+        );
+        assert_eq!(
+            cites("batch_budget_2_and_co_zero_7_codes"),
+            ["BATCH-BUDGET-2", "CO-ZERO-7"]
+        );
+        assert_eq!(cites("batch_budget_2_snappy_67_byte_block"), ["BATCH-BUDGET-2"]);
+        assert!(cites("group_id_longer_than_246_bytes_is_invalid").is_empty());
+        assert!(cites("map_error").is_empty() && cites("co_encode_x").is_empty());
     }
 
     #[test]
