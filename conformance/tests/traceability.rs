@@ -117,6 +117,18 @@ fn the_case_list_covers_every_case_file() {
         "cases::all() holds {missing:?} that traceability::cases does not list, and it lists {extra:?} that \
          cases::all() does not hold: add the new case file to gathered_areas() in conformance/src/traceability/cases.rs"
     );
+    let listed = cases::listed_cases();
+    let dir = repo::repo_root().join("conformance/src/cases");
+    for entry in std::fs::read_dir(&dir).expect("the cases directory reads") {
+        let name = entry.expect("an entry").file_name().to_string_lossy().into_owned();
+        if let Some(area) = name.strip_suffix("_cases.rs") {
+            assert!(
+                listed.iter().any(|c| c.area == area),
+                "no case of conformance/src/cases/{name} is traced: list its cases in listed_cases() in \
+                 conformance/src/traceability/cases.rs"
+            );
+        }
+    }
 }
 
 /// docs/conformance.md is what the current spec, case list and committed result sets render,
