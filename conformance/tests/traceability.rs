@@ -37,6 +37,9 @@ fn planted_broken_citations_are_reported() {
     let spec = repo::load_spec(&root).expect("the spec reads");
     let mut sources = repo::load_sources(&root).expect("the sources read");
     let mut cases = cases::listed_cases();
+    // What the repository itself is found to break (nothing, when the test above passes) is
+    // left out, so this test reports only on the planted breaks.
+    let baseline = check::check(&spec, &sources, &cases);
 
     cases.push(ListedCase::new("planted_case", "wire", &["MAP-TS-999"]));
     sources.push(SourceFile::new(
@@ -58,7 +61,8 @@ fn planted_broken_citations_are_reported() {
         .text
         .replace("fn frame_of_exactly_max_frame_size_is_read", "fn renamed_frame_case");
 
-    let findings = check::check(&spec, &sources, &cases);
+    let mut findings = check::check(&spec, &sources, &cases);
+    findings.retain(|f| !baseline.contains(f));
     let found: Vec<String> = findings.iter().map(|f| f.to_string()).collect();
     let expect = [
         (
