@@ -11,7 +11,7 @@ GATEWAY_ADDR ?= 127.0.0.1:19092
 GATEWAY_INSTANCE_ID ?= 7
 GATEWAY_MAX_FRAME_SIZE ?= 8388608
 
-.PHONY: setup build run test real-iggy-tier junit-schema-check bench lint fuzz
+.PHONY: setup build run test real-iggy-tier junit-schema-check conformance-matrix bench lint fuzz
 
 setup:
 	missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done)
@@ -79,6 +79,15 @@ junit-schema-check: setup
 	fi
 	grep -q "<failure " target/junit-schema/failing.xml && grep -q "<skipped " target/junit-schema/failing.xml
 	xmllint --noout --schema $(JUNIT_XSD) target/junit-schema/passing.xml target/junit-schema/failing.xml
+
+# docs/conformance.md: the suite in process on the embedded backend, and the real-Iggy tier when
+# a server is reachable (a skipped tier leaves the committed real-Iggy results as they are), each
+# writing its JSON results under docs/conformance/, then the matrix rendered from them.
+conformance-matrix: setup
+	cargo build -q -p kafka-iggy-conformance --bins
+	./target/debug/conformance --json docs/conformance/embedded.json || true
+	./target/debug/real-iggy-tier --json docs/conformance/real-iggy.json || true
+	./target/debug/conformance matrix
 
 bench: setup
 	cargo bench -p kig-core --bench core

@@ -10,6 +10,7 @@
 //! - [`suite`]: the whole suite over a target: an outside endpoint, or a gateway it runs itself.
 //! - [`results`]: what a run found, case by case, as the JSON report holds it.
 //! - [`report`]: the run as JUnit XML, JSON and a Markdown matrix.
+//! - [`traceability`]: the spec's rules traced to cases, tests and code; the conformance matrix.
 
 pub mod bench;
 pub mod cases;
@@ -24,4 +25,5 @@ pub mod results;
 pub mod runner;
 pub mod suite;
 pub mod tls_fixture;
+pub mod traceability;
 pub mod wire;

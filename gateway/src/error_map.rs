@@ -58,6 +58,7 @@ pub fn kafka_code_on(e: &BackendError, resource: Resource) -> (KafkaCode, bool) 
     }
     use ResponseError::*;
     let iggy = match e {
+        // CO-LIMIT-1: no Kafka code fits; backend_error_on logs the server setting to raise.
         BackendError::TooManyConsumerOffsets => return (UnknownServerError.code(), false),
         BackendError::Iggy(iggy) => iggy,
     };
@@ -110,7 +111,7 @@ pub fn backend_error_on(e: &BackendError, resource: Resource, context: &str) -> 
 }
 
 /// Maps a record-batch decode error (BATCH-MAGIC-1, BATCH-CRC-1, BATCH-BUDGET-2,
-/// LIMIT-RECORDS-1).
+/// LIMIT-RECORDS-1) to the code of ERR-MAP-2's table.
 pub fn decode_error(e: &DecodeError) -> KafkaCode {
     use ResponseError::*;
     match e {
@@ -120,7 +121,7 @@ pub fn decode_error(e: &DecodeError) -> KafkaCode {
     }
 }
 
-/// Maps a record-mapping error (MAP-TS-4, LIMIT-PAYLOAD-1).
+/// Maps a record-mapping error (MAP-TS-4, LIMIT-PAYLOAD-1) to the code of ERR-MAP-2's table.
 pub fn map_error(e: &MapError) -> KafkaCode {
     use ResponseError::*;
     match e {

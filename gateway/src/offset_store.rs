@@ -320,8 +320,9 @@ impl<B: Backend> OffsetStore<'_, B> {
         Ok(out)
     }
 
-    /// Deletes everything a Kafka group stored on one Iggy topic (DeleteGroups); returns how many
-    /// Iggy consumer groups it deleted.
+    /// Deletes everything a Kafka group stored on one Iggy topic (DeleteGroups, GROUP-DELETE-1):
+    /// its Iggy consumer group and its zero markers; returns how many Iggy consumer groups it
+    /// deleted.
     pub async fn delete_group(&self, t: &IggyTarget, group: &str) -> Result<usize, BackendError> {
         let mut deleted = 0;
         let groups = self.backend.list_consumer_groups(&t.stream, &t.topic).await?;

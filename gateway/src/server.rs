@@ -2,7 +2,8 @@
 //! types so the same code runs over tokio sockets and turmoil's simulated ones.
 //!
 //! A connection answers its requests one at a time, in order (PROTO-ORDER-1), as a Kafka broker
-//! does; clients pipeline across connections. So a connection has one request in flight, and
+//! does; clients pipeline across connections. So a connection's records are written in the
+//! order its requests arrive (DELIVERY-ORDER-1). A connection has one request in flight, and
 //! the gateway as a whole at most `max_connections` connections (LIMIT-CONNECTIONS-1) and
 //! `max_inflight_request_bytes` of frames (LIMIT-INFLIGHT-1). Shutdown stops accepting, lets
 //! every connection finish the request it is in, then closes (PROTO-SHUTDOWN-1), within the

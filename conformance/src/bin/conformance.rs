@@ -12,6 +12,7 @@ use kafka_iggy_conformance::report::{self, ReportPaths};
 use kafka_iggy_conformance::results::Status;
 use kafka_iggy_conformance::runner::Filter;
 use kafka_iggy_conformance::suite::{self, Target};
+use kafka_iggy_conformance::traceability;
 use std::path::PathBuf;
 
 #[derive(Parser)]
@@ -32,6 +33,9 @@ struct Cli {
 enum Command {
     /// Run the suite (the default).
     Run(RunArgs),
+    /// Write docs/conformance.md (rule → cases → status on the embedded model and on real Iggy)
+    /// from the spec, the case list and the committed JSON results under docs/conformance/.
+    Matrix,
 }
 
 #[derive(Args, Clone)]
@@ -87,6 +91,7 @@ async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let args = match cli.command {
         Some(Command::Run(args)) => args,
+        Some(Command::Matrix) => return write_matrix(),
         None => cli.run,
     };
     let filter = Filter {
@@ -139,5 +144,15 @@ async fn main() -> anyhow::Result<()> {
     if results.count(Status::Failed) > 0 {
         std::process::exit(1);
     }
+    Ok(())
+}
+
+/// Renders the conformance matrix from this checkout and writes it.
+fn write_matrix() -> anyhow::Result<()> {
+    let root = traceability::repo::repo_root();
+    let rendered = traceability::repo::render_matrix(&root)?;
+    let path = root.join(traceability::repo::MATRIX_PATH);
+    std::fs::write(&path, rendered)?;
+    println!("conformance: wrote {}", path.display());
     Ok(())
 }

@@ -22,6 +22,18 @@ use rdkafka::ClientConfig;
 /// A record timestamp in ms, arbitrary but fixed.
 const TIMESTAMP_MS: i64 = 1_700_000_000_000;
 
+/// Every case with the rules it checks, for the spec trace and the matrix.
+pub const CASES: &[super::ListedCase] = &[
+    super::ListedCase {
+        name: "offset_base_1_an_unconfirmed_send_is_answered_minus_one",
+        rules: &["OFFSET-BASE-1"],
+    },
+    super::ListedCase {
+        name: "co_limit_1_an_offset_store_over_the_key_limit_is_unknown_server_error",
+        rules: &["CO-LIMIT-1"],
+    },
+];
+
 /// Against a gateway whose Iggy confirms no send: two Produce requests (wire, then librdkafka)
 /// each succeed with base offset -1, whose records are all stored and read back at offsets
 /// 0, 1, 2 in order.

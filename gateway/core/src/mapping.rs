@@ -132,6 +132,9 @@ pub fn origin_timestamp_us(timestamp_ms: i64) -> Result<u64, MapError> {
 }
 
 /// The stored form of `record`, checking the envelope triggers in a fixed order.
+///
+/// LIMIT-HEADER-FIELD-1: a record that would need a user header Iggy refuses (an empty or
+/// over-255-byte name or value) is enveloped here, so no such header reaches Iggy.
 pub fn classify(record: &KafkaRecord) -> StoredForm {
     use EnvelopeTrigger::*;
     let envelope = |trigger| StoredForm::Envelope(trigger);

@@ -752,6 +752,7 @@ impl ConsumerOffsets for EmbeddedBackend {
         if p.next_offset == 0 || offset > p.next_offset - 1 {
             return Err(IggyError::InvalidOffset(offset).into());
         }
+        // LIMIT-OFFSET-KEYS-1: the server's per-partition key limit, which the gateway only reports.
         if !p.group_offsets.contains_key(group) && p.group_offsets.len() >= max_keys {
             return Err(BackendError::TooManyConsumerOffsets);
         }

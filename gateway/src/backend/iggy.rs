@@ -328,7 +328,8 @@ impl ChunkedRead {
     }
 }
 
-/// Which pool client carries a partition's appends.
+/// Which pool client carries a partition's appends: always the same one, so a partition's
+/// sends land in the order they were issued (DELIVERY-ORDER-1).
 fn append_slot(stream: &str, topic: &str, partition: u32, pool: usize) -> usize {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     (stream, topic, partition).hash(&mut h);

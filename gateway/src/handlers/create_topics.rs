@@ -127,6 +127,7 @@ async fn create_one<B: Backend>(
         ));
     }
     let expiry = message_expiry(topic).map_err(|m| (ResponseError::InvalidConfig.code(), m))?;
+    // TOPIC-VALIDATE-ONLY-1: every check above has run; answer as creating would, create nothing.
     if validate_only {
         let target = gateway.config.topics.resolve(name);
         return match session.backend.get_topic(&target.stream, &target.topic).await {

@@ -1,4 +1,6 @@
-//! DeleteTopics: deletes the Iggy topic each named Kafka topic maps to.
+//! DeleteTopics: deletes the Iggy topic each named Kafka topic maps to, keeping its stream
+//! (DELETETOPICS-1). The gateway assigns no topic ids, so a topic named only by id is
+//! UNKNOWN_TOPIC_ID.
 
 use crate::auth::sessions::Session;
 use crate::backend::Backend;

@@ -33,7 +33,8 @@ fn refused(code: ResponseError, message: impl Into<String>) -> (i16, String) {
     (code.code(), message.into())
 }
 
-/// Decodes and maps one partition's records blob. Nothing is written here.
+/// Decodes and maps one partition's records blob. Nothing is written here. A refusal is this
+/// partition's error code alone (ERR-MAP-2): the other partitions and the connection go on.
 fn map_records(records: Option<&Bytes>, budget: &mut DecompressionBudget) -> Mapped {
     let records = records.ok_or_else(|| refused(ResponseError::CorruptMessage, "no records"))?;
     let batches = parse_batches(records).map_err(|e| (error_map::decode_error(&e), e.to_string()))?;
@@ -165,6 +166,8 @@ pub async fn handle<B: Backend>(
                 let index = data.index;
                 let target = match &resolved {
                     Err(refusal) => Err(refusal.clone()),
+                    // MAP-PARTITION-1: the request's index is the Iggy partition, unchanged; one
+                    // outside the topic is refused for this partition alone.
                     Ok((_, info)) if index < 0 || index as u32 >= info.partitions => Err(refused(
                         ResponseError::UnknownTopicOrPartition,
                         format!("partition {index} of {kafka_topic}"),

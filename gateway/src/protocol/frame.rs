@@ -60,6 +60,7 @@ where
         if size <= 0 {
             return Err(FrameError::NotPositive(size));
         }
+        // LIMIT-FRAME-1: refused on the prefix alone, before any of the body is read or allocated.
         if size as usize > max_frame_size {
             return Err(FrameError::TooLarge {
                 size: i64::from(size),
