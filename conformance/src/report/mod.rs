@@ -61,7 +61,7 @@ pub(crate) mod sample {
             area: area.into(),
             rules: vec!["MAP-KEY-1".into(), "MAP-VALUE-2".into()],
             deviations: if status == Status::Passed {
-                vec!["MAP-HEADER-ORDER-1".into()]
+                vec!["MAP-HEADER-1".into()]
             } else {
                 vec![]
             },

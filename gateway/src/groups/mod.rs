@@ -318,7 +318,8 @@ impl GroupCoordinator {
         self.lock().get(group_id).map(Group::describe)
     }
 
-    /// (group id, protocol type, state) of every group.
+    /// (group id, protocol type, state) of every group this gateway holds: those it coordinates
+    /// (LISTGROUPS-COORDINATED-1), never groups known by stored offsets alone.
     pub fn list(&self) -> Vec<(String, String, GroupState)> {
         self.lock()
             .values()
