@@ -10,6 +10,7 @@ pub mod auth_cases;
 pub mod gateway_cases;
 pub mod group_cases;
 pub mod hostile_cases;
+pub mod legacy_cases;
 pub mod rdkafka_cases;
 pub mod wire_cases;
 
@@ -87,5 +88,6 @@ pub fn all() -> Vec<Case> {
     cases.extend(rdkafka_cases::cases());
     cases.extend(group_cases::cases());
     cases.extend(hostile_cases::cases());
+    cases.extend(legacy_cases::cases());
     cases
 }
