@@ -54,24 +54,24 @@ const RESOURCE_TOPIC: i8 = 2;
 pub fn cases() -> Vec<Case> {
     vec![
         case!(
-            offset_commit_v0_and_v1_share_one_store_with_every_offset_fetch_version,
+            legacy_offset_commit_v0_and_v1_share_one_store_with_every_offset_fetch_version,
             ["CO-LEGACY-COMMIT-1", "CO-LEGACY-COMMIT-2", "PROTO-LEGACY-1"]
         ),
         case!(
-            offset_commit_v1_checks_the_member_and_generation,
+            legacy_offset_commit_v1_checks_the_member_and_generation,
             ["CO-LEGACY-COMMIT-1", "PROTO-LEGACY-1"]
         ),
         case!(
-            list_offsets_v0_answers_old_style_offsets,
+            legacy_list_offsets_v0_answers_old_style_offsets,
             ["LISTOFFSETS-V0-1", "PROTO-LEGACY-1"]
         ),
         case!(
-            create_topics_v0_creates_and_v1_validates,
+            legacy_create_topics_v0_creates_and_v1_validates,
             ["TOPIC-CREATE-LEGACY-1", "PROTO-LEGACY-1"]
         ),
-        case!(delete_topics_v0_deletes_a_topic, ["PROTO-LEGACY-1"]),
+        case!(legacy_delete_topics_v0_deletes_a_topic, ["PROTO-LEGACY-1"]),
         case!(
-            describe_configs_v0_says_which_values_are_defaults,
+            legacy_describe_configs_v0_says_which_values_are_defaults,
             ["DESCRIBECONFIGS-V0-1", "PROTO-LEGACY-1"]
         ),
     ]
@@ -209,7 +209,7 @@ async fn fetch_modern(client: &mut Client, group: &str, t: &str, partition: i32)
     Ok(offset)
 }
 
-pub async fn offset_commit_v0_and_v1_share_one_store_with_every_offset_fetch_version(
+pub async fn legacy_offset_commit_v0_and_v1_share_one_store_with_every_offset_fetch_version(
     endpoint: Endpoint,
 ) -> anyhow::Result<Outcome> {
     let t = endpoint.unique_topic("legacy-commit");
@@ -253,7 +253,7 @@ pub async fn offset_commit_v0_and_v1_share_one_store_with_every_offset_fetch_ver
     Ok(Outcome::Passed)
 }
 
-pub async fn offset_commit_v1_checks_the_member_and_generation(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+pub async fn legacy_offset_commit_v1_checks_the_member_and_generation(endpoint: Endpoint) -> anyhow::Result<Outcome> {
     let t = endpoint.unique_topic("legacy-member");
     let group = endpoint.unique_topic("legacy-member-g");
     create_topic(&endpoint, &t, 1).await?;
@@ -342,7 +342,7 @@ async fn list_v0(
     Ok((partitions[0].error_code, partitions[0].old_style_offsets.clone()))
 }
 
-pub async fn list_offsets_v0_answers_old_style_offsets(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+pub async fn legacy_list_offsets_v0_answers_old_style_offsets(endpoint: Endpoint) -> anyhow::Result<Outcome> {
     let t = endpoint.unique_topic("legacy-list-offsets");
     create_topic(&endpoint, &t, 1).await?;
     produce_at(&endpoint, &t, 0, 0, 3).await?;
@@ -453,7 +453,7 @@ async fn delete_old(client: &mut Client, name: &str) -> anyhow::Result<i16> {
     Ok(result.error_code)
 }
 
-pub async fn create_topics_v0_creates_and_v1_validates(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+pub async fn legacy_create_topics_v0_creates_and_v1_validates(endpoint: Endpoint) -> anyhow::Result<Outcome> {
     let mut client = connect(&endpoint).await?;
     let created = endpoint.unique_topic("legacy-create-v0");
     let (code, _) = create_old(&mut client, 0, &created, false).await?;
@@ -486,7 +486,7 @@ pub async fn create_topics_v0_creates_and_v1_validates(endpoint: Endpoint) -> an
     Ok(Outcome::Passed)
 }
 
-pub async fn delete_topics_v0_deletes_a_topic(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+pub async fn legacy_delete_topics_v0_deletes_a_topic(endpoint: Endpoint) -> anyhow::Result<Outcome> {
     let t = endpoint.unique_topic("legacy-delete");
     create_topic(&endpoint, &t, 1).await?;
     let mut client = connect(&endpoint).await?;
@@ -500,7 +500,7 @@ pub async fn delete_topics_v0_deletes_a_topic(endpoint: Endpoint) -> anyhow::Res
     Ok(Outcome::Passed)
 }
 
-pub async fn describe_configs_v0_says_which_values_are_defaults(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+pub async fn legacy_describe_configs_v0_says_which_values_are_defaults(endpoint: Endpoint) -> anyhow::Result<Outcome> {
     let t = endpoint.unique_topic("legacy-describe");
     create_topic(&endpoint, &t, 1).await?;
     let mut client = connect(&endpoint).await?;
