@@ -3,9 +3,9 @@
 use kafka_protocol::messages::ApiKey;
 
 /// One advertised API: its key and version range. `min_served` is the first version the gateway
-/// really decodes (through kafka-protocol, or below its range through `protocol::legacy`); versions from `min_advertised` below it are advertised only because clients
-/// gate features on them (Produce v0-2: librdkafka, KAFKA-18659) and are refused when sent
-/// (PROTO-VERSION-2).
+/// really decodes (through kafka-protocol, or below its range through `protocol::legacy`);
+/// versions from `min_advertised` below it are advertised only because clients gate features on
+/// them (Produce v0-2: librdkafka, KAFKA-18659) and are refused when sent (PROTO-VERSION-2).
 #[derive(Debug, Clone, Copy)]
 pub struct Advertised {
     pub key: ApiKey,
