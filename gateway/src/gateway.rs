@@ -16,6 +16,7 @@ use crate::offset_store::OffsetMembers;
 use crate::producer_id::ProducerIdAllocator;
 use crate::protocol::api::serves;
 use crate::protocol::entries::Entries;
+use crate::protocol::legacy;
 use crate::protocol::request::{decode_body, encode_response, parse_request, peek_header, Request, RequestError};
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
@@ -135,7 +136,7 @@ impl<B: Backend> Gateway<B> {
     }
 
     /// Decodes a request body and holds it to the entry limit (LIMIT-ENTRIES-1).
-    fn decode<T: Decodable + Entries>(&self, request: &Request) -> Result<T, RequestError> {
+    pub(crate) fn decode<T: Decodable + Entries>(&self, request: &Request) -> Result<T, RequestError> {
         let body: T = decode_body(request)?;
         let entries = body.entries();
         let limit = self.config.limits.max_request_entries;
@@ -229,6 +230,8 @@ impl<B: Backend> Gateway<B> {
                 })
         };
         match key {
+            // PROTO-LEGACY-1: versions kafka-protocol no longer decodes.
+            _ if legacy::decodes(key, version) => reply(&*handlers::legacy::handle(self, session(), &request).await?),
             ApiKey::ApiVersions => reply(&handlers::api_versions::handle(self.decode(&request)?)),
             ApiKey::Metadata => {
                 reply(&handlers::metadata::handle(self, session(), self.decode(&request)?, version).await)
@@ -304,7 +307,7 @@ impl<B: Backend> Gateway<B> {
 }
 
 /// Lets the dispatch table hand differently typed responses to one encoder.
-trait ErasedEncodable {
+pub(crate) trait ErasedEncodable {
     fn encode_frame(&self, correlation_id: i32, header_version: i16, version: i16) -> anyhow::Result<Bytes>;
 }
 

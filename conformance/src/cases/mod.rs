@@ -14,6 +14,7 @@ pub mod gateway_cases;
 pub mod group_admin_cases;
 pub mod group_cases;
 pub mod hostile_cases;
+pub mod legacy_cases;
 pub mod migration_cases;
 pub mod model_only_cases;
 pub mod rdkafka_cases;
@@ -183,5 +184,6 @@ pub fn all() -> Vec<Case> {
     cases.extend(hostile_cases::cases());
     cases.extend(migration_cases::cases());
     cases.extend(group_admin_cases::cases());
+    cases.extend(legacy_cases::cases());
     cases
 }

@@ -17,6 +17,7 @@ use crate::profile::Profile;
 use crate::wire::{encode_request_header, WireClient};
 use anyhow::{bail, ensure, Context};
 use bytes::{BufMut, Bytes, BytesMut};
+use kafka_iggy_gateway::protocol::legacy;
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::create_topics_request::{
     CreatableReplicaAssignment, CreatableTopic, CreatableTopicConfig,
@@ -910,13 +911,13 @@ pub async fn api_versions_lists_the_advertised_ranges(endpoint: Endpoint) -> any
 const SPEC_TABLE: &[(ApiKey, i16, i16)] = &[
     (ApiKey::Produce, 0, 11),
     (ApiKey::Fetch, 4, 12),
-    (ApiKey::ListOffsets, 1, 8),
+    (ApiKey::ListOffsets, 0, 8),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::ApiVersions, 0, 3),
-    (ApiKey::CreateTopics, 2, 7),
-    (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::CreateTopics, 0, 7),
+    (ApiKey::DeleteTopics, 0, 6),
     (ApiKey::InitProducerId, 0, 4),
-    (ApiKey::DescribeConfigs, 1, 4),
+    (ApiKey::DescribeConfigs, 0, 4),
     // AUTH-SASL-HANDSHAKE-1: advertised whether SASL is on or not, as Kafka brokers do.
     (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
@@ -1047,6 +1048,12 @@ pub async fn api_versions_future_version_gets_v0_unsupported_version(endpoint: E
 /// Sends a harmless request for `key` at `version` and decodes its answer (header and body, no
 /// bytes left over). `false` when the suite has no request to send for `key`.
 async fn harmless_request(client: &mut Client, key: ApiKey, version: i16) -> anyhow::Result<bool> {
+    if legacy::decodes(key, version) {
+        // PROTO-LEGACY-1: versions below kafka-protocol's range go through the legacy codec.
+        return super::legacy_cases::harmless_legacy_request(client, key, version)
+            .await
+            .map(|()| true);
+    }
     match key {
         ApiKey::Produce => {
             let request = ProduceRequest::default().with_acks(1).with_timeout_ms(1000);
@@ -1102,10 +1109,12 @@ pub async fn every_served_api_answers_at_its_lowest_and_highest_version(endpoint
         let Ok(key) = ApiKey::try_from(entry.api_key) else {
             continue;
         };
-        // Produce v0-2 are advertised but not served (PROTO-VERSION-2); kafka-protocol's own
-        // range starts at Produce v3 as well.
+        // Produce v0-2 are advertised but not served (PROTO-VERSION-2); neither kafka-protocol
+        // nor the gateway's legacy codec encodes them. Below kafka-protocol's range, the legacy
+        // codec encodes the old versions the gateway serves (PROTO-LEGACY-1).
         let valid = key.valid_versions();
-        let (lo, hi) = (entry.min_version.max(valid.min), entry.max_version.min(valid.max));
+        let lowest = legacy::lowest_decodable(key);
+        let (lo, hi) = (entry.min_version.max(lowest), entry.max_version.min(valid.max));
         if lo > hi {
             continue;
         }

@@ -12,6 +12,7 @@ pub mod heartbeat;
 pub mod init_producer_id;
 pub mod join_group;
 pub mod leave_group;
+pub mod legacy;
 pub mod list_groups;
 pub mod list_offsets;
 pub mod metadata;

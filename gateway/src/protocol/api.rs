@@ -3,9 +3,9 @@
 use kafka_protocol::messages::ApiKey;
 
 /// One advertised API: its key and version range. `min_served` is the first version the gateway
-/// really decodes; versions from `min_advertised` below it are advertised only because clients
-/// gate features on them (Produce v0-2: librdkafka, KAFKA-18659) and are refused when sent
-/// (PROTO-VERSION-2).
+/// really decodes (through kafka-protocol, or below its range through `protocol::legacy`);
+/// versions from `min_advertised` below it are advertised only because clients gate features on
+/// them (Produce v0-2: librdkafka, KAFKA-18659) and are refused when sent (PROTO-VERSION-2).
 #[derive(Debug, Clone, Copy)]
 pub struct Advertised {
     pub key: ApiKey,
@@ -27,20 +27,20 @@ const fn api(key: ApiKey, min_advertised: i16, min_served: i16, max: i16) -> Adv
 pub const ADVERTISED: &[Advertised] = &[
     api(ApiKey::Produce, 0, 3, 11),
     api(ApiKey::Fetch, 4, 4, 12),
-    api(ApiKey::ListOffsets, 1, 1, 8),
+    api(ApiKey::ListOffsets, 0, 0, 8),
     api(ApiKey::Metadata, 0, 0, 12),
     api(ApiKey::ApiVersions, 0, 0, 3),
-    api(ApiKey::CreateTopics, 2, 2, 7),
-    api(ApiKey::DeleteTopics, 1, 1, 6),
+    api(ApiKey::CreateTopics, 0, 0, 7),
+    api(ApiKey::DeleteTopics, 0, 0, 6),
     api(ApiKey::InitProducerId, 0, 0, 4),
-    api(ApiKey::DescribeConfigs, 1, 1, 4),
+    api(ApiKey::DescribeConfigs, 0, 0, 4),
     api(ApiKey::FindCoordinator, 0, 0, 4),
     api(ApiKey::JoinGroup, 0, 0, 9),
     api(ApiKey::SyncGroup, 0, 0, 5),
     api(ApiKey::Heartbeat, 0, 0, 4),
     api(ApiKey::LeaveGroup, 0, 0, 5),
-    api(ApiKey::OffsetCommit, 2, 2, 8),
-    api(ApiKey::OffsetFetch, 1, 1, 7),
+    api(ApiKey::OffsetCommit, 0, 0, 8),
+    api(ApiKey::OffsetFetch, 0, 0, 7),
     api(ApiKey::DescribeGroups, 0, 0, 5),
     api(ApiKey::ListGroups, 0, 0, 4),
     api(ApiKey::DeleteGroups, 0, 0, 2),
@@ -95,9 +95,40 @@ mod tests {
 
     #[test]
     fn proto_version_1_every_served_range_is_decodable_by_kafka_protocol() {
+        // PROTO-LEGACY-1: below kafka-protocol's range, the gateway's own legacy codec decodes.
         for a in ADVERTISED {
             let valid = a.key.valid_versions();
-            assert!(a.min_served >= valid.min && a.max <= valid.max, "{:?}", a.key);
+            assert!(a.max <= valid.max, "{:?}", a.key);
+            for version in a.min_served..valid.min {
+                assert!(
+                    crate::protocol::legacy::decodes(a.key, version),
+                    "{:?} v{version}",
+                    a.key
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn proto_legacy_1_the_versions_kafka_3_9_served_are_served() {
+        for (key, lowest) in [
+            (ApiKey::OffsetCommit, 0),
+            (ApiKey::OffsetFetch, 0),
+            (ApiKey::ListOffsets, 0),
+            (ApiKey::Metadata, 0),
+            (ApiKey::CreateTopics, 0),
+            (ApiKey::DeleteTopics, 0),
+            (ApiKey::DescribeConfigs, 0),
+            (ApiKey::FindCoordinator, 0),
+            (ApiKey::JoinGroup, 0),
+            (ApiKey::SyncGroup, 0),
+            (ApiKey::Heartbeat, 0),
+            (ApiKey::LeaveGroup, 0),
+            (ApiKey::DescribeGroups, 0),
+            (ApiKey::ListGroups, 0),
+        ] {
+            let a = advertised(key).expect("advertised");
+            assert_eq!((a.min_advertised, a.min_served), (lowest, lowest), "{key:?}");
         }
     }
 

@@ -3,4 +3,5 @@
 pub mod api;
 pub mod entries;
 pub mod frame;
+pub mod legacy;
 pub mod request;
