@@ -60,4 +60,14 @@ impl RunResults {
     pub fn count(&self, status: Status) -> usize {
         self.cases.iter().filter(|c| c.status == status).count()
     }
+
+    /// `<what>: N passed, N failed, N skipped`, the closing line of every run.
+    pub fn totals_line(&self, what: &str) -> String {
+        format!(
+            "{what}: {} passed, {} failed, {} skipped",
+            self.count(Status::Passed),
+            self.count(Status::Failed),
+            self.count(Status::Skipped)
+        )
+    }
 }

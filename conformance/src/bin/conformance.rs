@@ -13,7 +13,6 @@ use kafka_iggy_conformance::results::Status;
 use kafka_iggy_conformance::runner::Filter;
 use kafka_iggy_conformance::suite::{self, Target};
 use kafka_iggy_conformance::traceability;
-use std::path::PathBuf;
 
 #[derive(Parser)]
 #[command(
@@ -32,7 +31,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the suite (the default).
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Write docs/conformance.md (rule → cases → status on the embedded model and on real Iggy)
     /// from the spec, the case list and the committed JSON results under docs/conformance/.
     Matrix,
@@ -69,15 +68,8 @@ struct RunArgs {
     /// List the cases (area, name, rules) instead of running them.
     #[arg(long)]
     list: bool,
-    /// Write a JUnit XML report here.
-    #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
-    /// Write a JSON report here.
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Write a Markdown matrix (case, rules, status, duration, reason) here.
-    #[arg(long, value_name = "FILE")]
-    markdown: Option<PathBuf>,
+    #[command(flatten)]
+    reports: ReportPaths,
     /// The outside endpoint's max frame size, when known; cases that need it skip otherwise.
     #[arg(long, value_name = "BYTES", requires = "bootstrap")]
     max_frame_size: Option<usize>,
@@ -90,7 +82,7 @@ struct RunArgs {
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let args = match cli.command {
-        Some(Command::Run(args)) => args,
+        Some(Command::Run(args)) => *args,
         Some(Command::Matrix) => return write_matrix(),
         None => cli.run,
     };
@@ -129,18 +121,8 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     let results = suite::run(&target, args.profile, &filter).await?;
-    println!(
-        "conformance: {} passed, {} failed, {} skipped",
-        results.count(Status::Passed),
-        results.count(Status::Failed),
-        results.count(Status::Skipped)
-    );
-    let paths = ReportPaths {
-        junit: args.junit,
-        json: args.json,
-        markdown: args.markdown,
-    };
-    report::write(&results, &paths)?;
+    println!("{}", results.totals_line("conformance"));
+    report::write(&results, &args.reports)?;
     if results.count(Status::Failed) > 0 {
         std::process::exit(1);
     }

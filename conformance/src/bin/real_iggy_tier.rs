@@ -16,7 +16,6 @@ use kafka_iggy_conformance::{cases::Outcome, differential, endpoint::LocalGatewa
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use kafka_iggy_gateway::backend::iggy::IggyBackend;
 use kafka_iggy_gateway::clock::SystemClock;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 #[derive(Parser)]
@@ -27,15 +26,8 @@ use std::sync::Arc;
 struct Cli {
     /// Run only the cases whose name contains TEXT.
     filter: Option<String>,
-    /// Write a JUnit XML report here.
-    #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
-    /// Write a JSON report here (docs/conformance/real-iggy.json feeds docs/conformance.md).
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Write a Markdown matrix here.
-    #[arg(long, value_name = "FILE")]
-    markdown: Option<PathBuf>,
+    #[command(flatten)]
+    reports: ReportPaths,
 }
 
 /// The area the tier's own checks report under.
@@ -167,18 +159,8 @@ async fn main() -> anyhow::Result<()> {
     }
 
     results.cases.extend(tier.results);
-    println!(
-        "real-Iggy tier: {} passed, {} failed, {} skipped",
-        results.count(Status::Passed),
-        results.count(Status::Failed),
-        results.count(Status::Skipped)
-    );
-    let paths = ReportPaths {
-        junit: cli.junit,
-        json: cli.json,
-        markdown: cli.markdown,
-    };
-    report::write(&results, &paths)?;
+    println!("{}", results.totals_line("real-Iggy tier"));
+    report::write(&results, &cli.reports)?;
     // Against a real server every case can run: a skip here is a gap, and fails the tier.
     let failed = results.count(Status::Failed) > 0
         || results

@@ -10,11 +10,18 @@ use crate::results::RunResults;
 use anyhow::Context;
 use std::path::{Path, PathBuf};
 
-/// Where to write each report; `None` writes none of that kind.
-#[derive(Debug, Clone, Default)]
+/// Where to write each report; `None` writes none of that kind. Both command lines take these
+/// options.
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct ReportPaths {
+    /// Write a JUnit XML report here.
+    #[arg(long, value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Write a JSON report here.
+    #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Write a Markdown matrix (case, rules, status, duration, reason) here.
+    #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
 }
 
