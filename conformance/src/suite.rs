@@ -3,14 +3,16 @@
 //! (`gateway_cases`) and the authorization cases (`auth_cases`). What a target cannot run is
 //! reported as skipped, with the reason, never left out.
 
+use crate::cases::gateway_cases::BackendSource;
 use crate::cases::{self, auth_cases, gateway_cases, ListedCase};
 use crate::endpoint::{shared_backend, Endpoint, LocalGateway, LocalOptions};
-use crate::native::IggySdkNative;
+use crate::native::{IggySdkNative, NativeBackend};
 use crate::profile::Profile;
 use crate::provision::Provisioner;
 use crate::real_iggy::IggyServer;
 use crate::results::RunResults;
 use crate::runner::{self, CaseInfo, Filter, Report};
+use kafka_iggy_gateway::backend::Backend;
 use std::sync::Arc;
 
 /// What the suite runs against.
@@ -91,72 +93,81 @@ pub async fn run(target: &Target<'_>, profile: Profile, filter: &Filter) -> anyh
         }
         Target::Embedded => {
             let backend = shared_backend();
-            let options = LocalOptions {
-                native: Some(backend.clone()),
-                ..LocalOptions::default()
+            let in_process = InProcess {
+                native: backend.clone(),
+                source: backend.clone(),
+                provisioner: Provisioner::Embedded(backend.clone()),
+                backend,
+                description: "the embedded backend".into(),
             };
-            let gateway = LocalGateway::serve(backend.clone(), options).await?;
-            println!(
-                "conformance: started a gateway on the embedded backend on {}",
-                gateway.endpoint.bootstrap
-            );
-            let endpoint = Endpoint {
-                profile,
-                ..gateway.endpoint.clone()
-            };
-            let mut report = runner::run(&endpoint, &cases::all(), filter).await;
-            gateway.stop().await;
-            if profile.is_kafka() {
-                skip_own_gateway_cases(&mut report, filter, GATEWAY_ONLY);
-            } else {
-                report.extend(gateway_cases::run(&backend, filter).await);
-                let world = auth_cases::AuthWorld {
-                    backend: backend.clone(),
-                    provisioner: Provisioner::Embedded(backend),
-                };
-                report.extend(auth_cases::run(&world, filter).await);
-            }
-            (report, endpoint.bootstrap)
+            in_process.run(profile, filter).await?
         }
         Target::Iggy(server) => {
-            let backend = Arc::new(server.gateway_backend().await?);
             // The migration cases write and read beside the gateway through an SDK client of
             // their own, as a native Iggy application would.
             let native = IggySdkNative::connect(&server.address, &server.username, &server.password).await?;
-            let options = LocalOptions {
-                native: Some(Arc::new(native)),
-                ..LocalOptions::default()
+            let in_process = InProcess {
+                backend: Arc::new(server.gateway_backend().await?),
+                native: Arc::new(native),
+                // Every gateway the gateway cases start gets its own connections to the server.
+                source: *server,
+                provisioner: Provisioner::Iggy {
+                    address: server.address.clone(),
+                    username: server.username.clone(),
+                    password: server.password.clone(),
+                },
+                description: server.how.clone(),
             };
-            let gateway = LocalGateway::serve(backend.clone(), options).await?;
-            println!(
-                "conformance: started a gateway on {} on {}",
-                server.how, gateway.endpoint.bootstrap
-            );
-            let endpoint = Endpoint {
-                profile,
-                ..gateway.endpoint.clone()
-            };
-            let mut report = runner::run(&endpoint, &cases::all(), filter).await;
-            gateway.stop().await;
-            if profile.is_kafka() {
-                skip_own_gateway_cases(&mut report, filter, GATEWAY_ONLY);
-            } else {
-                // Every gateway these cases start gets its own connections to the server.
-                report.extend(gateway_cases::run(*server, filter).await);
-                let world = auth_cases::AuthWorld {
-                    backend,
-                    provisioner: Provisioner::Iggy {
-                        address: server.address.clone(),
-                        username: server.username.clone(),
-                        password: server.password.clone(),
-                    },
-                };
-                report.extend(auth_cases::run(&world, filter).await);
-            }
-            (report, endpoint.bootstrap)
+            in_process.run(profile, filter).await?
         }
     };
     Ok(report.into_results(target.name(), &endpoint, profile.as_str()))
+}
+
+/// A gateway the suite runs itself, and what its cases need of the backend beneath it.
+struct InProcess<B: Backend, S: BackendSource> {
+    backend: Arc<B>,
+    /// What the migration cases write through, as a native Iggy client.
+    native: Arc<dyn NativeBackend>,
+    /// Where the gateway cases get the backends of the gateways they start.
+    source: S,
+    /// Where the authorization cases make users.
+    provisioner: Provisioner,
+    /// What the gateway runs on, for the output.
+    description: String,
+}
+
+impl<B: Backend, S: BackendSource> InProcess<B, S> {
+    /// Every case: the endpoint cases against one gateway, then (under this spec's profile) the
+    /// cases that start gateways of their own.
+    async fn run(self, profile: Profile, filter: &Filter) -> anyhow::Result<(Report, String)> {
+        let options = LocalOptions {
+            native: Some(self.native),
+            ..LocalOptions::default()
+        };
+        let gateway = LocalGateway::serve(self.backend.clone(), options).await?;
+        println!(
+            "conformance: started a gateway on {} on {}",
+            self.description, gateway.endpoint.bootstrap
+        );
+        let endpoint = Endpoint {
+            profile,
+            ..gateway.endpoint.clone()
+        };
+        let mut report = runner::run(&endpoint, &cases::all(), filter).await;
+        gateway.stop().await;
+        if profile.is_kafka() {
+            skip_own_gateway_cases(&mut report, filter, GATEWAY_ONLY);
+        } else {
+            report.extend(gateway_cases::run(&self.source, filter).await);
+            let world = auth_cases::AuthWorld {
+                backend: self.backend,
+                provisioner: self.provisioner,
+            };
+            report.extend(auth_cases::run(&world, filter).await);
+        }
+        Ok((report, endpoint.bootstrap))
+    }
 }
 
 fn skip_own_gateway_cases(report: &mut Report, filter: &Filter, why: &str) {

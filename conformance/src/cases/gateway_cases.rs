@@ -25,6 +25,14 @@ pub trait BackendSource: Send + Sync {
     fn backend_for_new_gateway(&self) -> impl Future<Output = anyhow::Result<Arc<Self::Backend>>> + Send;
 }
 
+/// A borrowed source serves as the source itself (the suite borrows the server it runs on).
+impl<T: BackendSource> BackendSource for &T {
+    type Backend = T::Backend;
+    fn backend_for_new_gateway(&self) -> impl Future<Output = anyhow::Result<Arc<Self::Backend>>> + Send {
+        (**self).backend_for_new_gateway()
+    }
+}
+
 /// The embedded model is in-process: every gateway shares the one model (a restarted gateway
 /// finds what the previous one stored, as it would in a real Iggy).
 impl BackendSource for Arc<EmbeddedBackend> {
