@@ -1,6 +1,7 @@
 //! The endpoint a case runs against, and an in-process embedded gateway to run against when no
 //! endpoint is given.
 
+use crate::profile::Profile;
 use kafka_iggy_gateway::auth::settings::SaslSettings;
 use kafka_iggy_gateway::backend::embedded::EmbeddedBackend;
 use kafka_iggy_gateway::backend::Backend;
@@ -10,7 +11,6 @@ use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::limits::LimitSettings;
 use kafka_iggy_gateway::server::{serve, Shutdown};
 use kafka_iggy_gateway::tls::TlsSettings;
-use crate::profile::Profile;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -76,6 +76,11 @@ pub struct LocalOptions {
     pub tls_ca: Option<PathBuf>,
     /// The `[sasl]` table (docs/spec/auth.md); unset serves without authentication.
     pub sasl: SaslSettings,
+    /// Create a topic on first Metadata or Produce naming it (off unless set; the compatibility
+    /// tier turns it on because librdkafka's tests expect a broker that auto-creates).
+    pub auto_create_topics: Option<bool>,
+    /// Partitions of an auto-created topic (1 unless set).
+    pub default_partitions: Option<u32>,
 }
 
 /// The group.min.session.timeout.ms the in-process gateway runs with.
@@ -111,6 +116,8 @@ impl<B: Backend> LocalGateway<B> {
             instance_id: Some(instance_id),
             max_frame_size: Some(TEST_MAX_FRAME_SIZE),
             peers: options.peers.clone(),
+            auto_create_topics: options.auto_create_topics,
+            default_partitions: options.default_partitions,
             ..Args::default()
         };
         let file = FileConfig {

@@ -7,9 +7,11 @@
 //! - [`profile`]: which behaviour a run expects, this spec or Kafka's own.
 //! - [`runner`]: runs a selection of cases and prints one line per case and a closing count.
 //! - [`results`]: what a run found, case by case, as the JSON report holds it.
+//! - [`compat`]: the compatibility tier, librdkafka's own tests against the gateway.
 
 pub mod bench;
 pub mod cases;
+pub mod compat;
 pub mod differential;
 pub mod endpoint;
 pub mod profile;
