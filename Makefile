@@ -47,11 +47,24 @@ test: lint
 	INSTA_UPDATE=no cargo test --workspace
 	echo "test: disk after the build: $$(df -h . | tail -n 1); target is $$(du -sh target | cut -f1)"
 	$(MAKE) --no-print-directory real-iggy-tier
+	$(MAKE) --no-print-directory compat-quick
 
 # Runs whenever a server is reachable (IGGY_ADDR, an iggy-server binary, or Docker); otherwise it
 # prints SKIPPED and why, and IGGY_REQUIRED=1 makes that a failure.
 real-iggy-tier:
 	cargo run -q -p kafka-iggy-conformance --bin real-iggy-tier
+
+# The compatibility tier (docs/compat.md): librdkafka's own broker tests, built from the
+# rdkafka-sys crate's sources into target/compat, against an in-process gateway. Exits non-zero
+# while a test fails; COMPAT_ARGS passes options (--tests 0001,0012, --backend auto, ...).
+.PHONY: compat compat-quick
+compat: setup
+	cargo run -q -p kafka-iggy-conformance --bin compat -- \
+	  --markdown target/compat/report.md --junit target/compat/junit.xml $(COMPAT_ARGS)
+
+# A fixed handful of those tests, for `make test`.
+compat-quick: setup
+	cargo run -q -p kafka-iggy-conformance --bin compat -- --quick --junit target/compat/quick-junit.xml
 
 bench: setup
 	cargo bench -p kig-core --bench core

@@ -47,6 +47,9 @@ pub fn outcome(log: &str, name: &str, timed_out: bool, elapsed: Duration) -> Out
         row
     } else if let Some(status) = marker(&log, name) {
         (status, elapsed, first_failure(&log, name).unwrap_or_default())
+    } else if let Some(line) = first_failure(&log, name) {
+        // A fatal assertion aborts the runner before its markers and summary.
+        (Status::Failed, elapsed, line)
     } else if timed_out {
         let detail = if log.contains(&format!("Running test {name} ")) {
             "still running at the time limit".to_string()
@@ -54,6 +57,12 @@ pub fn outcome(log: &str, name: &str, timed_out: bool, elapsed: Duration) -> Out
             "not reached before the time limit".to_string()
         };
         (Status::TimedOut, elapsed, detail)
+    } else if log.contains(&format!("Running test {name} ")) {
+        (
+            Status::Failed,
+            elapsed,
+            "the runner ended before the test finished".to_string(),
+        )
     } else {
         // The runner filters some entries silently (a scenario or flag it was not given).
         (
@@ -191,5 +200,25 @@ sub: f():1: boom
         );
         assert_eq!(outcome(log, "0045_d", true, d).status, Status::TimedOut);
         assert_eq!(outcome(log, "0045_d", false, d).status, Status::Skipped);
+        let c = outcome(log, "0045_c", false, d);
+        assert_eq!(
+            (c.status, c.detail.as_str()),
+            (Status::Failed, "the runner ended before the test finished")
+        );
+    }
+
+    #[test]
+    fn an_aborted_run_fails_the_test_with_its_failure_line() {
+        let log = "\
+================= Running test 0011_a =================
+### Test \"0011_a (sub:629)\" failed at 0011.c:718:sub() at now: ###
+Test assertion failed: \"n == 10\":
+test-runner: test.c:7488: test_fail0: Assertion `0' failed.
+";
+        let a = outcome(log, "0011_a", false, Duration::from_secs(3));
+        assert_eq!(
+            (a.status, a.detail.as_str()),
+            (Status::Failed, "Test assertion failed: \"n == 10\":")
+        );
     }
 }
