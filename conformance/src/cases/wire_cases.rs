@@ -865,6 +865,7 @@ const SPEC_TABLE: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 2, 7),
     (ApiKey::DeleteTopics, 1, 6),
+    (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::DescribeConfigs, 1, 4),
     // AUTH-SASL-HANDSHAKE-1: advertised whether SASL is on or not, as Kafka brokers do.
