@@ -4,8 +4,9 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
 # Debian packages the build needs: a C toolchain and zlib for librdkafka (built from source by
-# the rdkafka crate), perl and python3 for its configure script.
-SYSTEM_PACKAGES := build-essential pkg-config zlib1g-dev perl python3 libssl-dev
+# the rdkafka crate), perl and python3 for its configure script; rapidjson for the statistics
+# checks of librdkafka's own tests (make compat).
+SYSTEM_PACKAGES := build-essential pkg-config zlib1g-dev perl python3 libssl-dev rapidjson-dev
 GATEWAY_ADDR ?= 127.0.0.1:19092
 GATEWAY_INSTANCE_ID ?= 7
 GATEWAY_MAX_FRAME_SIZE ?= 8388608

@@ -64,11 +64,6 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "error,iggy=off".into()),
-        )
-        .init();
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .context("the conformance crate has no parent directory")?
@@ -77,6 +72,18 @@ async fn main() -> anyhow::Result<()> {
         .work_dir
         .clone()
         .unwrap_or_else(|| workspace.join("target").join("compat"));
+    // The gateway's log (every Iggy error behind a Kafka code, ERR-MAP-1) goes to a file next to
+    // the runner logs that a failing test's line points to.
+    std::fs::create_dir_all(&work)?;
+    let gateway_log = work.join("gateway.log");
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn,iggy=off".into()),
+        )
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(std::fs::File::create(&gateway_log)?))
+        .init();
+    println!("compat: the gateway logs to {}", gateway_log.display());
     let selection = Selection::parse(match (&cli.tests, cli.quick) {
         (_, true) => tier::QUICK,
         (Some(tests), false) => tests,

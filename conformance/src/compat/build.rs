@@ -1,13 +1,22 @@
 //! Building librdkafka and its test runner from the sources the `rdkafka-sys` crate ships, into
 //! a directory of its own under `target/`, and reusing that build on later runs.
 //!
-//! Only Debian packages the Makefile installs are used (OpenSSL, zlib); librdkafka's own
+//! Only Debian packages the Makefile installs are used (OpenSSL, zlib, rapidjson); librdkafka's own
 //! `--install-deps` downloads, so it is never used. Optional dependencies the machine may lack
 //! (GSSAPI, libcurl, zstd, an external lz4) are turned off so the build is the same everywhere.
 
 use anyhow::{bail, Context};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// Optional dependencies off: the build must not depend on what else the machine has.
+const CONFIGURE_FLAGS: &[&str] = &[
+    "--disable-gssapi",
+    "--disable-curl",
+    "--disable-zstd",
+    "--disable-lz4-ext",
+    "--disable-syslog",
+];
 
 /// Written last, so a build interrupted half way is redone rather than reused.
 const STAMP: &str = ".compat-built";
@@ -79,7 +88,11 @@ pub fn build(sources: &Path, work: &Path) -> anyhow::Result<Runner> {
         library_path: format!("{}:{}", dir.join("src").display(), dir.join("src-cpp").display()),
         version: version.clone(),
     };
-    if dir.join(STAMP).is_file() && runner.binary().is_file() {
+    // The stamp holds the recipe: a build from other sources or with other optional
+    // dependencies (rapidjson, which some tests use to check the statistics) is redone.
+    let recipe = recipe(sources, &version);
+    let stamp = std::fs::read_to_string(dir.join(STAMP)).unwrap_or_default();
+    if stamp == recipe && runner.binary().is_file() {
         println!("compat: reusing the librdkafka {version} build in {}", dir.display());
         return Ok(runner);
     }
@@ -100,15 +113,7 @@ pub fn build(sources: &Path, work: &Path) -> anyhow::Result<Runner> {
         &log,
     )?;
     run(
-        Command::new("./configure")
-            .args([
-                "--disable-gssapi",
-                "--disable-curl",
-                "--disable-zstd",
-                "--disable-lz4-ext",
-                "--disable-syslog",
-            ])
-            .current_dir(&dir),
+        Command::new("./configure").args(CONFIGURE_FLAGS).current_dir(&dir),
         "configure",
         &log,
     )?;
@@ -130,8 +135,19 @@ pub fn build(sources: &Path, work: &Path) -> anyhow::Result<Runner> {
         "make -C tests build",
         &log,
     )?;
-    std::fs::write(dir.join(STAMP), &version)?;
+    std::fs::write(dir.join(STAMP), &recipe)?;
     Ok(runner)
+}
+
+/// What a build is made from: the sources, their version, the configure flags, and whether the
+/// rapidjson headers (Debian's rapidjson-dev) were there for configure to find.
+fn recipe(sources: &Path, version: &str) -> String {
+    let rapidjson = Path::new("/usr/include/rapidjson/schema.h").is_file();
+    format!(
+        "librdkafka {version} from {}\nconfigure {}\nrapidjson {rapidjson}\n",
+        sources.display(),
+        CONFIGURE_FLAGS.join(" ")
+    )
 }
 
 /// Runs a build step with its output appended to `log`; a failure names the step and shows the
