@@ -214,6 +214,9 @@ async fn topic_add_partitions_1_a_topic_grows_to_the_requested_count() {
     assert_eq!((partition.error_code, partition.base_offset), (0, 0));
 }
 
+/// Topics and the partition counts asked for them.
+type Counts = &'static [(&'static str, i32)];
+
 /// What Kafka refuses is refused the same way, and a refused or validate-only request changes
 /// nothing.
 #[tokio::test]
@@ -221,7 +224,7 @@ async fn topic_add_partitions_1_refusals_and_validate_only_change_nothing() {
     let gateway = auto_creating_gateway();
     metadata(&gateway, &["fixed"], true).await;
     let invalid_partitions = ResponseError::InvalidPartitions.code();
-    let cases: &[(&[(&str, i32)], bool, &[i16])] = &[
+    let cases: &[(Counts, bool, &[i16])] = &[
         (&[("fixed", 3)], false, &[invalid_partitions]),
         (&[("fixed", 4)], false, &[invalid_partitions]),
         (&[("fixed", 4 + 1001)], false, &[invalid_partitions]),
