@@ -43,8 +43,8 @@ pub const LIST: &[NotApplicable] = &[
     },
     NotApplicable {
         test: "0081_admin",
-        reason: "exercises admin APIs the gateway does not advertise (CreatePartitions, AlterConfigs, \
-                 DeleteRecords, ACLs, ...)",
+        reason: "exercises admin APIs the gateway does not advertise (AlterConfigs, \
+                 IncrementalAlterConfigs, DeleteRecords, ACLs, ...)",
         source: "PROTO-VERSION-1",
     },
     NotApplicable {

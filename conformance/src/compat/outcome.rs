@@ -80,7 +80,8 @@ pub fn outcome(log: &str, name: &str, timed_out: bool, elapsed: Duration) -> Out
         name: name.to_string(),
         status,
         duration,
-        detail,
+        // One line: reasons the runner prints can carry line breaks.
+        detail: detail.split_whitespace().collect::<Vec<_>>().join(" "),
     }
 }
 

@@ -37,6 +37,13 @@ pub async fn run(inv: &Invocation<'_>) -> anyhow::Result<Finished> {
         inv.scenario.map(|s| format!("-{s}")).unwrap_or_default()
     ));
     std::fs::create_dir_all(&dir)?;
+    // Some tests open files of the source tree relative to the runner's own directory
+    // (`../src/statistics_schema.json`); a `src` beside the run directories answers them.
+    let src = inv.work.join("src");
+    if !src.exists() {
+        let target = inv.runner.tests_dir.parent().context("the runner has no source tree")?.join("src");
+        std::os::unix::fs::symlink(&target, &src).with_context(|| format!("linking {}", src.display()))?;
+    }
     // The runner reads test.conf from its working directory. Its tests randomise most topic
     // names themselves; the gateway is new for every tier run.
     std::fs::write(
