@@ -41,7 +41,12 @@ pub async fn run(inv: &Invocation<'_>) -> anyhow::Result<Finished> {
     // (`../src/statistics_schema.json`); a `src` beside the run directories answers them.
     let src = inv.work.join("src");
     if !src.exists() {
-        let target = inv.runner.tests_dir.parent().context("the runner has no source tree")?.join("src");
+        let target = inv
+            .runner
+            .tests_dir
+            .parent()
+            .context("the runner has no source tree")?
+            .join("src");
         std::os::unix::fs::symlink(&target, &src).with_context(|| format!("linking {}", src.display()))?;
     }
     // The runner reads test.conf from its working directory. Its tests randomise most topic
