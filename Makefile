@@ -4,9 +4,10 @@ SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
 
 # Debian packages the build needs: a C toolchain and zlib for librdkafka (built from source by
-# the rdkafka crate), perl and python3 for its configure script, libssl for its TLS, and xmllint
-# (libxml2-utils) for the JUnit schema check.
-SYSTEM_PACKAGES := build-essential pkg-config zlib1g-dev perl python3 libssl-dev libxml2-utils
+# the rdkafka crate), perl and python3 for its configure script, libssl for its TLS, xmllint
+# (libxml2-utils) for the JUnit schema check, and rapidjson for the statistics checks of
+# librdkafka's own tests (make compat).
+SYSTEM_PACKAGES := build-essential pkg-config zlib1g-dev perl python3 libssl-dev libxml2-utils rapidjson-dev
 GATEWAY_ADDR ?= 127.0.0.1:19092
 GATEWAY_INSTANCE_ID ?= 7
 GATEWAY_MAX_FRAME_SIZE ?= 8388608
@@ -51,6 +52,7 @@ test: lint
 	echo "test: disk after the build: $$(df -h . | tail -n 1); target is $$(du -sh target | cut -f1)"
 	$(MAKE) --no-print-directory junit-schema-check
 	$(MAKE) --no-print-directory real-iggy-tier
+	$(MAKE) --no-print-directory compat-quick
 
 # Runs whenever a server is reachable (IGGY_ADDR, an iggy-server binary, or Docker); otherwise it
 # prints SKIPPED and why, and IGGY_REQUIRED=1 makes that a failure.
@@ -88,6 +90,17 @@ conformance-matrix: setup
 	./target/debug/conformance --json docs/conformance/embedded.json || true
 	./target/debug/real-iggy-tier --json docs/conformance/real-iggy.json || true
 	./target/debug/conformance matrix
+# The compatibility tier (docs/compat.md): librdkafka's own broker tests, built from the
+# rdkafka-sys crate's sources into target/compat, against an in-process gateway. Exits non-zero
+# while a test fails; COMPAT_ARGS passes options (--tests 0001,0012, --backend auto, ...).
+.PHONY: compat compat-quick
+compat: setup
+	cargo run -q -p kafka-iggy-conformance --bin compat -- \
+	  --markdown target/compat/report.md --junit target/compat/junit.xml $(COMPAT_ARGS)
+
+# A fixed handful of those tests, for `make test`.
+compat-quick: setup
+	cargo run -q -p kafka-iggy-conformance --bin compat -- --quick --junit target/compat/quick-junit.xml
 
 bench: setup
 	cargo bench -p kig-core --bench core

@@ -111,6 +111,11 @@ pub struct LocalOptions {
     pub sasl: SaslSettings,
     /// A native client on the same backend, handed to cases as [`Endpoint::native`].
     pub native: Option<Arc<dyn NativeBackend>>,
+    /// Create a topic on first Metadata or Produce naming it (off unless set; the compatibility
+    /// tier turns it on because librdkafka's tests expect a broker that auto-creates).
+    pub auto_create_topics: Option<bool>,
+    /// Partitions of an auto-created topic (1 unless set).
+    pub default_partitions: Option<u32>,
 }
 
 /// The group.min.session.timeout.ms the in-process gateway runs with.
@@ -152,6 +157,8 @@ impl<B: Backend> LocalGateway<B> {
             instance_id: Some(instance_id),
             max_frame_size: Some(TEST_MAX_FRAME_SIZE),
             peers: options.peers.clone(),
+            auto_create_topics: options.auto_create_topics,
+            default_partitions: options.default_partitions,
             ..Args::default()
         };
         let file = FileConfig {

@@ -9,11 +9,13 @@
 //! - [`runner`]: runs a selection of cases and prints one line per case and a closing count.
 //! - [`suite`]: the whole suite over a target: an outside endpoint, or a gateway it runs itself.
 //! - [`results`]: what a run found, case by case, as the JSON report holds it.
+//! - [`compat`]: the compatibility tier, librdkafka's own tests against the gateway.
 //! - [`report`]: the run as JUnit XML, JSON and a Markdown matrix.
 //! - [`traceability`]: the spec's rules traced to cases, tests and code; the conformance matrix.
 
 pub mod bench;
 pub mod cases;
+pub mod compat;
 pub mod differential;
 pub mod endpoint;
 pub mod native;

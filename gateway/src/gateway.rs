@@ -249,6 +249,9 @@ impl<B: Backend> Gateway<B> {
             ApiKey::CreateTopics => {
                 reply(&handlers::create_topics::handle(self, session(), self.decode(&request)?, version).await)
             }
+            ApiKey::CreatePartitions => {
+                reply(&handlers::create_partitions::handle(self, session(), self.decode(&request)?).await)
+            }
             ApiKey::DeleteTopics => {
                 reply(&handlers::delete_topics::handle(self, session(), self.decode(&request)?, version).await)
             }

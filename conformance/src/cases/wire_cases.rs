@@ -202,6 +202,7 @@ pub fn cases() -> Vec<Case> {
             create_topics_rules,
             [
                 "TOPIC-NAME-1",
+                "METADATA-NAME-1",
                 "TOPIC-PARTITIONS-1",
                 "TOPIC-REPLICATION-1",
                 "TOPIC-CONFIG-1",
@@ -916,6 +917,7 @@ const SPEC_TABLE: &[(ApiKey, i16, i16)] = &[
     (ApiKey::ApiVersions, 0, 3),
     (ApiKey::CreateTopics, 0, 7),
     (ApiKey::DeleteTopics, 0, 6),
+    (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::DescribeConfigs, 0, 4),
     // AUTH-SASL-HANDSHAKE-1: advertised whether SASL is on or not, as Kafka brokers do.
@@ -2273,10 +2275,17 @@ pub async fn create_topics_rules(endpoint: Endpoint) -> anyhow::Result<Outcome> 
             result.error_code
         );
     }
-    for name in names.iter().filter(|n| !n.is_empty()) {
+    for ((_, _, refusal), name) in refused.iter().zip(&names).filter(|(_, n)| !n.is_empty()) {
+        // METADATA-NAME-1: a name Kafka refuses is reported invalid rather than unknown.
+        let absent = if *refusal == INVALID_TOPIC_EXCEPTION {
+            INVALID_TOPIC_EXCEPTION
+        } else {
+            UNKNOWN_TOPIC_OR_PARTITION
+        };
+        let code = metadata_code(&mut client, name).await?;
         ensure!(
-            metadata_code(&mut client, name).await? == UNKNOWN_TOPIC_OR_PARTITION,
-            "refused topic {name:?} exists after all"
+            code == absent,
+            "refused topic {name:?}: Metadata answers {code}, expected {absent}"
         );
     }
 

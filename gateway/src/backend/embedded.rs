@@ -547,6 +547,20 @@ impl Backend for EmbeddedBackend {
             .ok_or_else(|| IggyError::TopicIdNotFound(named(topic), named(stream)).into())
     }
 
+    async fn add_partitions(&self, stream: &str, topic: &str, count: u32) -> Result<(), BackendError> {
+        // TOPIC-ADD-PARTITIONS-1: Iggy takes 1..=1000 new partitions per call (TooManyPartitions
+        // otherwise), appended after the last one.
+        if count == 0 || count > MAX_PARTITIONS {
+            return Err(IggyError::TooManyPartitions.into());
+        }
+        let mut model = self.lock();
+        model.topic(stream, topic)?;
+        model.authorize(self.user, stream, Some(topic), permissions::manage_topic)?;
+        let t = model.topic(stream, topic)?;
+        t.partitions.extend((0..count).map(|_| Partition::default()));
+        Ok(())
+    }
+
     async fn append(
         &self,
         stream: &str,

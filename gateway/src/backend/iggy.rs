@@ -34,9 +34,9 @@ use super::{Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicI
 use crate::auth::credentials::{Credentials as GatewayCredentials, Principal, SecretKind};
 use iggy::prelude::{
     AutoLogin, Client, ClientWrapper, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Credentials, Identifier,
-    IggyClient, IggyDuration, IggyError, IggyExpiry, IggyMessage, IggyTimestamp, MessageClient, Partitioning,
-    PollingStrategy, StreamClient, SystemClient, TcpClient, TcpClientConfig, TcpClientReconnectionConfig, TopicClient,
-    TopicCreateOptions, TopicDetails, UserClient,
+    IggyClient, IggyDuration, IggyError, IggyExpiry, IggyMessage, IggyTimestamp, MessageClient, PartitionClient,
+    Partitioning, PollingStrategy, StreamClient, SystemClient, TcpClient, TcpClientConfig, TcpClientReconnectionConfig,
+    TopicClient, TopicCreateOptions, TopicDetails, UserClient,
 };
 use iggy_common::locking::IggyRwLockFn;
 use iggy_common::{BinaryTransport, ClientState};
@@ -695,6 +695,13 @@ impl Backend for IggyBackend {
         let (s, t) = (name(stream)?, name(topic)?);
         let conn = self.inner.any().clone();
         Inner::once(&conn, conn.client.delete_topic(&s, &t)).await?;
+        Ok(())
+    }
+
+    async fn add_partitions(&self, stream: &str, topic: &str, count: u32) -> Result<(), BackendError> {
+        let (s, t) = (name(stream)?, name(topic)?);
+        let conn = self.inner.any().clone();
+        Inner::once(&conn, conn.client.create_partitions(&s, &t, count)).await?;
         Ok(())
     }
 

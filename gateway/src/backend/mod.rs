@@ -84,6 +84,16 @@ pub trait Backend: ConsumerOffsets + Send + Sync + 'static {
 
     fn delete_topic(&self, stream: &str, topic: &str) -> impl Future<Output = Result<(), BackendError>> + Send;
 
+    /// Adds `count` partitions to the topic, numbered after its last one (Iggy's
+    /// CreatePartitions; it needs the permission to manage the topic). TOPIC-ADD-PARTITIONS-1: the
+    /// only way the gateway changes a topic's partition count.
+    fn add_partitions(
+        &self,
+        stream: &str,
+        topic: &str,
+        count: u32,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send;
+
     /// Appends `messages` to one partition in one send. Returns the base offset from the
     /// confirmation, or `None` when the server sent none.
     fn append(

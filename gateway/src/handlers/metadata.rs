@@ -1,7 +1,7 @@
 //! Metadata (METADATA-1): the configured gateways as brokers, every partition led by the gateway
 //! that answers, unknown topics reported (or created when auto-create is on).
 
-use super::create_topics::create_kafka_topic;
+use super::create_topics::{create_kafka_topic, validate_topic_name};
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::error_map;
@@ -113,6 +113,12 @@ async fn describe_topic<B: Backend>(
     // AUTHZ-METADATA-1: a topic the principal may not read is TOPIC_AUTHORIZATION_FAILED.
     match session.backend.get_topic(&target.stream, &target.topic).await {
         Ok(Some(info)) => topic_entry(name, info.partitions, me),
+        // METADATA-NAME-1: a name Kafka refuses is never created, and is reported as invalid
+        // rather than unknown, so a producer fails it at once instead of waiting for it to appear.
+        // (An existing Iggy topic keeps its name, whatever it is: the branch above.)
+        Ok(None) if validate_topic_name(name).is_err() => {
+            error_entry(name, ResponseError::InvalidTopicException.code())
+        }
         Ok(None) if auto_create => {
             let partitions = gateway.config.default_partitions;
             match create_kafka_topic(gateway, session, name, partitions, None).await {

@@ -1,6 +1,7 @@
 //! One module per Kafka API the gateway answers.
 
 pub mod api_versions;
+pub mod create_partitions;
 pub mod create_topics;
 pub mod delete_groups;
 pub mod delete_topics;

@@ -32,6 +32,8 @@ pub const ADVERTISED: &[Advertised] = &[
     api(ApiKey::ApiVersions, 0, 0, 3),
     api(ApiKey::CreateTopics, 0, 0, 7),
     api(ApiKey::DeleteTopics, 0, 0, 6),
+    // TOPIC-ADD-PARTITIONS-1.
+    api(ApiKey::CreatePartitions, 0, 0, 3),
     api(ApiKey::InitProducerId, 0, 0, 4),
     api(ApiKey::DescribeConfigs, 0, 0, 4),
     api(ApiKey::FindCoordinator, 0, 0, 4),

@@ -76,6 +76,14 @@ impl Entries for CreateTopicsRequest {
     }
 }
 
+impl Entries for CreatePartitionsRequest {
+    fn entries(&self) -> usize {
+        nested(&self.topics, |t| {
+            t.assignments.as_ref().map_or(0, |a| nested(a, |a| a.broker_ids.len()))
+        })
+    }
+}
+
 impl Entries for DeleteTopicsRequest {
     fn entries(&self) -> usize {
         self.topics.len() + self.topic_names.len()
