@@ -51,6 +51,7 @@ pub fn check_body(key: ApiKey, version: i16, body: Bytes) {
         ApiKey::ApiVersions => round_trip::<ApiVersionsRequest>(body, version),
         ApiKey::CreateTopics => round_trip::<CreateTopicsRequest>(body, version),
         ApiKey::DeleteTopics => round_trip::<DeleteTopicsRequest>(body, version),
+        ApiKey::CreatePartitions => round_trip::<CreatePartitionsRequest>(body, version),
         ApiKey::InitProducerId => round_trip::<InitProducerIdRequest>(body, version),
         ApiKey::DescribeConfigs => round_trip::<DescribeConfigsRequest>(body, version),
         ApiKey::FindCoordinator => round_trip::<FindCoordinatorRequest>(body, version),
