@@ -1,17 +1,19 @@
 //! Frame-level tests, through `Gateway::handle_frame` on the embedded backend, for the rules the
 //! compatibility tier (librdkafka's own test suite, docs/compat.md) found missing or wrong.
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use kafka_iggy_gateway::clock::TokioClock;
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
-use kafka_iggy_gateway::gateway::{Gateway, Reply};
-use kafka_iggy_gateway::protocol::request::RequestError;
+use kafka_iggy_gateway::gateway::Gateway;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::StrBytes;
 use std::sync::Arc;
+
+mod common;
+use common::{answer, frame};
 
 type EmbeddedGateway = Arc<Gateway<kafka_iggy_gateway::backend::embedded::EmbeddedBackend>>;
 
@@ -24,26 +26,6 @@ fn auto_creating_gateway() -> EmbeddedGateway {
     };
     let config = Config::resolve(args, FileConfig::default()).expect("valid config");
     kafka_iggy_gateway::embedded_gateway(config, Arc::new(TokioClock::new(0)), 7)
-}
-
-fn frame<T: Encodable>(key: ApiKey, version: i16, body: &T) -> Bytes {
-    let header = RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(5)
-        .with_client_id(Some(StrBytes::from_static_str("compat")));
-    let mut out = BytesMut::new();
-    header.encode(&mut out, key.request_header_version(version)).unwrap();
-    body.encode(&mut out, version).unwrap();
-    out.freeze()
-}
-
-fn answer<T: Decodable>(reply: Result<Reply, RequestError>, key: ApiKey, version: i16) -> T {
-    let Reply::Frame(mut bytes) = reply.expect("answered, not closed") else {
-        panic!("no response");
-    };
-    ResponseHeader::decode(&mut bytes, key.response_header_version(version)).unwrap();
-    T::decode(&mut bytes, version).unwrap()
 }
 
 fn topic_name(name: &str) -> TopicName {

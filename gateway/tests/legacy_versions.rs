@@ -2,51 +2,27 @@
 //! `Gateway::handle_frame` on the embedded backend: the same entry limit and malformed-body
 //! rule as every other version, and answers in the old layout.
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use kafka_iggy_gateway::clock::TokioClock;
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
-use kafka_iggy_gateway::gateway::{Gateway, Reply};
+use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::protocol::legacy::list_offsets::{ListOffsetsV0Request, ListOffsetsV0Response};
 use kafka_iggy_gateway::protocol::legacy::offset_commit::{OffsetCommitV0V1Request, OffsetCommitV0V1Response};
 use kafka_iggy_gateway::protocol::request::RequestError;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_protocol::protocol::{Encodable, StrBytes};
 use std::sync::Arc;
+
+mod common;
+use common::{answer, frame};
 
 type EmbeddedGateway = Arc<Gateway<kafka_iggy_gateway::backend::embedded::EmbeddedBackend>>;
 
 fn gateway() -> EmbeddedGateway {
     let config = Config::resolve(Args::default(), FileConfig::default()).expect("valid config");
     kafka_iggy_gateway::embedded_gateway(config, Arc::new(TokioClock::new(0)), 7)
-}
-
-fn frame<T: Encodable>(key: ApiKey, version: i16, body: &T) -> Bytes {
-    let header = RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(11)
-        .with_client_id(Some(StrBytes::from_static_str("legacy")));
-    let mut out = BytesMut::new();
-    header.encode(&mut out, key.request_header_version(version)).unwrap();
-    body.encode(&mut out, version).unwrap();
-    out.freeze()
-}
-
-fn answer<T: Decodable>(reply: Result<Reply, RequestError>, key: ApiKey, version: i16) -> T {
-    let Reply::Frame(mut bytes) = reply.expect("answered, not closed") else {
-        panic!("no response");
-    };
-    let header = ResponseHeader::decode(&mut bytes, key.response_header_version(version)).unwrap();
-    assert_eq!(header.correlation_id, 11);
-    let body = T::decode(&mut bytes, version).unwrap();
-    assert!(
-        bytes.is_empty(),
-        "{} bytes after the {key:?} v{version} body",
-        bytes.len()
-    );
-    body
 }
 
 fn list_v0(partitions: i32) -> ListOffsetsV0Request {
