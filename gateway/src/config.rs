@@ -25,6 +25,17 @@ pub enum BackendKind {
     Iggy,
 }
 
+/// How log lines are written (docs/operating.md, "Logs").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One human-readable line per event; coloured only when the output is a terminal.
+    #[default]
+    Text,
+    /// One JSON object per line, span fields included, for log shippers.
+    Json,
+}
+
 /// Where one Kafka topic lives in Iggy.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Deserialize)]
 pub struct IggyTarget {
@@ -90,6 +101,12 @@ pub struct Args {
     /// Groups this gateway coordinates (GROUP-LIMIT-1, default 10000).
     #[arg(long, env = "IGGY_KAFKA_MAX_GROUPS")]
     pub max_groups: Option<usize>,
+    /// HTTP listener for /metrics, /healthz and /readyz (off unless set).
+    #[arg(long, env = "IGGY_KAFKA_METRICS_LISTEN")]
+    pub metrics_listen: Option<SocketAddr>,
+    /// text (default) or json.
+    #[arg(long, env = "IGGY_KAFKA_LOG_FORMAT", value_enum)]
+    pub log_format: Option<LogFormat>,
     #[command(flatten)]
     pub limits: LimitSettings,
     #[command(flatten)]
@@ -125,6 +142,8 @@ pub struct FileConfig {
     pub group_max_session_timeout_ms: Option<u64>,
     pub group_max_members: Option<usize>,
     pub max_groups: Option<usize>,
+    pub metrics_listen: Option<SocketAddr>,
+    pub log_format: Option<LogFormat>,
     /// Kafka topic name -> Iggy stream and topic.
     #[serde(default)]
     pub topics: BTreeMap<String, IggyTarget>,
@@ -176,6 +195,9 @@ pub struct Config {
     pub tls: Option<Arc<rustls::ServerConfig>>,
     /// The connection to Iggy over TLS.
     pub iggy_tls: IggyTlsSettings,
+    /// The operations listener (/metrics, /healthz, /readyz); `None`: off.
+    pub metrics_listen: Option<SocketAddr>,
+    pub log_format: LogFormat,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
@@ -310,6 +332,8 @@ impl Config {
             sasl: Sasl::resolve(&args.sasl.or(file.sasl))?,
             tls,
             iggy_tls: args.iggy_tls.or(file.iggy_tls),
+            metrics_listen: args.metrics_listen.or(file.metrics_listen),
+            log_format: args.log_format.or(file.log_format).unwrap_or_default(),
         })
     }
 }
@@ -503,6 +527,26 @@ mod tests {
         assert_eq!(c.iggy_tls.iggy_tls_domain.as_deref(), Some("b"), "the flag wins");
         assert!(c.tls.is_none());
         assert!(toml::from_str::<FileConfig>("[tls]\ncert = \"x\"").is_err());
+    }
+
+    #[test]
+    fn metrics_listener_and_log_format_are_off_and_text_by_default_and_flags_win() {
+        let c = Config::default();
+        assert_eq!(c.metrics_listen, None);
+        assert_eq!(c.log_format, LogFormat::Text);
+        let file: FileConfig = toml::from_str("metrics_listen = \"127.0.0.1:9100\"\nlog_format = \"json\"").unwrap();
+        let c = Config::resolve(Args::default(), file).unwrap();
+        assert_eq!(c.metrics_listen, Some("127.0.0.1:9100".parse().unwrap()));
+        assert_eq!(c.log_format, LogFormat::Json);
+        let file: FileConfig = toml::from_str("metrics_listen = \"127.0.0.1:9100\"").unwrap();
+        let args = Args::try_parse_from(["gw", "--metrics-listen", "127.0.0.1:9200", "--log-format", "json"]).unwrap();
+        let c = Config::resolve(args, file).unwrap();
+        assert_eq!(
+            c.metrics_listen,
+            Some("127.0.0.1:9200".parse().unwrap()),
+            "the flag wins"
+        );
+        assert_eq!(c.log_format, LogFormat::Json);
     }
 
     #[test]

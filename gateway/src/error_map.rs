@@ -3,6 +3,7 @@
 //! the log names the real cause.
 
 use crate::backend::BackendError;
+use crate::metrics::metrics;
 use iggy_common::IggyError;
 use kafka_protocol::error::ResponseError;
 use kig_core::error::DecodeError;
@@ -97,6 +98,8 @@ pub fn backend_error(e: &BackendError, context: &str) -> KafkaCode {
 /// it is Iggy's permission model doing its job, not a fault.
 pub fn backend_error_on(e: &BackendError, resource: Resource, context: &str) -> KafkaCode {
     let (kafka, exact) = kafka_code_on(e, resource);
+    // Contexts quote topic and group names the client chose.
+    let context = crate::log_text::clip(context);
     if is_denied(e) {
         tracing::debug!("{context}: refused by Iggy's permissions (answered as Kafka error {kafka})");
     }
@@ -107,6 +110,7 @@ pub fn backend_error_on(e: &BackendError, resource: Resource, context: &str) -> 
     } else if !exact {
         tracing::error!("{context}: {e} (answered as Kafka error {kafka})");
     }
+    metrics().record_error_code(kafka);
     kafka
 }
 
@@ -114,21 +118,38 @@ pub fn backend_error_on(e: &BackendError, resource: Resource, context: &str) -> 
 /// LIMIT-RECORDS-1) to the code of ERR-MAP-2's table.
 pub fn decode_error(e: &DecodeError) -> KafkaCode {
     use ResponseError::*;
-    match e {
+    let code = match e {
         DecodeError::UnsupportedMagic(_) => UnsupportedForMessageFormat.code(),
-        DecodeError::Budget(_) | DecodeError::RecordBudget(_) => MessageTooLarge.code(),
+        DecodeError::Budget(_) => {
+            // BATCH-BUDGET-2: counted here, where kig-core's refusal (sans-io) reaches the gateway.
+            metrics().record_decompression_refusal();
+            MessageTooLarge.code()
+        }
+        DecodeError::RecordBudget(_) => {
+            // LIMIT-RECORDS-1: enforced in kig-core's decoder, counted where its refusal is mapped.
+            metrics().limit_hit("LIMIT-RECORDS-1");
+            MessageTooLarge.code()
+        }
         _ => CorruptMessage.code(),
-    }
+    };
+    metrics().record_error_code(code);
+    code
 }
 
 /// Maps a record-mapping error (MAP-TS-4, LIMIT-PAYLOAD-1) to the code of ERR-MAP-2's table.
 pub fn map_error(e: &MapError) -> KafkaCode {
     use ResponseError::*;
-    match e {
+    let code = match e {
         MapError::InvalidTimestamp(_) => InvalidTimestamp.code(),
-        MapError::PayloadTooLarge { .. } => MessageTooLarge.code(),
+        MapError::PayloadTooLarge { .. } => {
+            // LIMIT-PAYLOAD-1: enforced in kig-core's mapping, counted where its refusal is mapped.
+            metrics().limit_hit("LIMIT-PAYLOAD-1");
+            MessageTooLarge.code()
+        }
         MapError::Iggy(_) => CorruptMessage.code(),
-    }
+    };
+    metrics().record_error_code(code);
+    code
 }
 
 #[cfg(test)]

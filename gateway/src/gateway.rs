@@ -126,6 +126,11 @@ impl<B: Backend> Gateway<B> {
             return None;
         }
         let permits = u32::try_from(chunk).expect("a chunk is at most ADMISSION_CHUNK bytes");
+        // Counted when the budget makes a frame wait, not for every chunk admitted.
+        if let Ok(permit) = self.inflight_bytes.clone().try_acquire_many_owned(permits) {
+            return Some(permit);
+        }
+        crate::metrics::metrics().limit_hit("LIMIT-INFLIGHT-1");
         let permit = self
             .inflight_bytes
             .clone()
@@ -141,6 +146,7 @@ impl<B: Backend> Gateway<B> {
         let entries = body.entries();
         let limit = self.config.limits.max_request_entries;
         if entries > limit {
+            crate::metrics::metrics().limit_hit("LIMIT-ENTRIES-1");
             return Err(RequestError::TooManyEntries {
                 key: request.key,
                 version: request.version,

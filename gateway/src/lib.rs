@@ -6,6 +6,7 @@
 //! - [`handlers`]: one module per Kafka API.
 //! - [`backend`]: the Iggy operations the gateway needs, and the embedded model.
 //! - [`error_map`]: the one table from backend and core errors to Kafka codes.
+//! - [`metrics`] and [`ops_http`]: Prometheus metrics, health and readiness (docs/operating.md).
 
 pub mod auth;
 pub mod backend;
@@ -17,7 +18,10 @@ pub mod gateway;
 pub mod groups;
 pub mod handlers;
 pub mod limits;
+pub mod log_text;
+pub mod metrics;
 pub mod offset_store;
+pub mod ops_http;
 pub mod producer_id;
 pub mod protocol;
 pub mod server;

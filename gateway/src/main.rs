@@ -3,12 +3,16 @@
 
 use anyhow::Context;
 use clap::Parser;
+use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use kafka_iggy_gateway::backend::iggy::IggyBackend;
+use kafka_iggy_gateway::backend::metered::Metered;
 use kafka_iggy_gateway::backend::Backend;
 use kafka_iggy_gateway::clock::{SharedRng, SystemClock};
-use kafka_iggy_gateway::config::{Args, BackendKind, Config};
+use kafka_iggy_gateway::config::{Args, BackendKind, Config, LogFormat};
 use kafka_iggy_gateway::gateway::Gateway;
+use kafka_iggy_gateway::ops_http::{serve_ops, GatewayOps};
 use kafka_iggy_gateway::server::{serve, Shutdown};
+use std::io::IsTerminal;
 use std::sync::Arc;
 
 /// SDK clients in the real backend's pool: enough that one slow request does not stall every
@@ -24,6 +28,23 @@ async fn run<B: Backend>(listener: tokio::net::TcpListener, gateway: Arc<Gateway
         gateway.config.sasl.mechanism.map_or("off", |m| m.name())
     );
     let shutdown = Shutdown::default();
+    let ops = match gateway.config.metrics_listen {
+        Some(addr) => {
+            let ops_listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding the metrics listener {addr}"))?;
+            println!(
+                "metrics listener on {} (/metrics, /healthz, /readyz)",
+                ops_listener.local_addr()?
+            );
+            let source = Arc::new(GatewayOps {
+                gateway: gateway.clone(),
+                shutdown: shutdown.clone(),
+            });
+            Some(tokio::spawn(serve_ops(ops_listener, source)))
+        }
+        None => None,
+    };
     let trigger = shutdown.clone();
     let mut signals = Signals::new()?;
     let timeout = gateway.config.limits.shutdown_timeout;
@@ -38,6 +59,10 @@ async fn run<B: Backend>(listener: tokio::net::TcpListener, gateway: Arc<Gateway
         std::process::exit(1);
     });
     serve(listener, gateway, shutdown).await;
+    // /readyz answered 503 while the connections drained; now the listener goes too.
+    if let Some(ops) = ops {
+        ops.abort();
+    }
     println!("stopped");
     Ok(())
 }
@@ -68,16 +93,28 @@ impl Signals {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
-        .init();
     let config = Config::load(Args::parse())?;
+    init_logs(config.log_format);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
     match config.backend {
         BackendKind::Embedded => {
-            let gateway = kafka_iggy_gateway::embedded_gateway(config, Arc::new(SystemClock), rand::random());
+            let clock = Arc::new(SystemClock);
+            let backend = EmbeddedBackend::new(
+                clock.clone(),
+                EmbeddedConfig {
+                    username: config.iggy_username.clone(),
+                    password: config.iggy_password.clone(),
+                    ..EmbeddedConfig::default()
+                },
+            );
+            let gateway = Arc::new(Gateway::new(
+                Arc::new(config),
+                Arc::new(Metered::new(backend)),
+                clock,
+                SharedRng::seeded(rand::random()),
+            ));
             run(listener, gateway).await
         }
         BackendKind::Iggy => {
@@ -104,11 +141,22 @@ async fn main() -> anyhow::Result<()> {
                 .with_context(|| format!("creating stream {}", config.topics.default_stream()))?;
             let gateway = Arc::new(Gateway::new(
                 Arc::new(config),
-                Arc::new(backend),
+                Arc::new(Metered::new(backend)),
                 Arc::new(SystemClock),
                 SharedRng::seeded(rand::random()),
             ));
             run(listener, gateway).await
         }
+    }
+}
+
+/// Logs to standard output, filtered by `RUST_LOG` (default `info`): text, coloured only on a
+/// terminal so a file or a pipe gets no escape codes, or one JSON object per line.
+fn init_logs(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    match format {
+        LogFormat::Text => builder.with_ansi(std::io::stdout().is_terminal()).init(),
+        LogFormat::Json => builder.json().with_current_span(false).with_span_list(true).init(),
     }
 }

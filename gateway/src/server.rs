@@ -11,6 +11,7 @@
 
 use crate::backend::Backend;
 use crate::gateway::{Gateway, Reply};
+use crate::metrics::metrics;
 use crate::protocol::frame::{read_admitted_frame, write_frame, FrameError};
 use std::future::Future;
 use std::net::SocketAddr;
@@ -19,6 +20,7 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 /// A source of connections.
 pub trait Listener: Send + 'static {
@@ -48,6 +50,11 @@ impl Default for Shutdown {
 impl Shutdown {
     pub fn trigger(&self) {
         self.0.send_replace(true);
+    }
+
+    /// Whether shutdown began (the metrics listener's readiness reads it).
+    pub fn is_triggered(&self) -> bool {
+        *self.0.borrow()
     }
 
     fn subscribe(&self) -> watch::Receiver<bool> {
@@ -115,6 +122,7 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
                     // LIMIT-CONNECTIONS-1: closed at once, so the client sees it and backs off,
                     // instead of waiting in the backlog.
                     if connections.len() >= limits.max_connections {
+                        metrics().limit_hit("LIMIT-CONNECTIONS-1");
                         if refused.hit() {
                             tracing::warn!(
                                 %peer,
@@ -130,11 +138,14 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
                         tracing::warn!("accepting connections again after refusing {count} at max_connections");
                     }
                     tracing::debug!(%peer, "connection accepted");
-                    connections.spawn(handshake_then_serve(stream, peer, gateway.clone(), shutdown.subscribe()));
+                    // Every log line of the connection carries its peer as a field.
+                    let span = tracing::info_span!("connection", %peer);
+                    connections.spawn(handshake_then_serve(stream, peer, gateway.clone(), shutdown.subscribe()).instrument(span));
                 }
                 Err(e) => {
                     // LIMIT-ACCEPT-1: an accept that fails (EMFILE, ENFILE, ENOBUFS) fails again
                     // at once; without a pause the loop spins and floods the log.
+                    metrics().limit_hit("LIMIT-ACCEPT-1");
                     if failed.hit() {
                         tracing::warn!("accept failed: {e}; backing off up to {ACCEPT_BACKOFF_MAX:?} between tries (LIMIT-ACCEPT-1)");
                     }
@@ -206,6 +217,7 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
 ) {
     let config = gateway.config.clone();
     let mut auth = gateway.new_connection(peer.ip());
+    let _open = metrics().connection_opened();
     loop {
         // LIMIT-INFLIGHT-1: a frame's bytes are admitted against the gateway-wide budget as they
         // arrive, before they are allocated; the permits are held until the response is written.
@@ -233,7 +245,19 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
                 }
             },
         };
-        let (body, close) = match gateway.handle(frame, &mut auth).await {
+        // One instrumentation point for every API: labels from the header's first bytes, one
+        // span per request so its log lines carry the API and correlation id as fields.
+        let received = frame.len() + 4;
+        let labels = crate::metrics::RequestLabels::peek(&frame, auth.expects_raw_token());
+        let span = tracing::info_span!(
+            "request",
+            api = labels.api_name(),
+            correlation_id = labels.correlation_id
+        );
+        let started = std::time::Instant::now();
+        let handled = gateway.handle(frame, &mut auth).instrument(span).await;
+        metrics().record_request(&labels, received, started.elapsed(), handled.is_err());
+        let (body, close) = match handled {
             Ok(Reply::Frame(body)) => (body, false),
             // AUTH-SASL-FAIL-1: the answer goes out, then the connection closes.
             Ok(Reply::FrameThenClose(body)) => (body, true),
@@ -246,7 +270,7 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
             }
         };
         match tokio::time::timeout(config.write_timeout, write_frame(&mut stream, &body)).await {
-            Ok(Ok(())) => {}
+            Ok(Ok(())) => metrics().add_sent_bytes(body.len() + 4),
             Ok(Err(e)) => {
                 tracing::debug!(%peer, "connection write failed: {e}");
                 break;

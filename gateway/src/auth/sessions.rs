@@ -132,6 +132,7 @@ impl<B: Backend> SessionPool<B> {
             // LIMIT-SESSIONS-1 before any Iggy connection is opened (evicting nothing: the login
             // may yet fail); `insert` makes the room, as logins run concurrently.
             if !self.has_room(now_ms) {
+                crate::metrics::metrics().limit_hit("LIMIT-SESSIONS-1");
                 return Err(LoginError::TooManySessions(self.max_sessions));
             }
             match root.open_session(&attempt).await {

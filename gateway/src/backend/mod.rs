@@ -4,6 +4,7 @@
 pub mod embedded;
 mod error;
 pub mod iggy;
+pub mod metered;
 pub mod permissions;
 pub mod users;
 

@@ -12,6 +12,7 @@ mod state;
 pub use state::{DescribedGroup, DescribedMember, GroupState, JoinOutcome, JoinRequest, MemberLeave, SyncOutcome};
 
 use crate::clock::SharedRng;
+use crate::log_text::clip;
 use kafka_protocol::error::ResponseError;
 use state::{protocol_bytes, Group, Usage};
 use std::collections::BTreeMap;
@@ -180,9 +181,10 @@ impl GroupCoordinator {
         }
         // LIMIT-JOIN-PROTOCOLS-1
         if request.protocols.len() > limits.max_protocols {
+            crate::metrics::metrics().limit_hit("LIMIT-JOIN-PROTOCOLS-1");
             tracing::error!(
                 "JoinGroup for {}: {} protocols offered, at most {} accepted (LIMIT-JOIN-PROTOCOLS-1)",
-                request.group_id,
+                clip(&request.group_id),
                 request.protocols.len(),
                 limits.max_protocols
             );
@@ -192,27 +194,32 @@ impl GroupCoordinator {
         if metadata_bytes > limits.max_metadata_bytes {
             tracing::error!(
                 "JoinGroup for {}: protocol metadata above {} bytes refused",
-                request.group_id,
+                clip(&request.group_id),
                 limits.max_metadata_bytes
             );
             return JoinOutcome::error(code(ResponseError::InvalidRequest), &request.member_id);
         }
         // LIMIT-REBALANCE-TIMEOUT-1: a member may hold a rebalance open only so long.
-        request.rebalance_timeout = request.rebalance_timeout.min(limits.max_rebalance_timeout);
+        if request.rebalance_timeout > limits.max_rebalance_timeout {
+            crate::metrics::metrics().limit_hit("LIMIT-REBALANCE-TIMEOUT-1");
+            request.rebalance_timeout = limits.max_rebalance_timeout;
+        }
         let (members_total, bytes_total) = self.usage();
         // LIMIT-GROUP-MEMBERS-1: only a join without a member id adds a member or a pending id.
         if request.member_id.is_empty() && members_total >= limits.max_members_total {
+            crate::metrics::metrics().limit_hit("LIMIT-GROUP-MEMBERS-1");
             tracing::error!(
                 "JoinGroup for {}: this gateway holds {members_total} members and pending ids already (LIMIT-GROUP-MEMBERS-1)",
-                request.group_id
+                clip(&request.group_id)
             );
             return JoinOutcome::error(code(ResponseError::CoordinatorNotAvailable), &request.member_id);
         }
         // LIMIT-GROUP-BYTES-1
         if bytes_total.saturating_add(metadata_bytes) > limits.max_stored_bytes {
+            crate::metrics::metrics().limit_hit("LIMIT-GROUP-BYTES-1");
             tracing::error!(
                 "JoinGroup for {}: groups hold {bytes_total} bytes of metadata and assignments, at most {} (LIMIT-GROUP-BYTES-1)",
-                request.group_id,
+                clip(&request.group_id),
                 limits.max_stored_bytes
             );
             return JoinOutcome::error(code(ResponseError::CoordinatorNotAvailable), &request.member_id);
@@ -222,7 +229,7 @@ impl GroupCoordinator {
             if !groups.contains_key(&request.group_id) && groups.len() >= limits.max_groups {
                 tracing::error!(
                     "JoinGroup for {}: this gateway coordinates {} groups already",
-                    request.group_id,
+                    clip(&request.group_id),
                     groups.len()
                 );
                 return JoinOutcome::error(code(ResponseError::CoordinatorNotAvailable), &request.member_id);
@@ -258,7 +265,8 @@ impl GroupCoordinator {
             .any(|(_, a)| a.len() > self.limits.max_metadata_bytes)
         {
             tracing::error!(
-                "SyncGroup for {group_id}: an assignment above {} bytes refused",
+                "SyncGroup for {}: an assignment above {} bytes refused",
+                clip(group_id),
                 self.limits.max_metadata_bytes
             );
             return SyncOutcome::error(code(ResponseError::InvalidRequest));
@@ -267,8 +275,10 @@ impl GroupCoordinator {
         let assigned: usize = assignments.iter().map(|(_, a)| a.len()).sum();
         let (_, bytes_total) = self.usage();
         if bytes_total.saturating_add(assigned) > self.limits.max_stored_bytes {
+            crate::metrics::metrics().limit_hit("LIMIT-GROUP-BYTES-1");
             tracing::error!(
-                "SyncGroup for {group_id}: groups hold {bytes_total} bytes of metadata and assignments, at most {} (LIMIT-GROUP-BYTES-1)",
+                "SyncGroup for {}: groups hold {bytes_total} bytes of metadata and assignments, at most {} (LIMIT-GROUP-BYTES-1)",
+                clip(group_id),
                 self.limits.max_stored_bytes
             );
             return SyncOutcome::error(code(ResponseError::CoordinatorNotAvailable));

@@ -615,8 +615,9 @@ impl Group {
                 .position(|m| m.id == id && m.session_deadline <= now && m.join_waiter.is_none())
             {
                 tracing::info!(
-                    "group {}: member {id} evicted: no heartbeat within its session timeout",
-                    self.id
+                    "group {}: member {} evicted: no heartbeat within its session timeout",
+                    crate::log_text::clip(&self.id),
+                    crate::log_text::clip(&id)
                 );
                 self.remove_member(index, now);
             }
@@ -633,8 +634,9 @@ impl Group {
             for id in late {
                 if let Some(index) = self.members.iter().position(|m| m.id == id) {
                     tracing::info!(
-                        "group {}: member {id} removed: it did not rejoin within the rebalance timeout",
-                        self.id
+                        "group {}: member {} removed: it did not rejoin within the rebalance timeout",
+                        crate::log_text::clip(&self.id),
+                        crate::log_text::clip(&id)
                     );
                     self.remove_member(index, now);
                 }

@@ -43,9 +43,11 @@ async fn read_pass<B: Backend>(
         })
         .collect();
     // LIMIT-FETCH-BYTES-1: as Kafka's fetch.max.bytes, whatever the client asks for.
-    let request_max = usize::try_from(request.max_bytes)
-        .unwrap_or(0)
-        .min(gateway.config.limits.fetch_max_bytes);
+    let asked_max = usize::try_from(request.max_bytes).unwrap_or(0);
+    if asked_max > gateway.config.limits.fetch_max_bytes {
+        crate::metrics::metrics().limit_hit("LIMIT-FETCH-BYTES-1");
+    }
+    let request_max = asked_max.min(gateway.config.limits.fetch_max_bytes);
     let mut total = 0usize;
     for slot in slots {
         let data = read_partition(session, slot, request_max.saturating_sub(total), total == 0).await;
@@ -169,8 +171,11 @@ pub async fn handle<B: Backend>(
     }
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
     // LIMIT-FETCH-WAIT-1
-    let wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0))
-        .min(gateway.config.limits.fetch_max_wait);
+    let asked_wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
+    if asked_wait > gateway.config.limits.fetch_max_wait {
+        crate::metrics::metrics().limit_hit("LIMIT-FETCH-WAIT-1");
+    }
+    let wait = asked_wait.min(gateway.config.limits.fetch_max_wait);
     let deadline = tokio::time::Instant::now() + wait;
     loop {
         // Take the generation before reading, so an append during the pass is not missed.

@@ -13,7 +13,7 @@ pub fn handle<B: Backend>(gateway: &Gateway<B>, request: InitProducerIdRequest) 
         // PID-TXN-1: 35 is fatal to a transactional producer; 42 would be abortable, 15 retried forever.
         tracing::warn!(
             "InitProducerId for transactional id {:?} refused: transactions are not supported",
-            txn.0.as_str()
+            crate::log_text::clip(txn.0.as_str())
         );
         return response.with_error_code(ResponseError::UnsupportedVersion.code());
     }

@@ -108,8 +108,10 @@ impl<'a, B: Backend> PollPermissions<'a, B> {
             };
             if !allowed {
                 tracing::info!(
-                    "group {group_id}: {} may not poll subscribed topic {topic} (AUTHZ-GROUP-1)",
-                    self.session.who()
+                    "group {}: {} may not poll subscribed topic {} (AUTHZ-GROUP-1)",
+                    crate::log_text::clip(group_id),
+                    self.session.who(),
+                    crate::log_text::clip(topic)
                 );
                 return false;
             }

@@ -91,8 +91,10 @@ pub async fn handle<B: Backend>(
                         // CO-MEMBER-1: even after joining, another Iggy client owns the partition in
                         // the offsets group: another gateway coordinates this group too.
                         tracing::error!(
-                            "OffsetCommit {group_id} {name}-{index}: Iggy refused the store ({reason}); another client owns this partition of {}. Do all gateways share one peer list?",
-                            offsets_group(group_id)
+                            "OffsetCommit {} {}-{index}: Iggy refused the store ({reason}); another client owns this partition of {}. Do all gateways share one peer list?",
+                            crate::log_text::clip(group_id),
+                            crate::log_text::clip(name),
+                            crate::log_text::clip(&offsets_group(group_id))
                         );
                         ResponseError::NotCoordinator.code()
                     }

@@ -62,6 +62,7 @@ where
         }
         // LIMIT-FRAME-1: refused on the prefix alone, before any of the body is read or allocated.
         if size as usize > max_frame_size {
+            crate::metrics::metrics().limit_hit("LIMIT-FRAME-1");
             return Err(FrameError::TooLarge {
                 size: i64::from(size),
                 max: max_frame_size,
