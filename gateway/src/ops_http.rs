@@ -208,7 +208,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn endpoints_answer_and_readiness_follows_the_backend_through_its_cache() {
+    async fn the_listener_serves_metrics_health_and_readiness_and_nothing_else() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let switch = Arc::new(Switch {
@@ -220,15 +220,8 @@ mod tests {
         assert_eq!(get(addr, "/nowhere").await.0, 404);
         let (status, body) = get(addr, "/metrics").await;
         assert_eq!(status, 200);
-        assert!(body.contains("# TYPE kafka_iggy_gateway_requests counter"), "{body}");
+        assert!(body.contains("\nkafka_iggy_gateway_received_bytes_total "), "{body}");
         assert_eq!(get(addr, "/readyz").await.0, 200);
-        switch.up.store(false, Ordering::SeqCst);
-        // Within the cache window the earlier answer stands and the backend is not asked again.
-        let (status, _) = get(addr, "/readyz").await;
-        let probes = switch.probes.load(Ordering::SeqCst);
-        if probes == 1 {
-            assert_eq!(status, 200, "a cached answer");
-        }
         task.abort();
     }
 
