@@ -11,6 +11,9 @@ SYSTEM_PACKAGES := build-essential pkg-config zlib1g-dev perl python3 libssl-dev
 GATEWAY_ADDR ?= 127.0.0.1:19092
 GATEWAY_INSTANCE_ID ?= 7
 GATEWAY_MAX_FRAME_SIZE ?= 8388608
+GATEWAY_METRICS_ADDR ?= 127.0.0.1:19093
+# APIs the suite sends in `make run`: each must show a request counter in target/metrics.txt.
+RUN_APIS := ApiVersions Metadata Produce Fetch ListOffsets CreateTopics FindCoordinator JoinGroup SyncGroup Heartbeat OffsetCommit OffsetFetch
 
 .PHONY: setup build run test real-iggy-tier junit-schema-check conformance-matrix bench lint fuzz
 
@@ -26,10 +29,12 @@ build: setup
 	cargo build --release -p kafka-iggy-gateway -p kafka-iggy-conformance
 
 # Main job: the gateway binary on the embedded backend, the conformance suite against it over
-# loopback, then a graceful shutdown (SIGINT) of the gateway.
+# loopback, a scrape of its metrics (target/metrics.txt; every API of RUN_APIS must be counted),
+# then a graceful shutdown (SIGINT) of the gateway, whose log must hold no escape codes.
 run: build
 	./target/release/kafka-iggy-gateway --listen $(GATEWAY_ADDR) --instance-id $(GATEWAY_INSTANCE_ID) \
-	  --max-frame-size $(GATEWAY_MAX_FRAME_SIZE) --backend embedded > target/gateway.log 2>&1 &
+	  --max-frame-size $(GATEWAY_MAX_FRAME_SIZE) --backend embedded \
+	  --metrics-listen $(GATEWAY_METRICS_ADDR) > target/gateway.log 2>&1 &
 	gateway=$$!
 	trap 'kill -INT $$gateway 2>/dev/null || true' EXIT
 	for _ in $$(seq 1 100); do grep -q "listening on" target/gateway.log && break; sleep 0.1; done
@@ -38,8 +43,15 @@ run: build
 	  --instance-id $(GATEWAY_INSTANCE_ID) --max-frame-size $(GATEWAY_MAX_FRAME_SIZE) \
 	  --junit target/conformance/junit.xml --json target/conformance/results.json \
 	  --markdown target/conformance/results.md
+	python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen("http://$(GATEWAY_METRICS_ADDR)/metrics", timeout=10).read().decode())' > target/metrics.txt
+	for api in $(RUN_APIS); do
+	  grep -Eq "^kafka_iggy_gateway_requests_total\{api=\"$$api\",version=\"[0-9]+\"\} [1-9]" target/metrics.txt \
+	    || { echo "run: no request counter for $$api in target/metrics.txt"; exit 1; }
+	done
+	echo "run: target/metrics.txt counts requests of $(RUN_APIS)"
 	kill -INT $$gateway; wait $$gateway; trap - EXIT
 	tail -n 2 target/gateway.log
+	if grep -q $$'\x1b\[' target/gateway.log; then echo "run: target/gateway.log holds ANSI escape codes"; exit 1; fi
 
 lint: setup
 	cargo fmt --all -- --check

@@ -187,6 +187,22 @@ impl IggyServer {
 
     /// Stops the server (SIGTERM, then waits) and starts it again on the same address and data.
     pub fn restart(&mut self) -> anyhow::Result<()> {
+        self.stop()?;
+        self.start_again()
+    }
+
+    /// Stops the server (SIGTERM, then waits for it to exit); [`Self::start_again`] brings it back.
+    pub fn stop(&mut self) -> anyhow::Result<()> {
+        let Guard::Process { child, .. } = &mut self._guard else {
+            bail!("only a server this run started can be stopped");
+        };
+        Command::new("kill").args(["-TERM", &child.id().to_string()]).status()?;
+        child.wait()?;
+        Ok(())
+    }
+
+    /// Starts the stopped server again on the same address and data.
+    pub fn start_again(&mut self) -> anyhow::Result<()> {
         let Guard::Process {
             child,
             _data,
@@ -196,8 +212,6 @@ impl IggyServer {
         else {
             bail!("only a server this run started can be restarted");
         };
-        Command::new("kill").args(["-TERM", &child.id().to_string()]).status()?;
-        child.wait()?;
         *child = start_process(binary, &self.address, &_data.0, env)?;
         Ok(())
     }

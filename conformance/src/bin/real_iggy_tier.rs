@@ -1,10 +1,12 @@
 //! The real-Iggy tier: the whole conformance suite against a gateway on the SDK backend and a
 //! real Iggy server (see `real_iggy::discover` for how one is reached), then what only a real
-//! server can show: the backend over TLS, a server restart, and the model-vs-real differentials.
+//! server can show: the backend over TLS, a server restart (through which the gateway's `/readyz`
+//! goes unready and ready again), and the model-vs-real differentials.
 //! A binary rather than a test, so that a skipped tier prints `SKIPPED` and the reason, never a
 //! passing test count. Exits non-zero when a case fails, or when `IGGY_REQUIRED=1` and no server
 //! is reachable.
 
+use anyhow::Context;
 use clap::Parser;
 use kafka_iggy_conformance::profile::Profile;
 use kafka_iggy_conformance::real_iggy::{discover, required, Discovery};
@@ -80,7 +82,8 @@ async fn main() -> anyhow::Result<()> {
     }
 
     // A server restart keeps committed offsets and lets the group commit again (CO-RECLAIM-1,
-    // fact DIFF-12). Only a server this run started can be restarted.
+    // fact DIFF-12); the gateway's /readyz answers 503 while the server is down and 200 once it
+    // is back (docs/operating.md). Only a server this run started can be restarted.
     let info = CaseInfo {
         area: AREA,
         name: "iggy_restart_keeps_committed_offsets_and_commits_again",
@@ -238,7 +241,36 @@ async fn iggy_over_tls(server: &kafka_iggy_conformance::real_iggy::IggyServer) -
     Ok(true)
 }
 
-/// Commits through a gateway on the real server, restarts the server, commits again.
+/// GETs `/readyz` on `addr` until it answers `want`, for at most [`READYZ_POLLS`] tries; the
+/// answers seen, last one first, when it never does.
+async fn await_readyz(addr: std::net::SocketAddr, want: u16) -> anyhow::Result<()> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut seen = Vec::new();
+    for _ in 0..READYZ_POLLS {
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        stream
+            .write_all(b"GET /readyz HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n\r\n")
+            .await?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await?;
+        let status: u16 = response.get(9..12).unwrap_or_default().parse()?;
+        if status == want {
+            return Ok(());
+        }
+        seen.push(status);
+        // The gateway caches a probe's answer for READY_CACHE: ask again once it has lapsed.
+        tokio::time::sleep(kafka_iggy_gateway::ops_http::READY_CACHE).await;
+    }
+    seen.reverse();
+    anyhow::bail!("/readyz never answered {want}: {seen:?}")
+}
+
+/// Tries of [`await_readyz`]: each waits out the readiness cache, and a probe of a stopped
+/// server may take the probe timeout, so this is well over 30 s.
+const READYZ_POLLS: usize = 30;
+
+/// Commits through a gateway on the real server, restarts the server, commits again. Across the
+/// restart, the gateway's `/readyz` goes 503 while the server is down and 200 when it is back.
 async fn restart_keeps_commits(
     server: &mut kafka_iggy_conformance::real_iggy::IggyServer,
     backend: Arc<IggyBackend>,
@@ -246,6 +278,16 @@ async fn restart_keeps_commits(
     use kafka_iggy_conformance::cases::group_cases::support::{commit_one, create_topic, fetch_one, produce};
     use kafka_iggy_conformance::wire::WireClient;
     let gateway = LocalGateway::serve(backend, LocalOptions::default()).await?;
+    let ops_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let ops_addr = ops_listener.local_addr()?;
+    let ops = tokio::spawn(kafka_iggy_gateway::ops_http::serve_ops(
+        ops_listener,
+        Arc::new(kafka_iggy_gateway::ops_http::GatewayOps {
+            gateway: gateway.gateway.clone(),
+            shutdown: kafka_iggy_gateway::server::Shutdown::default(),
+        }),
+    ));
+    await_readyz(ops_addr, 200).await.context("before the restart")?;
     let endpoint = gateway.endpoint.clone();
     let topic = endpoint.unique_topic("restart");
     let group = endpoint.unique_topic("restart-group");
@@ -261,7 +303,11 @@ async fn restart_keeps_commits(
         commit_one(&mut client, &group, &topic, 1, 5).await? == 0,
         "commit before the restart"
     );
-    server.restart()?;
+    server.stop()?;
+    await_readyz(ops_addr, 503).await.context("with the server stopped")?;
+    server.start_again()?;
+    await_readyz(ops_addr, 200).await.context("after the server returned")?;
+    println!("real-Iggy tier: /readyz answered 503 while the server was down, 200 once it was back");
     // The gateway's clients reconnect; the group's old member outlives the restart (DIFF-12).
     let mut client = WireClient::connect(&endpoint.bootstrap).await?;
     // NOT_LEADER_OR_FOLLOWER (6) is retriable, as a Kafka client treats it: the gateway's
@@ -281,6 +327,7 @@ async fn restart_keeps_commits(
         (p0, p1) == (4, 5),
         "after the restart: partition 0 at {p0} (want 4), partition 1 at {p1} (want 5)"
     );
+    ops.abort();
     gateway.stop().await;
     Ok(())
 }
