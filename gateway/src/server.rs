@@ -138,8 +138,9 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
                         tracing::warn!("accepting connections again after refusing {count} at max_connections");
                     }
                     tracing::debug!(%peer, "connection accepted");
-                    // Every log line of the connection carries its peer as a field.
-                    let span = tracing::info_span!("connection", %peer);
+                    // Every log line of the connection carries its peer as a field. Error level:
+                    // the span is on whenever any line is, whatever RUST_LOG says.
+                    let span = tracing::error_span!("connection", %peer);
                     connections.spawn(handshake_then_serve(stream, peer, gateway.clone(), shutdown.subscribe()).instrument(span));
                 }
                 Err(e) => {
@@ -249,7 +250,7 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
         // span per request so its log lines carry the API and correlation id as fields.
         let received = frame.len() + 4;
         let labels = crate::metrics::RequestLabels::peek(&frame, auth.expects_raw_token());
-        let span = tracing::info_span!(
+        let span = tracing::error_span!(
             "request",
             api = labels.api_name(),
             correlation_id = labels.correlation_id

@@ -149,8 +149,8 @@ fn dockerfile_builds_the_release_binary_make_build_builds_and_runs_it_unprivileg
     assert_eq!(dockerfile.lines().filter(|l| l.starts_with("FROM ")).count(), 2);
     let user = dockerfile
         .lines()
-        .filter_map(|l| l.strip_prefix("USER "))
-        .last()
+        .rev()
+        .find_map(|l| l.strip_prefix("USER "))
         .expect("a USER");
     let uid = user.split(':').next().unwrap();
     assert!(uid.parse::<u32>().is_ok_and(|u| u != 0), "USER {user}");
