@@ -205,8 +205,8 @@ async fn handshake_then_serve<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
     };
     match accepted {
         Ok(Ok(stream)) => connection(stream, peer, gateway, stop).await,
-        Ok(Err(e)) => tracing::debug!(%peer, "closing connection: TLS handshake failed: {e}"),
-        Err(_) => tracing::debug!(%peer, "closing connection: TLS handshake not done within {read_timeout:?}"),
+        Ok(Err(e)) => tracing::debug!("closing connection: TLS handshake failed: {e}"),
+        Err(_) => tracing::debug!("closing connection: TLS handshake not done within {read_timeout:?}"),
     }
 }
 
@@ -230,18 +230,18 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
             _ = stopped(&mut stop) => break,
             read = tokio::time::timeout(config.idle_timeout, read_admitted_frame(&mut stream, config.max_frame_size, config.read_timeout, admit)) => match read {
                 Err(_) => {
-                    tracing::debug!(%peer, "closing idle connection after {:?}", config.idle_timeout);
+                    tracing::debug!("closing idle connection after {:?}", config.idle_timeout);
                     break;
                 }
                 Ok(Ok(Some(frame))) => frame,
                 Ok(Ok(None)) => break,
                 Ok(Err(FrameError::Io(e))) => {
-                    tracing::debug!(%peer, "connection read failed: {e}");
+                    tracing::debug!("connection read failed: {e}");
                     break;
                 }
                 Ok(Err(e)) => {
                     // PROTO-FRAME-1, PROTO-TIMEOUT-1
-                    tracing::error!(%peer, "closing connection: {e}");
+                    tracing::error!("closing connection: {e}");
                     break;
                 }
             },
@@ -266,18 +266,21 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
             Err(e) => {
                 // PROTO-VERSION-2, PROTO-MALFORMED-1, LIMIT-ENTRIES-1,
                 // PROTO-ENCODE-1, AUTH-SASL-GATE-1
-                tracing::error!(%peer, "closing connection: {e}");
+                tracing::error!("closing connection: {e}");
                 break;
             }
         };
         match tokio::time::timeout(config.write_timeout, write_frame(&mut stream, &body)).await {
             Ok(Ok(())) => metrics().add_sent_bytes(body.len() + 4),
             Ok(Err(e)) => {
-                tracing::debug!(%peer, "connection write failed: {e}");
+                tracing::debug!("connection write failed: {e}");
                 break;
             }
             Err(_) => {
-                tracing::error!(%peer, "closing connection: response not written within {:?}", config.write_timeout);
+                tracing::error!(
+                    "closing connection: response not written within {:?}",
+                    config.write_timeout
+                );
                 break;
             }
         }
