@@ -15,6 +15,22 @@ use kafka_iggy_gateway::server::{serve, Shutdown};
 use std::io::IsTerminal;
 use std::sync::Arc;
 
+/// Whether logs are JSON: lifecycle lines then go through the JSON log too, so a log shipper
+/// reads nothing but JSON.
+static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A lifecycle line (listening, shutting down, stopped): printed as it is in text mode, which
+/// scripts wait for whatever RUST_LOG says; a log event at info level in JSON mode.
+macro_rules! announce {
+    ($($arg:tt)*) => {
+        if JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
+            tracing::info!($($arg)*);
+        } else {
+            println!($($arg)*);
+        }
+    };
+}
+
 /// SDK clients in the real backend's pool: enough that one slow request does not stall every
 /// Kafka connection.
 const IGGY_POOL_SIZE: usize = 8;
@@ -22,7 +38,7 @@ const IGGY_POOL_SIZE: usize = 8;
 async fn run<B: Backend>(listener: tokio::net::TcpListener, gateway: Arc<Gateway<B>>) -> anyhow::Result<()> {
     let local = listener.local_addr()?;
     let tls = if gateway.config.tls.is_some() { "on" } else { "off" };
-    println!(
+    announce!(
         "kafka-iggy-gateway listening on {local} (backend: {}, TLS: {tls}, SASL: {})",
         gateway.backend.kind(),
         gateway.config.sasl.mechanism.map_or("off", |m| m.name())
@@ -33,7 +49,7 @@ async fn run<B: Backend>(listener: tokio::net::TcpListener, gateway: Arc<Gateway
             let ops_listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("binding the metrics listener {addr}"))?;
-            println!(
+            announce!(
                 "metrics listener on {} (/metrics, /healthz, /readyz)",
                 ops_listener.local_addr()?
             );
@@ -50,7 +66,7 @@ async fn run<B: Backend>(listener: tokio::net::TcpListener, gateway: Arc<Gateway
     let timeout = gateway.config.limits.shutdown_timeout;
     tokio::spawn(async move {
         let first = signals.next().await;
-        println!(
+        announce!(
             "{first}: shutting down, finishing in-flight requests (at most {timeout:?}); a second signal stops at once"
         );
         trigger.trigger();
@@ -63,7 +79,7 @@ async fn run<B: Backend>(listener: tokio::net::TcpListener, gateway: Arc<Gateway
     if let Some(ops) = ops {
         ops.abort();
     }
-    println!("stopped");
+    announce!("stopped");
     Ok(())
 }
 
@@ -157,6 +173,9 @@ fn init_logs(format: LogFormat) {
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     match format {
         LogFormat::Text => builder.with_ansi(std::io::stdout().is_terminal()).init(),
-        LogFormat::Json => builder.json().with_current_span(false).with_span_list(true).init(),
+        LogFormat::Json => {
+            JSON_LOGS.store(true, std::sync::atomic::Ordering::Relaxed);
+            builder.json().with_current_span(false).with_span_list(true).init()
+        }
     }
 }
