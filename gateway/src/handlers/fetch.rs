@@ -43,11 +43,9 @@ async fn read_pass<B: Backend>(
         })
         .collect();
     // LIMIT-FETCH-BYTES-1: as Kafka's fetch.max.bytes, whatever the client asks for.
-    let asked_max = usize::try_from(request.max_bytes).unwrap_or(0);
-    if asked_max > gateway.config.limits.fetch_max_bytes {
-        crate::metrics::metrics().limit_hit("LIMIT-FETCH-BYTES-1");
-    }
-    let request_max = asked_max.min(gateway.config.limits.fetch_max_bytes);
+    let request_max = usize::try_from(request.max_bytes)
+        .unwrap_or(0)
+        .min(gateway.config.limits.fetch_max_bytes);
     let mut total = 0usize;
     for slot in slots {
         let data = read_partition(session, slot, request_max.saturating_sub(total), total == 0).await;
@@ -171,6 +169,11 @@ pub async fn handle<B: Backend>(
     }
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
     // LIMIT-FETCH-WAIT-1
+    // LIMIT-FETCH-BYTES-1 cuts max_bytes in read_pass, once per pass of a long poll: counted
+    // here, once per request.
+    if usize::try_from(request.max_bytes).unwrap_or(0) > gateway.config.limits.fetch_max_bytes {
+        crate::metrics::metrics().limit_hit("LIMIT-FETCH-BYTES-1");
+    }
     let asked_wait = Duration::from_millis(u64::try_from(request.max_wait_ms).unwrap_or(0));
     if asked_wait > gateway.config.limits.fetch_max_wait {
         crate::metrics::metrics().limit_hit("LIMIT-FETCH-WAIT-1");
