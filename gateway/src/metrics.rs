@@ -395,3 +395,53 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
 pub fn metrics() -> &'static Metrics {
     &METRICS
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The first 8 bytes of a request header: API key, version, correlation id.
+    fn header(key: i16, version: i16, correlation_id: i32) -> Vec<u8> {
+        let mut frame = key.to_be_bytes().to_vec();
+        frame.extend_from_slice(&version.to_be_bytes());
+        frame.extend_from_slice(&correlation_id.to_be_bytes());
+        frame
+    }
+
+    #[test]
+    fn labels_name_served_apis_and_versions_and_fold_everything_else_into_unknown() {
+        let produce = RequestLabels::peek(&header(0, 9, 42), false);
+        assert_eq!(produce.api_name(), "Produce");
+        assert_eq!(produce.version, Some(9));
+        assert_eq!(produce.correlation_id, 42);
+        let unserved_version = RequestLabels::peek(&header(0, 999, 1), false);
+        assert_eq!(unserved_version.api_name(), "Produce");
+        assert_eq!(unserved_version.version, None, "a version the gateway does not serve");
+        let made_up = RequestLabels::peek(&header(4_000, 0, 1), false);
+        assert_eq!(made_up.api_name(), UNKNOWN);
+        let negative = RequestLabels::peek(&header(-5, 0, 1), false);
+        assert_eq!(negative.api_name(), UNKNOWN);
+        let short = RequestLabels::peek(&[0], false);
+        assert_eq!(
+            (short.api_name(), short.version, short.correlation_id),
+            (UNKNOWN, None, -1)
+        );
+        let token = RequestLabels::peek(b"\0alice\0secret", true);
+        assert_eq!(token.api_name(), RAW_SASL_TOKEN);
+        assert_eq!(token.correlation_id, -1, "a bare token carries no correlation id");
+    }
+
+    #[test]
+    fn a_request_with_an_unserved_version_is_counted_under_version_unknown() {
+        let m = metrics();
+        let labels = RequestLabels::peek(&header(3, 999, 1), false); // Metadata v999
+        m.record_request(&labels, 12, Duration::from_millis(2), true);
+        let scrape = m.encode();
+        assert!(
+            scrape.contains("kafka_iggy_gateway_requests_total{api=\"Metadata\",version=\"unknown\"}"),
+            "{scrape}"
+        );
+        assert!(scrape.contains("kafka_iggy_gateway_request_failures_total{api=\"Metadata\"}"));
+        assert!(!scrape.contains("version=\"999\""));
+    }
+}
