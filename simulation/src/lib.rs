@@ -26,8 +26,12 @@ pub mod checker;
 pub mod commit_checker;
 pub mod committing_consumer;
 pub mod consumer;
+pub mod iggy_host;
+pub mod iggy_wire;
 pub mod producer;
+pub mod remote;
 pub mod requests;
+pub mod trace;
 
 use kafka_iggy_conformance::wire::WireClient;
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
