@@ -28,6 +28,7 @@ pub mod committing_consumer;
 pub mod consumer;
 pub mod iggy_host;
 pub mod iggy_wire;
+pub mod kafka;
 pub mod producer;
 pub mod remote;
 pub mod requests;
