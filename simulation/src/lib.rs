@@ -26,6 +26,7 @@ pub mod checker;
 pub mod commit_checker;
 pub mod committing_consumer;
 pub mod consumer;
+pub mod history;
 pub mod producer;
 pub mod requests;
 
