@@ -26,6 +26,7 @@ pub mod checker;
 pub mod commit_checker;
 pub mod committing_consumer;
 pub mod consumer;
+pub mod history;
 pub mod iggy_host;
 pub mod iggy_wire;
 pub mod kafka;
