@@ -13,6 +13,7 @@
 //! The host can lose the response to an append after the append is written ([`IggyFaults`]):
 //! the gateway's request then times out although the records are stored.
 
+use crate::history::{FaultKind, Hop, Recorder};
 use crate::iggy_wire::{decode_request, encode_response, take_frame, Op, Outcome, Request, Response};
 use crate::trace::Trace;
 use bytes::BytesMut;
@@ -66,17 +67,28 @@ struct Process {
     root: IggyDisk,
     sessions: Mutex<BTreeMap<u32, Arc<EmbeddedBackend>>>,
     faults: Arc<IggyFaults>,
+    recorder: Recorder,
     trace: Trace,
 }
 
+/// The Produce attempt that wrote `messages`: the producers' `attempt` header, `request/attempt`.
+fn produce_attempt(messages: &[iggy_common::IggyMessage]) -> Option<(usize, u32)> {
+    let (record, _) = kig_core::mapping::message_to_record(messages.first()?);
+    let header = record.headers.iter().find(|h| &h.name[..] == b"attempt")?;
+    let text = std::str::from_utf8(header.value.as_deref()?).ok()?;
+    let (request, attempt) = text.split_once('/')?;
+    Some((request.parse().ok()?, attempt.parse().ok()?))
+}
+
 /// Serves the Iggy protocol on [`IGGY_PORT`] until the host is bounced or crashed.
-pub async fn run_iggy(disk: IggyDisk, faults: Arc<IggyFaults>, trace: Trace) -> turmoil::Result {
+pub async fn run_iggy(disk: IggyDisk, faults: Arc<IggyFaults>, recorder: Recorder, trace: Trace) -> turmoil::Result {
     let listener = TcpListener::bind(("0.0.0.0", IGGY_PORT)).await?;
     trace.event("iggy", "started on its data");
     let process = Arc::new(Process {
         root: disk,
         sessions: Mutex::new(BTreeMap::new()),
         faults,
+        recorder,
         trace,
     });
     loop {
@@ -90,8 +102,10 @@ pub async fn run_iggy(disk: IggyDisk, faults: Arc<IggyFaults>, trace: Trace) -> 
 }
 
 /// Registers the Iggy host on `disk`.
-pub fn iggy_host(sim: &mut turmoil::Sim<'_>, disk: IggyDisk, faults: Arc<IggyFaults>, trace: Trace) {
-    sim.host(IGGY_HOST, move || run_iggy(disk.clone(), faults.clone(), trace.clone()));
+pub fn iggy_host(sim: &mut turmoil::Sim<'_>, disk: IggyDisk, faults: Arc<IggyFaults>, recorder: Recorder, trace: Trace) {
+    sim.host(IGGY_HOST, move || {
+        run_iggy(disk.clone(), faults.clone(), recorder.clone(), trace.clone())
+    });
 }
 
 async fn serve_connection(process: Arc<Process>, mut stream: TcpStream, peer: String) {
@@ -122,12 +136,19 @@ async fn serve_connection(process: Arc<Process>, mut stream: TcpStream, peer: St
         if let Op::JoinGroup { client, .. } = &request.op {
             joined.insert(*client);
         }
-        let is_append = matches!(request.op, Op::Append { .. });
+        let produce = match &request.op {
+            Op::Append { messages, .. } => Some(produce_attempt(messages)),
+            _ => None,
+        };
         let id = request.id;
         let outcome = execute(&process, request, &peer).await;
-        if is_append && matches!(outcome, Outcome::Offset(_)) {
+        if let (Some(produce), Outcome::Offset(_)) = (produce, &outcome) {
             let (n, lose) = process.faults.applied_append();
             if lose {
+                process.recorder.fault_now(FaultKind::ResponseLost {
+                    hop: Hop::GatewayIggy { gateway: peer.clone() },
+                    produce,
+                });
                 process.trace.event(
                     "iggy",
                     format!("{peer}: append #{n} stored; its response is lost (fault)"),

@@ -41,6 +41,17 @@ impl Trace {
         }
     }
 
+    /// Appends an event at `at_ms`, for the driver, which runs outside any host.
+    pub fn event_at(&self, at_ms: u64, source: &str, what: impl Into<String>) {
+        if let Some(events) = &self.events {
+            events.lock().expect("trace lock").push(Event {
+                at_ms,
+                source: source.to_string(),
+                what: what.into(),
+            });
+        }
+    }
+
     /// Everything recorded, in order.
     pub fn events(&self) -> Vec<Event> {
         self.events
