@@ -85,6 +85,7 @@ pub async fn init_producer_id<S: AsyncRead + AsyncWrite + Unpin>(
     client: &mut WireClient<S>,
 ) -> anyhow::Result<(i16, i64, i16)> {
     let request = InitProducerIdRequest::default()
+        .with_transactional_id(None)
         .with_transaction_timeout_ms(60_000)
         .with_producer_id((-1).into())
         .with_producer_epoch(-1);

@@ -34,6 +34,7 @@ pub mod kafka;
 pub mod producer;
 pub mod remote;
 pub mod requests;
+pub mod scenarios;
 pub mod trace;
 pub mod world;
 
