@@ -24,6 +24,8 @@ mod unseen_write;
 
 #[cfg(test)]
 mod fixture;
+#[cfg(test)]
+mod model_tests;
 
 use crate::history::{History, RequestId, TopicPartition};
 pub use cause::{AttemptCause, DuplicateCause};
@@ -141,7 +143,7 @@ impl Class {
             Class::RedeliveryBelowCommit => &["CO-ENCODE-1", "CO-RECLAIM-1"],
             Class::ResumeAboveCommit => &["CO-ENCODE-1", "CO-ZERO-1"],
             Class::Duplicate => &["DELIVERY-1", "PID-IGNORE-1"],
-            Class::InFlightReorder => &["DELIVERY-ORDER-1"],
+            Class::InFlightReorder => &["DELIVERY-ORDER-1", "PID-IGNORE-1"],
             Class::Redelivery => &["CO-ENCODE-1", "GROUP-COMMIT-1"],
         }
     }

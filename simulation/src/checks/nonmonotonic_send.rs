@@ -3,7 +3,9 @@
 //! partition was acknowledged must land above that one: its acknowledged offset and every copy
 //! of it. Requests in flight together (a producer with `max.in.flight` above 1, retrying one of
 //! them) may land out of send order: the gateway keeps the order it receives requests in, and a
-//! retry arrives after what was sent meanwhile; that is reported, and allowed.
+//! retry arrives after what was sent meanwhile; that is reported, and allowed. Kafka keeps an
+//! idempotent producer's in-flight requests in order by their sequence numbers; the gateway
+//! ignores those (PID-IGNORE-1), so for it too the reorder is allowed, and the report says so.
 
 use super::index::Index;
 use super::{Anomaly, Class};
@@ -89,6 +91,16 @@ pub(super) fn check(index: &Index<'_>, out: &mut Vec<Anomaly>) {
                 .filter(|(_, _, r)| r.acked().is_some_and(|(_, base)| base > later_base))
                 .max_by_key(|(_, last, _)| *last);
             if let Some((_, _, earlier)) = overtaken {
+                let idempotent = index
+                    .history
+                    .producers
+                    .get(later.producer)
+                    .is_some_and(|p| p.idempotent);
+                let cause = if idempotent {
+                    "in flight together; an idempotent producer, but the gateway ignores sequence numbers (PID-IGNORE-1)"
+                } else {
+                    "in flight together, the earlier one retried"
+                };
                 out.push(
                     Anomaly::new(
                         Class::InFlightReorder,
@@ -100,6 +112,7 @@ pub(super) fn check(index: &Index<'_>, out: &mut Vec<Anomaly>) {
                             earlier.id
                         ),
                     )
+                    .because(cause.into())
                     .of_request(later.id),
                 );
             }
