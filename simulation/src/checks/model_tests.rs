@@ -144,7 +144,9 @@ fn model(seed: u64) -> History {
                      split: usize| {
         *generation += 1;
         for (c, owns) in owned.iter_mut().enumerate() {
-            *owns = (0..partitions.len()).filter(|p| (p + split + c).is_multiple_of(2)).collect();
+            *owns = (0..partitions.len())
+                .filter(|p| (p + split + c).is_multiple_of(2))
+                .collect();
             let assigned = owns.iter().map(|p| partitions[*p].clone()).collect();
             h.consumer_event(
                 c,
