@@ -30,6 +30,9 @@ pub enum Why {
     Delayed,
     /// The request was dropped before the gateway or Iggy handled it: it wrote nothing.
     RequestLost,
+    /// Abandoned with its connection when an earlier request in flight on it failed
+    /// ([`AttemptCause::behind`]); the producer sent the whole window again.
+    AbandonedWithConnection,
     /// No fault on its path: the answer was merely late.
     NoFault,
 }
@@ -43,6 +46,8 @@ pub struct AttemptCause {
     pub outcome: Option<AttemptOutcome>,
     pub why: Why,
     pub fault: Option<FaultId>,
+    /// For [`Why::AbandonedWithConnection`]: the earlier attempt whose failure took it down.
+    pub behind: Option<(RequestId, u32)>,
 }
 
 /// Everything behind one duplicated request.
@@ -111,6 +116,7 @@ fn why_text(why: Why) -> &'static str {
         Why::Partitioned => "a link on its path was partitioned",
         Why::Delayed => "a link on its path was slowed",
         Why::RequestLost => "dropped before it was handled",
+        Why::AbandonedWithConnection => "abandoned with its connection when an earlier request on it failed",
         Why::NoFault => "no fault on its path, the answer came late",
     }
 }
@@ -129,8 +135,41 @@ fn describe(fault: &Fault) -> String {
     format!(" (fault #{}: {what} at {})", fault.id, secs(fault.start_us))
 }
 
-/// Why `attempt` of `request` failed.
+/// Why `attempt` of `request` failed: a fault on its own path, or else the failure of an earlier
+/// attempt in flight on the same connection that ended at the same moment, with that one's fault.
 pub(crate) fn attempt_cause(index: &Index<'_>, request: &ProduceRequest, attempt: &ProduceAttempt) -> AttemptCause {
+    let own = own_cause(index, request, attempt);
+    if own.why != Why::NoFault || attempt.outcome_us.is_none() {
+        return own;
+    }
+    let sibling = index.history.produces.iter().find_map(|other| {
+        if other.producer != request.producer || other.id == request.id {
+            return None;
+        }
+        other
+            .attempts
+            .iter()
+            .find(|a| {
+                a.gateway == attempt.gateway
+                    && a.connection == attempt.connection
+                    && a.outcome_us == attempt.outcome_us
+                    && a.sent_us <= attempt.sent_us
+                    && !matches!(a.outcome, Some(AttemptOutcome::Acked { .. }))
+            })
+            .map(|a| (other, a))
+    });
+    match sibling {
+        Some((other, a)) => AttemptCause {
+            why: Why::AbandonedWithConnection,
+            fault: own_cause(index, other, a).fault,
+            behind: Some((other.id, a.attempt)),
+            ..own
+        },
+        None => own,
+    }
+}
+
+fn own_cause(index: &Index<'_>, request: &ProduceRequest, attempt: &ProduceAttempt) -> AttemptCause {
     let producer = index.producer_name(request);
     let from = attempt.sent_us;
     let to = attempt.outcome_us.unwrap_or(u64::MAX);
@@ -167,6 +206,7 @@ pub(crate) fn attempt_cause(index: &Index<'_>, request: &ProduceRequest, attempt
         outcome: attempt.outcome,
         why: best.map_or(Why::NoFault, |(_, _, why)| why),
         fault: best.map(|(_, id, _)| id),
+        behind: None,
     }
 }
 

@@ -177,6 +177,43 @@ mod tests {
     }
 
     #[test]
+    fn delivery_1_a_request_abandoned_with_its_connection_names_the_failure_behind_it() {
+        // A window of two: request 1 times out under a lost response; request 2, in flight on
+        // the same connection, is abandoned with it; both are sent again and written twice.
+        let mut h = clean();
+        h.producers[0].max_in_flight = 2;
+        h.produces[1].attempts[0].outcome = Some(AttemptOutcome::TimedOut);
+        h.produces[1].attempts[0].outcome_us = Some(3_500);
+        h.produces[2].attempts[0].outcome = Some(AttemptOutcome::ConnectionLost);
+        h.produces[2].attempts[0].sent_us = 2_100;
+        h.produces[2].attempts[0].outcome_us = Some(3_500);
+        h.produce_attempt(1, 3_600, GATEWAY, 2);
+        h.produce_outcome(1, 2, 3_650, AttemptOutcome::Acked { base_offset: 6 });
+        h.produce_attempt(2, 3_610, GATEWAY, 2);
+        h.produce_outcome(2, 2, 3_700, AttemptOutcome::Acked { base_offset: 8 });
+        h.fault_at(
+            FaultKind::ResponseLost {
+                hop: Hop::GatewayIggy {
+                    gateway: GATEWAY.into(),
+                },
+                produce: Some((1, 1)),
+            },
+            2_500,
+        );
+        set_log(&mut h, log_of(&[0, 1, 2, 3, 4, 5, 2, 3, 4, 5]));
+        h.consumer_events.clear();
+        let verdict = check(&h);
+        assert_eq!(verdict.classes(), vec![Class::Duplicate], "{verdict:#?}");
+        let causes: Vec<_> = verdict
+            .of(Class::Duplicate)
+            .map(|d| d.duplicate.clone().expect("a cause").failed[0].clone())
+            .collect();
+        assert_eq!(causes[0].why, Why::LostIggyResponse);
+        assert_eq!(causes[1].why, Why::AbandonedWithConnection);
+        assert_eq!((causes[1].behind, causes[1].fault), (Some((1, 1)), Some(0)));
+    }
+
+    #[test]
     fn delivery_1_more_copies_than_sends_is_an_unexplained_duplicate() {
         let mut h = clean();
         set_log(&mut h, log_of(&[0, 1, 2, 3, 4, 5, 5]));
