@@ -261,13 +261,17 @@ pub enum ConsumerEventKind {
         member_id: Option<String>,
         partitions: Vec<TopicPartition>,
     },
-    /// It positioned itself on a partition at `offset`.
+    /// It positioned itself on a partition at `offset` from outside its run of polls: a start or
+    /// a rebalance (the committed offset read back, or a reset), or an explicit seek. Record one
+    /// whenever the consumer's next fetch offset is not one past its last delivery, or the
+    /// checker reads the jump as a nonmonotonic poll or a poll skip.
     Positioned {
         partition: TopicPartition,
         offset: i64,
         from: StartFrom,
     },
-    /// A Fetch delivered these records of a partition (those at or past the fetch position).
+    /// A Fetch delivered these records of a partition (those at or past the fetch position, as a
+    /// Kafka client drops the rest of a batch), in offset order. Empty fetches need no event.
     Polled {
         partition: TopicPartition,
         records: Vec<Stored>,
@@ -285,7 +289,8 @@ pub enum ConsumerEventKind {
     SessionEnded { clean: bool },
 }
 
-/// A network hop a fault acts on.
+/// A network hop a fault acts on. `client` is the producer's or consumer's name, which is also its
+/// host's name in the simulated network: the checker matches a Produce attempt's path by it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Hop {
     /// Between a client host and a gateway.

@@ -23,6 +23,7 @@
 //! the requests are byte for byte what a conformance case would send over a real socket.
 
 pub mod checker;
+pub mod checks;
 pub mod commit_checker;
 pub mod committing_consumer;
 pub mod consumer;
