@@ -46,6 +46,7 @@ fn consumer() -> ConsumerSpec {
         retry_backoff_ms: 100,
         session_timeout_ms: 6_000,
         heartbeat_interval_ms: 500,
+        commit_interval_ms: 0,
     }
 }
 
@@ -152,6 +153,10 @@ pub fn catalogue() -> Vec<Scenario> {
                 partitions: 4,
                 assigned_consumers: 0,
                 group_consumers: 3,
+                consumer: ConsumerSpec {
+                    commit_interval_ms: 400,
+                    ..consumer()
+                },
                 faults: FaultPlan {
                     consumer_link: 1.0 / 600.0,
                     ..FaultPlan::default()

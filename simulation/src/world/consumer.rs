@@ -65,6 +65,10 @@ pub struct ConsumerSpec {
     pub retry_backoff_ms: u64,
     pub session_timeout_ms: i32,
     pub heartbeat_interval_ms: u64,
+    /// A group consumer commits its positions at most this often (0: after every Fetch that
+    /// delivered), as `auto.commit.interval.ms` does; what it read since is re-delivered after a
+    /// rebalance or crash.
+    pub commit_interval_ms: u64,
 }
 
 /// One consumer's place in the world.
@@ -405,7 +409,11 @@ impl ConsumerRun {
             }
         }
         let heartbeat_every = Duration::from_millis(self.spec.heartbeat_interval_ms);
+        let commit_every = Duration::from_millis(self.spec.commit_interval_ms);
         let mut last_heartbeat = Instant::now();
+        let mut last_commit = Instant::now();
+        // Positions read since the last commit, by partition.
+        let mut uncommitted: BTreeMap<i32, i64> = BTreeMap::new();
         loop {
             if self.done(&self.group_delivered(group)) {
                 return Rejoin::Done;
@@ -414,7 +422,6 @@ impl ConsumerRun {
                 let request: Vec<(i32, i64)> = positions.iter().map(|(p, o)| (*p, *o)).collect();
                 let wait = self.spec.max_wait_ms.min(self.spec.heartbeat_interval_ms as i32);
                 let answer = within!(timeout, "Fetch", fetch(&mut conn, &self.topic, &request, wait));
-                let mut commits = Vec::new();
                 for part in answer {
                     if part.error_code != NONE {
                         continue;
@@ -429,7 +436,7 @@ impl ConsumerRun {
                     self.recorder
                         .polled(self.index, session, tp(&self.topic, part.partition), records);
                     positions.insert(part.partition, next);
-                    commits.push((part.partition, next));
+                    uncommitted.insert(part.partition, next);
                     let mut progress = self.progress.lock().expect("progress lock");
                     let slot = progress
                         .group_delivered
@@ -439,7 +446,9 @@ impl ConsumerRun {
                         .or_insert(0);
                     *slot = (*slot).max(next);
                 }
-                if !commits.is_empty() {
+                if !uncommitted.is_empty() && last_commit.elapsed() >= commit_every {
+                    last_commit = Instant::now();
+                    let commits: Vec<(i32, i64)> = std::mem::take(&mut uncommitted).into_iter().collect();
                     let sent_us = crate::history::sim_now_us();
                     let answer = tokio::time::timeout(
                         timeout,
