@@ -114,6 +114,10 @@ impl RemoteBackend {
                 }
             }
             failed => {
+                // The SDK has one connection and reconnects it once; idle connections opened
+                // before the failure are as dead as this one (an Iggy restart ends them all), so
+                // they go too rather than failing one request each.
+                shared.idle.lock().expect("pool lock").clear();
                 let why = match failed {
                     Ok(Err(e)) => format!("{e}"),
                     _ => format!("no answer within {:?}", shared.request_timeout),
