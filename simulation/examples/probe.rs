@@ -10,7 +10,13 @@ fn main() {
     for seed in 1..=seeds {
         let out = run_world(s.name, &s.config, seed, false);
         let v = check(&out.history);
-        if v.fails() || out.unfinished.is_some() { println!("seed {seed}: {:?}\n{}", out.unfinished, render::report(&out.history, &v)); }
+        if v.fails() || out.unfinished.is_some() {
+            println!(
+                "seed {seed}: {:?}\n{}",
+                out.unfinished,
+                render::report(&out.history, &v)
+            );
+        }
         agg.add(seed, &v);
     }
     println!("{}{:?}", agg.table(), start.elapsed());

@@ -47,10 +47,7 @@ impl IggyFaults {
     /// Loses the response to the `n`th append from now on (1: the next one).
     pub fn lose_response_of_append(&self, n: u64) {
         let done = *self.appends.lock().expect("faults lock");
-        self.lose_append_responses
-            .lock()
-            .expect("faults lock")
-            .insert(done + n);
+        self.lose_append_responses.lock().expect("faults lock").insert(done + n);
     }
 
     /// Counts an applied append; whether its response is to be lost.
@@ -102,7 +99,13 @@ pub async fn run_iggy(disk: IggyDisk, faults: Arc<IggyFaults>, recorder: Recorde
 }
 
 /// Registers the Iggy host on `disk`.
-pub fn iggy_host(sim: &mut turmoil::Sim<'_>, disk: IggyDisk, faults: Arc<IggyFaults>, recorder: Recorder, trace: Trace) {
+pub fn iggy_host(
+    sim: &mut turmoil::Sim<'_>,
+    disk: IggyDisk,
+    faults: Arc<IggyFaults>,
+    recorder: Recorder,
+    trace: Trace,
+) {
     sim.host(IGGY_HOST, move || {
         run_iggy(disk.clone(), faults.clone(), recorder.clone(), trace.clone())
     });
@@ -189,7 +192,9 @@ async fn execute(process: &Process, request: Request, peer: &str) -> Outcome {
     };
     let outcome = run_op(process, &session, request.op).await;
     if let Outcome::Failed(e) = &outcome {
-        process.trace.event("iggy", format!("{peer}: request {} failed: {e}", request.id));
+        process
+            .trace
+            .event("iggy", format!("{peer}: request {} failed: {e}", request.id));
     }
     outcome
 }
@@ -226,7 +231,10 @@ async fn run_op(process: &Process, b: &EmbeddedBackend, op: Op) -> Outcome {
             }
         }
         Op::EnsureStream { stream } => unit(b.ensure_stream(&stream).await),
-        Op::ListTopics { stream } => b.list_topics(&stream).await.map_or_else(Outcome::Failed, Outcome::Topics),
+        Op::ListTopics { stream } => b
+            .list_topics(&stream)
+            .await
+            .map_or_else(Outcome::Failed, Outcome::Topics),
         Op::GetTopic { stream, topic } => b
             .get_topic(&stream, &topic)
             .await

@@ -34,26 +34,111 @@ pub enum WireError {
 /// One backend operation. `user` in [`Request`] says as whom it runs.
 #[derive(Debug, PartialEq)]
 pub enum Op {
-    Login { username: String, secret: String, token: bool },
-    EnsureStream { stream: String },
-    ListTopics { stream: String },
-    GetTopic { stream: String, topic: String },
-    CreateTopic { stream: String, topic: String, partitions: u32, message_expiry_us: Option<u64> },
-    DeleteTopic { stream: String, topic: String },
-    AddPartitions { stream: String, topic: String, count: u32 },
-    Append { stream: String, topic: String, partition: u32, messages: Vec<IggyMessage> },
-    Read { stream: String, topic: String, partition: u32, offset: u64, max_messages: u32, max_bytes: u64 },
-    Watermarks { stream: String, topic: String, partition: u32 },
-    OffsetForTimestamp { stream: String, topic: String, partition: u32, timestamp_us: u64 },
-    CreateGroup { stream: String, topic: String, group: String },
-    DeleteGroup { stream: String, topic: String, group: String },
-    ListGroups { stream: String, topic: String },
-    JoinGroup { stream: String, topic: String, group: String, client: u64 },
-    LeaveGroup { stream: String, topic: String, group: String, client: u64 },
-    StoreOffset { stream: String, topic: String, partition: u32, group: String, client: u64, offset: u64 },
-    GetOffset { stream: String, topic: String, partition: u32, group: String },
-    DeleteOffset { stream: String, topic: String, partition: u32, group: String, client: u64 },
-    ReleaseClient { client: u64 },
+    Login {
+        username: String,
+        secret: String,
+        token: bool,
+    },
+    EnsureStream {
+        stream: String,
+    },
+    ListTopics {
+        stream: String,
+    },
+    GetTopic {
+        stream: String,
+        topic: String,
+    },
+    CreateTopic {
+        stream: String,
+        topic: String,
+        partitions: u32,
+        message_expiry_us: Option<u64>,
+    },
+    DeleteTopic {
+        stream: String,
+        topic: String,
+    },
+    AddPartitions {
+        stream: String,
+        topic: String,
+        count: u32,
+    },
+    Append {
+        stream: String,
+        topic: String,
+        partition: u32,
+        messages: Vec<IggyMessage>,
+    },
+    Read {
+        stream: String,
+        topic: String,
+        partition: u32,
+        offset: u64,
+        max_messages: u32,
+        max_bytes: u64,
+    },
+    Watermarks {
+        stream: String,
+        topic: String,
+        partition: u32,
+    },
+    OffsetForTimestamp {
+        stream: String,
+        topic: String,
+        partition: u32,
+        timestamp_us: u64,
+    },
+    CreateGroup {
+        stream: String,
+        topic: String,
+        group: String,
+    },
+    DeleteGroup {
+        stream: String,
+        topic: String,
+        group: String,
+    },
+    ListGroups {
+        stream: String,
+        topic: String,
+    },
+    JoinGroup {
+        stream: String,
+        topic: String,
+        group: String,
+        client: u64,
+    },
+    LeaveGroup {
+        stream: String,
+        topic: String,
+        group: String,
+        client: u64,
+    },
+    StoreOffset {
+        stream: String,
+        topic: String,
+        partition: u32,
+        group: String,
+        client: u64,
+        offset: u64,
+    },
+    GetOffset {
+        stream: String,
+        topic: String,
+        partition: u32,
+        group: String,
+    },
+    DeleteOffset {
+        stream: String,
+        topic: String,
+        partition: u32,
+        group: String,
+        client: u64,
+    },
+    ReleaseClient {
+        client: u64,
+    },
     AppendGeneration,
 }
 
@@ -486,8 +571,12 @@ pub fn decode_request(body: Bytes) -> Result<Request, WireError> {
             secret: r.str("secret")?,
             token: r.u8("secret kind")? != 0,
         },
-        1 => Op::EnsureStream { stream: r.str("stream")? },
-        2 => Op::ListTopics { stream: r.str("stream")? },
+        1 => Op::EnsureStream {
+            stream: r.str("stream")?,
+        },
+        2 => Op::ListTopics {
+            stream: r.str("stream")?,
+        },
         3 => Op::GetTopic {
             stream: r.str("stream")?,
             topic: r.str("topic")?,
@@ -729,11 +818,7 @@ fn read_error(r: &mut Reader) -> Result<BackendError, WireError> {
         11 => IggyError::ConsumerGroupIdNotFound(ident(&r.str("error")?), ident(&r.str("error")?)),
         12 => IggyError::ConsumerGroupNameNotFound(r.str("error")?, ident(&r.str("error")?)),
         13 => IggyError::ConsumerGroupNameAlreadyExists(r.str("error")?, ident(&r.str("error")?)),
-        14 => IggyError::ConsumerGroupMemberNotFound(
-            r.u32("error")?,
-            ident(&r.str("error")?),
-            ident(&r.str("error")?),
-        ),
+        14 => IggyError::ConsumerGroupMemberNotFound(r.u32("error")?, ident(&r.str("error")?), ident(&r.str("error")?)),
         15 => IggyError::StreamNameAlreadyExists(r.str("error")?),
         16 => {
             let code = r.u32("error")?;

@@ -43,7 +43,13 @@ pub struct FetchedRecord {
 /// A producer's batch: the values, with a header per record naming the attempt that sent it
 /// (so every copy in the log says which attempt wrote it), and the idempotent producer's id,
 /// epoch and base sequence, or -1s.
-pub fn encode_producer_batch(values: &[String], attempt_header: &str, pid: i64, epoch: i16, base_sequence: i32) -> Bytes {
+pub fn encode_producer_batch(
+    values: &[String],
+    attempt_header: &str,
+    pid: i64,
+    epoch: i16,
+    base_sequence: i32,
+) -> Bytes {
     let records: Vec<Record> = values
         .iter()
         .enumerate()
@@ -113,7 +119,8 @@ pub fn produce_frame<S: AsyncRead + AsyncWrite + Unpin>(
 
 /// Decodes a Produce v9 response frame: (error code, base offset).
 pub fn produce_answer(correlation_id: i32, frame: Bytes) -> anyhow::Result<(i16, i64)> {
-    let response: ProduceResponse = WireClient::<tokio::io::Empty>::decode_response(ApiKey::Produce, 9, correlation_id, frame)?;
+    let response: ProduceResponse =
+        WireClient::<tokio::io::Empty>::decode_response(ApiKey::Produce, 9, correlation_id, frame)?;
     let partition = response
         .responses
         .first()
@@ -141,17 +148,19 @@ pub async fn fetch<S: AsyncRead + AsyncWrite + Unpin>(
     let request = FetchRequest::default()
         .with_max_wait_ms(max_wait_ms)
         .with_min_bytes(1)
-        .with_topics(vec![FetchTopic::default().with_topic(TopicName(s(topic))).with_partitions(
-            positions
-                .iter()
-                .map(|(p, o)| {
-                    FetchPartition::default()
-                        .with_partition(*p)
-                        .with_fetch_offset(*o)
-                        .with_partition_max_bytes(FETCH_PARTITION_MAX_BYTES)
-                })
-                .collect(),
-        )]);
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(s(topic)))
+            .with_partitions(
+                positions
+                    .iter()
+                    .map(|(p, o)| {
+                        FetchPartition::default()
+                            .with_partition(*p)
+                            .with_fetch_offset(*o)
+                            .with_partition_max_bytes(FETCH_PARTITION_MAX_BYTES)
+                    })
+                    .collect(),
+            )]);
     let response: FetchResponse = client.request(ApiKey::Fetch, 11, &request).await?;
     let mut out = Vec::new();
     for topic in &response.responses {
@@ -234,7 +243,11 @@ pub async fn sync_group<S: AsyncRead + AsyncWrite + Unpin>(
         .with_assignments(
             assignments
                 .into_iter()
-                .map(|(m, a)| SyncGroupRequestAssignment::default().with_member_id(s(&m)).with_assignment(a))
+                .map(|(m, a)| {
+                    SyncGroupRequestAssignment::default()
+                        .with_member_id(s(&m))
+                        .with_assignment(a)
+                })
                 .collect(),
         );
     client.request(ApiKey::SyncGroup, 3, &request).await

@@ -49,10 +49,7 @@ fn a_duplicate_after_a_lost_iggy_response_names_that_fault() {
     let scenario = scenario("iggy-response-lost");
     let output = run_world(scenario.name, &scenario.config, scenario.seed, false);
     let verdict = check(&output.history);
-    let causes: Vec<String> = verdict
-        .of(Class::Duplicate)
-        .filter_map(|a| a.cause.clone())
-        .collect();
+    let causes: Vec<String> = verdict.of(Class::Duplicate).filter_map(|a| a.cause.clone()).collect();
     assert!(
         causes.iter().any(|c| c.contains("iggy")),
         "no duplicate attributed to the gateway-to-Iggy hop: {causes:#?}"
@@ -79,7 +76,10 @@ fn dedup_what_if_answers_some_retries_from_memory_and_loses_nothing() {
     let scenario = scenario("dedup-what-if");
     let output = run_world(scenario.name, &scenario.config, scenario.seed, true);
     assert!(
-        output.events.iter().any(|e| e.what.contains("answered without writing")),
+        output
+            .events
+            .iter()
+            .any(|e| e.what.contains("answered without writing")),
         "the deduplicating proxy removed no duplicate"
     );
     assert!(!check(&output.history).fails());
@@ -92,7 +92,11 @@ fn proto_determinism_1_one_seed_twice_gives_the_identical_history() {
         // Another seed between the two, so nothing carried over in the process hides a difference.
         let _ = run_world(scenario.name, &scenario.config, scenario.seed + 1, false);
         let again = run_world(scenario.name, &scenario.config, scenario.seed, false);
-        assert!(!first.history.produces.is_empty(), "{}: nothing was sent", scenario.name);
+        assert!(
+            !first.history.produces.is_empty(),
+            "{}: nothing was sent",
+            scenario.name
+        );
         assert_eq!(
             first.history, again.history,
             "simulation run {} --seed {} played out two ways",

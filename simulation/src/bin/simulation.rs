@@ -17,7 +17,10 @@ use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Parser)]
-#[command(name = "simulation", about = "Deterministic simulations of Kafka clients, gateways and Iggy")]
+#[command(
+    name = "simulation",
+    about = "Deterministic simulations of Kafka clients, gateways and Iggy"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -107,7 +110,10 @@ fn timeline(history: &History) -> String {
         out.push_str(&format!("  {}  {what}{end}\n", ms(f.start_us)));
     }
     if let Some(healed) = history.healed_us {
-        out.push_str(&format!("  {}  producers done: network healed, liveness phase\n", ms(healed)));
+        out.push_str(&format!(
+            "  {}  producers done: network healed, liveness phase\n",
+            ms(healed)
+        ));
     }
     if faults.is_empty() {
         out.push_str("  no fault\n");
@@ -178,7 +184,12 @@ struct Sweep {
 }
 
 /// Plays `seeds` of `scenario` on `jobs` threads; `tick` is called after every seed.
-fn sweep_seeds(scenario: &Scenario, seeds: RangeInclusive<u64>, jobs: usize, tick: &(dyn Fn(u64, &RunOutput) + Sync)) -> Sweep {
+fn sweep_seeds(
+    scenario: &Scenario,
+    seeds: RangeInclusive<u64>,
+    jobs: usize,
+    tick: &(dyn Fn(u64, &RunOutput) + Sync),
+) -> Sweep {
     let next = AtomicU64::new(*seeds.start());
     let end = *seeds.end();
     let results: Vec<Sweep> = std::thread::scope(|scope| {
@@ -247,7 +258,11 @@ fn sweep(name: &str, seeds: RangeInclusive<u64>, jobs: usize, json: Option<std::
         match &bar {
             Some(bar) => bar.inc(1),
             None if n % step == 0 || n == total => {
-                eprintln!("{}: {n}/{total} seeds, {:.1} s", scenario.name, started.elapsed().as_secs_f64())
+                eprintln!(
+                    "{}: {n}/{total} seeds, {:.1} s",
+                    scenario.name,
+                    started.elapsed().as_secs_f64()
+                )
             }
             None => {}
         }

@@ -326,7 +326,13 @@ impl ConsumerRun {
             let answer = within!(
                 join_timeout,
                 "JoinGroup",
-                join_group(&mut conn, group, member, self.spec.session_timeout_ms, subscription(&self.topic))
+                join_group(
+                    &mut conn,
+                    group,
+                    member,
+                    self.spec.session_timeout_ms,
+                    subscription(&self.topic)
+                )
             );
             match answer.error_code {
                 MEMBER_ID_REQUIRED => *member = answer.member_id.to_string(),
@@ -335,7 +341,10 @@ impl ConsumerRun {
                     break;
                 }
                 NOT_COORDINATOR | COORDINATOR_LOAD_IN_PROGRESS => {
-                    self.event(format!("JoinGroup at {host}: error {} (not the coordinator)", answer.error_code));
+                    self.event(format!(
+                        "JoinGroup at {host}: error {} (not the coordinator)",
+                        answer.error_code
+                    ));
                     *ask_coordinator = true;
                     return Rejoin::SameMember;
                 }
@@ -389,8 +398,11 @@ impl ConsumerRun {
         );
         let mut positions: BTreeMap<i32, i64> = BTreeMap::new();
         if !mine.is_empty() {
-            let (code, committed) =
-                within!(timeout, "OffsetFetch", offset_fetch(&mut conn, group, &self.topic, &mine));
+            let (code, committed) = within!(
+                timeout,
+                "OffsetFetch",
+                offset_fetch(&mut conn, group, &self.topic, &mine)
+            );
             if code != NONE {
                 return Rejoin::Crash(format!("OffsetFetch: error {code}"));
             }

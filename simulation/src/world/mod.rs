@@ -111,7 +111,9 @@ fn gateway_config(k: usize, n: usize) -> Config {
         listen: Some(std::net::SocketAddr::from(([0, 0, 0, 0], GATEWAY_PORT))),
         advertised: Some(format!("{}:{GATEWAY_PORT}", gateway_name(k))),
         instance_id: Some(k as u16),
-        peers: (0..n).map(|i| format!("{i}={}:{GATEWAY_PORT}", gateway_name(i))).collect(),
+        peers: (0..n)
+            .map(|i| format!("{i}={}:{GATEWAY_PORT}", gateway_name(i)))
+            .collect(),
         limits: LimitSettings {
             // Decoding on another OS thread would finish at a moment no seed decides
             // (PROTO-DETERMINISM-1).
@@ -188,7 +190,10 @@ fn disk_log(disk: &EmbeddedBackend, partition: i32) -> PartitionLog {
         }
         for message in &messages {
             let (record, _) = kig_core::mapping::message_to_record(message);
-            records.push(Stored::from_bytes(message.header.offset as i64, record.value.as_deref()));
+            records.push(Stored::from_bytes(
+                message.header.offset as i64,
+                record.value.as_deref(),
+            ));
         }
     }
     PartitionLog {
@@ -280,7 +285,13 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
     let recorder = Recorder::new(scenario, seed);
     let disk: IggyDisk = Arc::new(EmbeddedBackend::new(Arc::new(SimClock), EmbeddedConfig::default()));
     let iggy_faults = Arc::new(IggyFaults::default());
-    iggy_host(&mut sim, disk.clone(), iggy_faults.clone(), recorder.clone(), trace.clone());
+    iggy_host(
+        &mut sim,
+        disk.clone(),
+        iggy_faults.clone(),
+        recorder.clone(),
+        trace.clone(),
+    );
     let iggy_timeout = Duration::from_millis(config.iggy_request_timeout_ms);
     for k in 0..config.gateways {
         gateway_host(&mut sim, k, config.gateways, seed, iggy_timeout, trace.clone());
@@ -455,7 +466,12 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
                 if config.dedup {
                     sim.bounce(dedup_name(k).as_str());
                 }
-                recorder.fault_at(FaultKind::GatewayRestart { gateway: gateway_name(k) }, now_us);
+                recorder.fault_at(
+                    FaultKind::GatewayRestart {
+                        gateway: gateway_name(k),
+                    },
+                    now_us,
+                );
                 trace_driver(&trace, now_us, &format!("{} restarted", gateway_name(k)));
             }
             if f.iggy_link > 0.0 && rng.random_bool(f.iggy_link) {
@@ -466,7 +482,9 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
                     }
                     None => {
                         sim.partition(gateway_name(k).as_str(), IGGY_HOST);
-                        let hop = Hop::GatewayIggy { gateway: gateway_name(k) };
+                        let hop = Hop::GatewayIggy {
+                            gateway: gateway_name(k),
+                        };
                         iggy_links[k] = Some(recorder.fault_started_at(FaultKind::Partition { hop }, now_us));
                     }
                 }

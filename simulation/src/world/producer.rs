@@ -65,7 +65,9 @@ struct InFlight {
 
 impl ProducerRun {
     async fn connect(&self) -> std::io::Result<WireClient<TcpStream>> {
-        Ok(WireClient::new(TcpStream::connect((self.target.as_str(), self.port)).await?))
+        Ok(WireClient::new(
+            TcpStream::connect((self.target.as_str(), self.port)).await?,
+        ))
     }
 
     /// Creates the topic (someone may have already) and, when idempotent, gets a producer id;
@@ -76,7 +78,10 @@ impl ProducerRun {
             let step = tokio::time::timeout(timeout, async {
                 let mut conn = self.connect().await?;
                 let code = create_topic(&mut conn, &self.topic, self.partitions).await?;
-                anyhow::ensure!(code == 0 || code == TOPIC_ALREADY_EXISTS, "CreateTopics answered {code}");
+                anyhow::ensure!(
+                    code == 0 || code == TOPIC_ALREADY_EXISTS,
+                    "CreateTopics answered {code}"
+                );
                 if !self.spec.idempotent {
                     return Ok((-1, -1));
                 }
@@ -99,9 +104,7 @@ impl ProducerRun {
                 Ok(Err(e)) => self
                     .trace
                     .event(&format!("producer-{}", self.index), format!("setup failed: {e:#}")),
-                Err(_) => self
-                    .trace
-                    .event(&format!("producer-{}", self.index), "setup timed out"),
+                Err(_) => self.trace.event(&format!("producer-{}", self.index), "setup timed out"),
             }
             tokio::time::sleep(Duration::from_millis(self.spec.retry_backoff_ms)).await;
         }
@@ -124,12 +127,17 @@ impl ProducerRun {
         let timeout = Duration::from_millis(self.spec.request_timeout_ms);
         while acked < batches.len() || created < self.spec.records {
             // Create the next batch when the window has room for it.
-            if unsent == batches.len() && created < self.spec.records && in_flight.len() < self.spec.max_in_flight as usize {
+            if unsent == batches.len()
+                && created < self.spec.records
+                && in_flight.len() < self.spec.max_in_flight as usize
+            {
                 let think = rng.random_range(0..=self.spec.max_think_ms * 1000);
                 tokio::time::sleep(Duration::from_micros(think)).await;
                 let partition = (batches.len() as i32) % self.partitions;
                 let n = self.spec.records_per_batch.min(self.spec.records - created);
-                let values: Vec<RecordValue> = (created..created + n).map(|s| RecordValue::new(self.index, s)).collect();
+                let values: Vec<RecordValue> = (created..created + n)
+                    .map(|s| RecordValue::new(self.index, s))
+                    .collect();
                 created += n;
                 let base_sequence = sequences[partition as usize];
                 sequences[partition as usize] += n as i32;
@@ -245,7 +253,16 @@ impl ProducerRun {
                     if self.trace.enabled() {
                         self.trace.event(
                             &me,
-                            format!("request {} attempt {}: {}", batch.request, lost.attempt, if first { why.as_str() } else { "abandoned with the connection" }),
+                            format!(
+                                "request {} attempt {}: {}",
+                                batch.request,
+                                lost.attempt,
+                                if first {
+                                    why.as_str()
+                                } else {
+                                    "abandoned with the connection"
+                                }
+                            ),
                         );
                     }
                     first = false;
