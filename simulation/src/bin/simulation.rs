@@ -257,7 +257,7 @@ fn sweep(name: &str, seeds: RangeInclusive<u64>, jobs: usize, json: Option<std::
         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
         match &bar {
             Some(bar) => bar.inc(1),
-            None if n % step == 0 || n == total => {
+            None if n.is_multiple_of(step) || n == total => {
                 eprintln!(
                     "{}: {n}/{total} seeds, {:.1} s",
                     scenario.name,

@@ -460,7 +460,7 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
                 }
             }
         }
-        for k in 0..config.gateways {
+        for (k, iggy_link) in iggy_links.iter_mut().enumerate() {
             if f.gateway_restart > 0.0 && rng.random_bool(f.gateway_restart) {
                 sim.bounce(gateway_name(k).as_str());
                 if config.dedup {
@@ -475,7 +475,7 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
                 trace_driver(&trace, now_us, &format!("{} restarted", gateway_name(k)));
             }
             if f.iggy_link > 0.0 && rng.random_bool(f.iggy_link) {
-                match iggy_links[k].take() {
+                match iggy_link.take() {
                     Some(fault) => {
                         sim.repair(gateway_name(k).as_str(), IGGY_HOST);
                         recorder.fault_ended_at(fault, now_us);
@@ -485,7 +485,7 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
                         let hop = Hop::GatewayIggy {
                             gateway: gateway_name(k),
                         };
-                        iggy_links[k] = Some(recorder.fault_started_at(FaultKind::Partition { hop }, now_us));
+                        *iggy_link = Some(recorder.fault_started_at(FaultKind::Partition { hop }, now_us));
                     }
                 }
             }
