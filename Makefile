@@ -119,6 +119,7 @@ bench: setup
 	cargo bench -p kafka-iggy-conformance --bench gateway
 	cargo bench -p kafka-iggy-conformance --bench real_iggy
 	cargo build --release -p kafka-iggy-gateway && cargo bench -p kafka-iggy-conformance --bench hostile
+	cargo run --release -q -p kafka-iggy-simulation --bin simulation -- bench --seeds 200 --jobs 2
 
 # Coverage-guided fuzzing (fuzz/README.md): every target for FUZZ_SECONDS on stable Rust.
 # cargo-fuzz passes nightly-only flags; RUSTC_BOOTSTRAP=1 lets stable accept them, and

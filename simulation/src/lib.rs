@@ -23,11 +23,21 @@
 //! the requests are byte for byte what a conformance case would send over a real socket.
 
 pub mod checker;
+pub mod checks;
 pub mod commit_checker;
 pub mod committing_consumer;
 pub mod consumer;
+pub mod dedup;
+pub mod history;
+pub mod iggy_host;
+pub mod iggy_wire;
+pub mod kafka;
 pub mod producer;
+pub mod remote;
 pub mod requests;
+pub mod scenarios;
+pub mod trace;
+pub mod world;
 
 use kafka_iggy_conformance::wire::WireClient;
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
@@ -88,7 +98,7 @@ pub async fn run_gateway(seed: u64, shutdown: Shutdown) -> turmoil::Result {
 }
 
 /// Binds `gateway`'s listen address on the current host and serves until `shutdown`.
-async fn serve_on_host<B: Backend>(gateway: Arc<Gateway<B>>, shutdown: Shutdown) -> turmoil::Result {
+pub(crate) async fn serve_on_host<B: Backend>(gateway: Arc<Gateway<B>>, shutdown: Shutdown) -> turmoil::Result {
     let listener = TcpListener::bind(gateway.config.listen).await?;
     serve(TurmoilListener(listener), gateway, shutdown).await;
     Ok(())

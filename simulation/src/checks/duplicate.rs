@@ -1,0 +1,229 @@
+//! Duplicate (allowed, DELIVERY-1; PID-IGNORE-1 for an idempotent producer) and unexplained
+//! duplicate (violation, DELIVERY-1). A record stored more than once is allowed when its request
+//! was sent at least as many times as there are copies: at-least-once delivery stores a retry
+//! again. The anomaly names the request, the offsets the copies ended at, and for each attempt
+//! that was not acknowledged the fault that made the producer send again. More copies than
+//! sends has no retry behind it.
+
+use super::cause::{attempt_cause, DuplicateCause};
+use super::index::{offsets_text, values_text, Index};
+use super::{Anomaly, Class};
+use crate::history::RecordValue;
+use std::collections::BTreeMap;
+
+pub(super) fn check(index: &Index<'_>, out: &mut Vec<Anomaly>) {
+    for (partition, copies) in &index.copies {
+        // request → (its duplicated values with their copies, unexplained values)
+        type PerRequest = (Vec<(RecordValue, Vec<i64>)>, Vec<RecordValue>);
+        let mut by_request: BTreeMap<usize, PerRequest> = BTreeMap::new();
+        for (value, offsets) in copies {
+            if offsets.len() < 2 {
+                continue;
+            }
+            let Some(requests) = index.carried_by.get(&(partition.clone(), *value)) else {
+                continue; // a phantom, reported as such
+            };
+            let sends: usize = requests.iter().map(|r| index.request(*r).attempts.len()).sum();
+            let entry = by_request.entry(requests[0]).or_default();
+            if offsets.len() > sends {
+                entry.1.push(*value);
+            } else {
+                entry.0.push((*value, offsets.clone()));
+            }
+        }
+        for (id, (mut explained, mut unexplained)) in by_request {
+            let request = index.request(id);
+            let producer = index.producer_name(request);
+            explained.sort();
+            unexplained.sort();
+            if !unexplained.is_empty() {
+                out.push(
+                    Anomaly::new(
+                        Class::UnexplainedDuplicate,
+                        Some(partition),
+                        format!(
+                            "{} of {producer} (request {id}) stored more times than its {} sends",
+                            values_text(&unexplained),
+                            request.attempts.len()
+                        ),
+                    )
+                    .of_request(id),
+                );
+            }
+            if explained.is_empty() {
+                continue;
+            }
+            let first_copies = explained[0].1.clone();
+            let cause = DuplicateCause {
+                request: id,
+                producer: producer.to_string(),
+                idempotent: index
+                    .history
+                    .producers
+                    .get(request.producer)
+                    .is_some_and(|p| p.idempotent),
+                values: explained.iter().map(|(v, _)| *v).collect(),
+                copies: first_copies.clone(),
+                acked: request.acked().map(|(a, base)| {
+                    let position = request.values.iter().position(|v| *v == explained[0].0).unwrap_or(0);
+                    (a.attempt, base + position as i64)
+                }),
+                failed: request
+                    .attempts
+                    .iter()
+                    .filter(|a| !matches!(a.outcome, Some(crate::history::AttemptOutcome::Acked { .. })))
+                    .map(|a| attempt_cause(index, request, a))
+                    .collect(),
+            };
+            let values: Vec<RecordValue> = cause.values.clone();
+            let mut anomaly = Anomaly::new(
+                Class::Duplicate,
+                Some(partition),
+                format!(
+                    "{} of {producer} (request {id}) stored {} times, the first at offsets {}",
+                    values_text(&values),
+                    first_copies.len(),
+                    offsets_text(&first_copies)
+                ),
+            )
+            .of_request(id)
+            .because(cause.text(index));
+            anomaly.duplicate = Some(cause);
+            out.push(anomaly);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::cause::Why;
+    use super::super::fixture::{clean, log_of, set_log, GATEWAY};
+    use super::super::{check, Class};
+    use crate::history::{AttemptOutcome, FaultKind, Hop};
+
+    /// Request 1 (p0-2, p0-3) is written by attempt 1, which times out under `fault`; attempt 2
+    /// writes it again at 4..=5 and is acknowledged; request 2 follows at 6..=7.
+    fn retried(fault: FaultKind) -> crate::history::History {
+        let mut h = clean();
+        h.produces[1].attempts[0].outcome = Some(AttemptOutcome::TimedOut);
+        h.produces[1].attempts[0].outcome_us = Some(2_900);
+        h.produce_attempt(1, 2_950, GATEWAY, 2);
+        h.produce_outcome(1, 2, 2_990, AttemptOutcome::Acked { base_offset: 4 });
+        h.produce_outcome(2, 1, 3_100, AttemptOutcome::Acked { base_offset: 6 });
+        h.fault_at(fault, 2_500);
+        set_log(&mut h, log_of(&[0, 1, 2, 3, 2, 3, 4, 5]));
+        h.consumer_events.clear();
+        h
+    }
+
+    #[test]
+    fn delivery_1_a_retried_request_may_be_stored_twice_and_says_why() {
+        let lost = FaultKind::ResponseLost {
+            hop: Hop::ClientGateway {
+                client: "producer".into(),
+                gateway: GATEWAY.into(),
+            },
+            produce: Some((1, 1)),
+        };
+        let verdict = check(&retried(lost));
+        assert_eq!(verdict.classes(), vec![Class::Duplicate], "{verdict:#?}");
+        assert!(!verdict.fails());
+        let duplicate = verdict.of(Class::Duplicate).next().expect("one");
+        assert_eq!(
+            duplicate.what,
+            "p0-2..=p0-3 of producer (request 1) stored 2 times, the first at offsets 2, 4"
+        );
+        let cause = duplicate.duplicate.as_ref().expect("a cause");
+        assert_eq!(cause.copies, vec![2, 4]);
+        assert_eq!(cause.acked, Some((2, 4)));
+        assert_eq!(cause.failed.len(), 1);
+        assert_eq!(cause.failed[0].why, Why::LostProduceResponse);
+        assert_eq!(cause.failed[0].fault, Some(0));
+        assert_eq!(
+            duplicate.cause.as_deref(),
+            Some("attempt 1 to gateway (no answer in time): written, its Produce response lost (fault #0: response lost on producer->gateway at 0.002 s); attempt 2 acknowledged at 4")
+        );
+    }
+
+    #[test]
+    fn pid_ignore_1_an_idempotent_producers_duplicate_cites_the_rule_and_its_cause() {
+        let mut h = retried(FaultKind::GatewayRestart {
+            gateway: GATEWAY.into(),
+        });
+        h.producers[0].idempotent = true;
+        let verdict = check(&h);
+        let duplicate = verdict.of(Class::Duplicate).next().expect("one");
+        let cause = duplicate.duplicate.as_ref().expect("a cause");
+        assert_eq!(cause.failed[0].why, Why::GatewayRestart);
+        assert!(duplicate.cause.as_deref().unwrap().ends_with("(PID-IGNORE-1)"));
+        let h = retried(FaultKind::ResponseLost {
+            hop: Hop::GatewayIggy {
+                gateway: GATEWAY.into(),
+            },
+            produce: None,
+        });
+        let verdict = check(&h);
+        let cause = verdict.of(Class::Duplicate).next().unwrap().duplicate.clone().unwrap();
+        assert_eq!(cause.failed[0].why, Why::LostIggyResponse);
+        let h = retried(FaultKind::IggyRestart);
+        let cause = check(&h)
+            .of(Class::Duplicate)
+            .next()
+            .unwrap()
+            .duplicate
+            .clone()
+            .unwrap();
+        assert_eq!(cause.failed[0].why, Why::IggyRestart);
+    }
+
+    #[test]
+    fn delivery_1_a_request_abandoned_with_its_connection_names_the_failure_behind_it() {
+        // A window of two: request 1 times out under a lost response; request 2, in flight on
+        // the same connection, is abandoned with it; both are sent again and written twice.
+        let mut h = clean();
+        h.producers[0].max_in_flight = 2;
+        h.produces[1].attempts[0].outcome = Some(AttemptOutcome::TimedOut);
+        h.produces[1].attempts[0].outcome_us = Some(3_500);
+        h.produces[2].attempts[0].outcome = Some(AttemptOutcome::ConnectionLost);
+        h.produces[2].attempts[0].sent_us = 2_100;
+        h.produces[2].attempts[0].outcome_us = Some(3_500);
+        h.produce_attempt(1, 3_600, GATEWAY, 2);
+        h.produce_outcome(1, 2, 3_650, AttemptOutcome::Acked { base_offset: 6 });
+        h.produce_attempt(2, 3_610, GATEWAY, 2);
+        h.produce_outcome(2, 2, 3_700, AttemptOutcome::Acked { base_offset: 8 });
+        h.fault_at(
+            FaultKind::ResponseLost {
+                hop: Hop::GatewayIggy {
+                    gateway: GATEWAY.into(),
+                },
+                produce: Some((1, 1)),
+            },
+            2_500,
+        );
+        set_log(&mut h, log_of(&[0, 1, 2, 3, 4, 5, 2, 3, 4, 5]));
+        h.consumer_events.clear();
+        let verdict = check(&h);
+        assert_eq!(verdict.classes(), vec![Class::Duplicate], "{verdict:#?}");
+        let causes: Vec<_> = verdict
+            .of(Class::Duplicate)
+            .map(|d| d.duplicate.clone().expect("a cause").failed[0].clone())
+            .collect();
+        assert_eq!(causes[0].why, Why::LostIggyResponse);
+        assert_eq!(causes[1].why, Why::AbandonedWithConnection);
+        assert_eq!((causes[1].behind, causes[1].fault), (Some((1, 1)), Some(0)));
+    }
+
+    #[test]
+    fn delivery_1_more_copies_than_sends_is_an_unexplained_duplicate() {
+        let mut h = clean();
+        set_log(&mut h, log_of(&[0, 1, 2, 3, 4, 5, 5]));
+        h.consumer_events.clear();
+        let verdict = check(&h);
+        assert_eq!(verdict.classes(), vec![Class::UnexplainedDuplicate], "{verdict:#?}");
+        assert_eq!(
+            verdict.anomalies[0].what,
+            "p0-5 of producer (request 2) stored more times than its 1 sends"
+        );
+        assert!(verdict.fails());
+    }
+}

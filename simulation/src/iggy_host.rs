@@ -1,0 +1,360 @@
+//! The Iggy host of the simulated network: a server that answers [`iggy_wire`](crate::iggy_wire)
+//! requests from the gateways' [`RemoteBackend`](crate::remote::RemoteBackend)s on the embedded
+//! model.
+//!
+//! The model is the server's disk: it lives outside the host ([`IggyDisk`]), so a bounced host
+//! starts again on the data its predecessor left, as iggy-server restarted on its data directory
+//! does. What the process held is lost with it: logged-in sessions (a request naming a user no
+//! longer logged in is `Unauthenticated`) and requests in flight. Consumer-group members are
+//! kept across a restart, stale, with no connection behind them (DIFF-12, measured on the
+//! pinned server); a connection that ends while the server runs drops the memberships of the
+//! clients that joined on it, as the server does for a disconnected client.
+//!
+//! The host can lose the response to an append after the append is written ([`IggyFaults`]):
+//! the gateway's request then times out although the records are stored.
+
+use crate::history::{FaultKind, Hop, Recorder};
+use crate::iggy_wire::{decode_request, encode_response, take_frame, Op, Outcome, Request, Response};
+use crate::trace::Trace;
+use bytes::BytesMut;
+use kafka_iggy_gateway::auth::credentials::Credentials;
+use kafka_iggy_gateway::backend::embedded::EmbeddedBackend;
+use kafka_iggy_gateway::backend::{Backend, BackendError, ConsumerOffsets, ReadLimits, TopicSpec};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use turmoil::net::{TcpListener, TcpStream};
+
+/// The Iggy host's name in the simulated network.
+pub const IGGY_HOST: &str = "iggy";
+/// The port its server listens on.
+pub const IGGY_PORT: u16 = 8090;
+
+/// What outlives the Iggy process: the model (its data directory).
+pub type IggyDisk = Arc<EmbeddedBackend>;
+
+/// Faults the Iggy host injects itself, decided by the world's driver.
+#[derive(Debug, Default)]
+pub struct IggyFaults {
+    /// Appends (numbered from 1 in the order the host applies them) whose response is never
+    /// sent: the write is stored, the gateway hears nothing.
+    lose_append_responses: Mutex<BTreeSet<u64>>,
+    /// Appends applied so far.
+    appends: Mutex<u64>,
+}
+
+impl IggyFaults {
+    /// Loses the response to the `n`th append from now on (1: the next one).
+    pub fn lose_response_of_append(&self, n: u64) {
+        let done = *self.appends.lock().expect("faults lock");
+        self.lose_append_responses.lock().expect("faults lock").insert(done + n);
+    }
+
+    /// Counts an applied append; whether its response is to be lost.
+    fn applied_append(&self) -> (u64, bool) {
+        let mut done = self.appends.lock().expect("faults lock");
+        *done += 1;
+        let lose = self.lose_append_responses.lock().expect("faults lock").remove(&done);
+        (*done, lose)
+    }
+}
+
+/// One Iggy process: the root view of the disk and the sessions logged in since it started.
+struct Process {
+    root: IggyDisk,
+    sessions: Mutex<BTreeMap<u32, Arc<EmbeddedBackend>>>,
+    faults: Arc<IggyFaults>,
+    recorder: Recorder,
+    trace: Trace,
+}
+
+/// The Produce attempt that wrote `messages`: the producers' `attempt` header, `request/attempt`.
+fn produce_attempt(messages: &[iggy_common::IggyMessage]) -> Option<(usize, u32)> {
+    let (record, _) = kig_core::mapping::message_to_record(messages.first()?);
+    let header = record.headers.iter().find(|h| &h.name[..] == b"attempt")?;
+    let text = std::str::from_utf8(header.value.as_deref()?).ok()?;
+    let (request, attempt) = text.split_once('/')?;
+    Some((request.parse().ok()?, attempt.parse().ok()?))
+}
+
+/// Serves the Iggy protocol on [`IGGY_PORT`] until the host is bounced or crashed.
+pub async fn run_iggy(disk: IggyDisk, faults: Arc<IggyFaults>, recorder: Recorder, trace: Trace) -> turmoil::Result {
+    let listener = TcpListener::bind(("0.0.0.0", IGGY_PORT)).await?;
+    trace.event("iggy", "started on its data");
+    let process = Arc::new(Process {
+        root: disk,
+        sessions: Mutex::new(BTreeMap::new()),
+        faults,
+        recorder,
+        trace,
+    });
+    loop {
+        let (stream, peer) = listener.accept().await?;
+        let process = process.clone();
+        tokio::spawn(async move {
+            let peer = turmoil::reverse_lookup(peer.ip()).unwrap_or_else(|| peer.ip().to_string());
+            serve_connection(process, stream, peer).await;
+        });
+    }
+}
+
+/// Registers the Iggy host on `disk`.
+pub fn iggy_host(
+    sim: &mut turmoil::Sim<'_>,
+    disk: IggyDisk,
+    faults: Arc<IggyFaults>,
+    recorder: Recorder,
+    trace: Trace,
+) {
+    sim.host(IGGY_HOST, move || {
+        run_iggy(disk.clone(), faults.clone(), recorder.clone(), trace.clone())
+    });
+}
+
+async fn serve_connection(process: Arc<Process>, mut stream: TcpStream, peer: String) {
+    let mut buffer = BytesMut::with_capacity(4096);
+    let mut joined: BTreeSet<u64> = BTreeSet::new();
+    loop {
+        let body = loop {
+            match take_frame(&mut buffer) {
+                Ok(Some(body)) => break body,
+                Ok(None) => {}
+                Err(e) => {
+                    process.trace.event("iggy", format!("{peer}: closing: {e}"));
+                    return release(&process, &joined, &peer);
+                }
+            }
+            match stream.read_buf(&mut buffer).await {
+                Ok(0) | Err(_) => return release(&process, &joined, &peer),
+                Ok(_) => {}
+            }
+        };
+        let request = match decode_request(body) {
+            Ok(request) => request,
+            Err(e) => {
+                process.trace.event("iggy", format!("{peer}: closing: {e}"));
+                return release(&process, &joined, &peer);
+            }
+        };
+        if let Op::JoinGroup { client, .. } = &request.op {
+            joined.insert(*client);
+        }
+        let produce = match &request.op {
+            Op::Append { messages, .. } => Some(produce_attempt(messages)),
+            _ => None,
+        };
+        let id = request.id;
+        let outcome = execute(&process, request, &peer).await;
+        if let (Some(produce), Outcome::Offset(_)) = (produce, &outcome) {
+            let (n, lose) = process.faults.applied_append();
+            if lose {
+                process.recorder.fault_now(FaultKind::ResponseLost {
+                    hop: Hop::GatewayIggy { gateway: peer.clone() },
+                    produce,
+                });
+                process.trace.event(
+                    "iggy",
+                    format!("{peer}: append #{n} stored; its response is lost (fault)"),
+                );
+                continue;
+            }
+        }
+        let frame = encode_response(&Response { id, outcome });
+        if stream.write_all(&frame).await.is_err() {
+            return release(&process, &joined, &peer);
+        }
+    }
+}
+
+/// A connection ended while the server runs: its clients leave their groups.
+fn release(process: &Process, joined: &BTreeSet<u64>, peer: &str) {
+    for client in joined {
+        process.root.release_client(*client);
+    }
+    if !joined.is_empty() {
+        process.trace.event(
+            "iggy",
+            format!("{peer}: connection ended; {} client(s) left their groups", joined.len()),
+        );
+    }
+}
+
+async fn execute(process: &Process, request: Request, peer: &str) -> Outcome {
+    let session = if request.user == 0 {
+        process.root.clone()
+    } else {
+        match process.sessions.lock().expect("sessions lock").get(&request.user) {
+            Some(session) => session.clone(),
+            None => {
+                return Outcome::Failed(iggy_common::IggyError::Unauthenticated.into());
+            }
+        }
+    };
+    let outcome = run_op(process, &session, request.op).await;
+    if let Outcome::Failed(e) = &outcome {
+        process
+            .trace
+            .event("iggy", format!("{peer}: request {} failed: {e}", request.id));
+    }
+    outcome
+}
+
+fn unit(r: Result<(), BackendError>) -> Outcome {
+    r.map_or_else(Outcome::Failed, |()| Outcome::Unit)
+}
+
+async fn run_op(process: &Process, b: &EmbeddedBackend, op: Op) -> Outcome {
+    match op {
+        Op::Login {
+            username,
+            secret,
+            token,
+        } => {
+            let credentials = if token {
+                Credentials::token(username, secret)
+            } else {
+                Credentials::password(username, secret)
+            };
+            match process.root.open_session(&credentials).await {
+                Ok((session, principal)) => {
+                    process
+                        .sessions
+                        .lock()
+                        .expect("sessions lock")
+                        .insert(principal.user_id, Arc::new(session));
+                    Outcome::Principal {
+                        user_id: principal.user_id,
+                        username: principal.username,
+                    }
+                }
+                Err(e) => Outcome::Failed(e),
+            }
+        }
+        Op::EnsureStream { stream } => unit(b.ensure_stream(&stream).await),
+        Op::ListTopics { stream } => b
+            .list_topics(&stream)
+            .await
+            .map_or_else(Outcome::Failed, Outcome::Topics),
+        Op::GetTopic { stream, topic } => b
+            .get_topic(&stream, &topic)
+            .await
+            .map_or_else(Outcome::Failed, Outcome::Topic),
+        Op::CreateTopic {
+            stream,
+            topic,
+            partitions,
+            message_expiry_us,
+        } => unit(
+            b.create_topic(
+                &stream,
+                &topic,
+                TopicSpec {
+                    partitions,
+                    message_expiry_us,
+                },
+            )
+            .await,
+        ),
+        Op::DeleteTopic { stream, topic } => unit(b.delete_topic(&stream, &topic).await),
+        Op::AddPartitions { stream, topic, count } => unit(b.add_partitions(&stream, &topic, count).await),
+        Op::Append {
+            stream,
+            topic,
+            partition,
+            messages,
+        } => b
+            .append(&stream, &topic, partition, messages)
+            .await
+            .map_or_else(Outcome::Failed, Outcome::Offset),
+        Op::Read {
+            stream,
+            topic,
+            partition,
+            offset,
+            max_messages,
+            max_bytes,
+        } => b
+            .read(
+                &stream,
+                &topic,
+                partition,
+                offset,
+                ReadLimits {
+                    max_messages,
+                    max_bytes,
+                },
+            )
+            .await
+            .map_or_else(Outcome::Failed, Outcome::Messages),
+        Op::Watermarks {
+            stream,
+            topic,
+            partition,
+        } => b
+            .watermarks(&stream, &topic, partition)
+            .await
+            .map_or_else(Outcome::Failed, Outcome::Watermarks),
+        Op::OffsetForTimestamp {
+            stream,
+            topic,
+            partition,
+            timestamp_us,
+        } => b
+            .offset_for_timestamp(&stream, &topic, partition, timestamp_us)
+            .await
+            .map_or_else(Outcome::Failed, Outcome::OffsetAndTimestamp),
+        Op::CreateGroup { stream, topic, group } => unit(b.create_consumer_group(&stream, &topic, &group).await),
+        Op::DeleteGroup { stream, topic, group } => unit(b.delete_consumer_group(&stream, &topic, &group).await),
+        Op::ListGroups { stream, topic } => b
+            .list_consumer_groups(&stream, &topic)
+            .await
+            .map_or_else(Outcome::Failed, Outcome::Names),
+        Op::JoinGroup {
+            stream,
+            topic,
+            group,
+            client,
+        } => unit(b.join_consumer_group(&stream, &topic, &group, client).await),
+        Op::LeaveGroup {
+            stream,
+            topic,
+            group,
+            client,
+        } => unit(b.leave_consumer_group(&stream, &topic, &group, client).await),
+        Op::StoreOffset {
+            stream,
+            topic,
+            partition,
+            group,
+            client,
+            offset,
+        } => unit(
+            b.store_consumer_offset(&stream, &topic, partition, &group, client, offset)
+                .await,
+        ),
+        Op::GetOffset {
+            stream,
+            topic,
+            partition,
+            group,
+        } => b
+            .get_consumer_offset(&stream, &topic, partition, &group)
+            .await
+            .map_or_else(Outcome::Failed, Outcome::Offset),
+        Op::DeleteOffset {
+            stream,
+            topic,
+            partition,
+            group,
+            client,
+        } => unit(
+            b.delete_consumer_offset(&stream, &topic, partition, &group, client)
+                .await,
+        ),
+        Op::ReleaseClient { client } => {
+            b.release_client(client);
+            Outcome::Unit
+        }
+        Op::AppendGeneration => Outcome::Generation(b.append_generation()),
+    }
+}

@@ -1,0 +1,330 @@
+//! The Kafka requests the world's clients send, over any stream, through the conformance suite's
+//! raw client: create a topic, InitProducerId, Produce one partition's batch, Fetch several
+//! partitions, FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit, OffsetFetch. Plain
+//! requests at fixed versions, byte for byte what a Kafka client sends.
+
+use bytes::Bytes;
+use kafka_iggy_conformance::wire::WireClient;
+use kafka_protocol::messages::create_topics_request::CreatableTopic;
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+use kafka_protocol::messages::{
+    ApiKey, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse, FindCoordinatorRequest,
+    FindCoordinatorResponse, GroupId, HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest,
+    InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
+    OffsetFetchRequest, OffsetFetchResponse, ProduceRequest, ProduceResponse, SyncGroupRequest, SyncGroupResponse,
+    TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use kig_core::batch::{decode_batches, encode_batch, Record, RecordBatch};
+use kig_core::budget::DecompressionBudget;
+use kig_core::compression::Compression;
+use tokio::io::{AsyncRead, AsyncWrite};
+
+/// The most bytes one Fetch asks for per partition.
+pub const FETCH_PARTITION_MAX_BYTES: i32 = 1 << 20;
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+/// One fetched record: its offset, value and headers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FetchedRecord {
+    pub offset: i64,
+    pub value: Option<Bytes>,
+    pub headers: Vec<(String, Option<Bytes>)>,
+}
+
+/// A producer's batch: the values, with a header per record naming the attempt that sent it
+/// (so every copy in the log says which attempt wrote it), and the idempotent producer's id,
+/// epoch and base sequence, or -1s.
+pub fn encode_producer_batch(
+    values: &[String],
+    attempt_header: &str,
+    pid: i64,
+    epoch: i16,
+    base_sequence: i32,
+) -> Bytes {
+    let records: Vec<Record> = values
+        .iter()
+        .enumerate()
+        .map(|(i, value)| Record {
+            attributes: 0,
+            timestamp_delta: 0,
+            offset_delta: i as i32,
+            key: None,
+            value: Some(Bytes::copy_from_slice(value.as_bytes())),
+            headers: vec![kig_core::batch::RecordHeader {
+                name: Bytes::from_static(b"attempt"),
+                value: Some(Bytes::copy_from_slice(attempt_header.as_bytes())),
+            }],
+        })
+        .collect();
+    let mut batch = RecordBatch::from_producer(Compression::None, -1, records);
+    batch.header.producer_id = pid;
+    batch.header.producer_epoch = epoch;
+    batch.header.base_sequence = base_sequence;
+    encode_batch(&batch).expect("an uncompressed batch encodes")
+}
+
+/// Creates `topic` with `partitions` partitions: the error code.
+pub async fn create_topic<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    topic: &str,
+    partitions: i32,
+) -> anyhow::Result<i16> {
+    let request = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()
+        .with_name(TopicName(s(topic)))
+        .with_num_partitions(partitions)
+        .with_replication_factor(1)]);
+    let response: CreateTopicsResponse = client.request(ApiKey::CreateTopics, 5, &request).await?;
+    Ok(response.topics[0].error_code)
+}
+
+/// InitProducerId v4 without a transactional id: (error code, producer id, epoch).
+pub async fn init_producer_id<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+) -> anyhow::Result<(i16, i64, i16)> {
+    let request = InitProducerIdRequest::default()
+        .with_transactional_id(None)
+        .with_transaction_timeout_ms(60_000)
+        .with_producer_id((-1).into())
+        .with_producer_epoch(-1);
+    let response: InitProducerIdResponse = client.request(ApiKey::InitProducerId, 4, &request).await?;
+    Ok((response.error_code, response.producer_id.0, response.producer_epoch))
+}
+
+/// Produce v9 of one partition's batch with acks=-1, as a frame to send; its correlation id.
+pub fn produce_frame<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    topic: &str,
+    partition: i32,
+    records: Bytes,
+) -> anyhow::Result<(i32, Bytes)> {
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(s(topic)))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(records))])]);
+    client.encode_request(ApiKey::Produce, 9, &request)
+}
+
+/// Decodes a Produce v9 response frame: (error code, base offset).
+pub fn produce_answer(correlation_id: i32, frame: Bytes) -> anyhow::Result<(i16, i64)> {
+    let response: ProduceResponse =
+        WireClient::<tokio::io::Empty>::decode_response(ApiKey::Produce, 9, correlation_id, frame)?;
+    let partition = response
+        .responses
+        .first()
+        .and_then(|t| t.partition_responses.first())
+        .ok_or_else(|| anyhow::anyhow!("a Produce answer without its partition"))?;
+    Ok((partition.error_code, partition.base_offset))
+}
+
+/// One partition of a Fetch answer.
+#[derive(Debug, Clone, Default)]
+pub struct FetchedPartition {
+    pub partition: i32,
+    pub error_code: i16,
+    pub high_watermark: i64,
+    pub records: Vec<FetchedRecord>,
+}
+
+/// Fetch v11 of `positions` (partition, offset) of `topic`.
+pub async fn fetch<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    topic: &str,
+    positions: &[(i32, i64)],
+    max_wait_ms: i32,
+) -> anyhow::Result<Vec<FetchedPartition>> {
+    let request = FetchRequest::default()
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(TopicName(s(topic)))
+            .with_partitions(
+                positions
+                    .iter()
+                    .map(|(p, o)| {
+                        FetchPartition::default()
+                            .with_partition(*p)
+                            .with_fetch_offset(*o)
+                            .with_partition_max_bytes(FETCH_PARTITION_MAX_BYTES)
+                    })
+                    .collect(),
+            )]);
+    let response: FetchResponse = client.request(ApiKey::Fetch, 11, &request).await?;
+    let mut out = Vec::new();
+    for topic in &response.responses {
+        for p in &topic.partitions {
+            let mut fetched = FetchedPartition {
+                partition: p.partition_index,
+                error_code: p.error_code,
+                high_watermark: p.high_watermark,
+                records: Vec::new(),
+            };
+            if let Some(records) = &p.records {
+                let mut budget = DecompressionBudget::new(FETCH_PARTITION_MAX_BYTES as usize);
+                for batch in decode_batches(records, &mut budget)? {
+                    for record in &batch.records {
+                        fetched.records.push(FetchedRecord {
+                            offset: batch.header.base_offset + i64::from(record.offset_delta),
+                            value: record.value.clone(),
+                            headers: record
+                                .headers
+                                .iter()
+                                .map(|h| (String::from_utf8_lossy(&h.name).into_owned(), h.value.clone()))
+                                .collect(),
+                        });
+                    }
+                }
+            }
+            out.push(fetched);
+        }
+    }
+    Ok(out)
+}
+
+/// FindCoordinator v3 of a group: (error code, node id, host, port).
+pub async fn find_coordinator<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    group: &str,
+) -> anyhow::Result<(i16, i32, String, i32)> {
+    let request = FindCoordinatorRequest::default().with_key(s(group)).with_key_type(0);
+    let response: FindCoordinatorResponse = client.request(ApiKey::FindCoordinator, 3, &request).await?;
+    Ok((
+        response.error_code,
+        response.node_id.0,
+        response.host.to_string(),
+        response.port,
+    ))
+}
+
+/// JoinGroup v5 of a "consumer" member offering the range protocol with `metadata`.
+pub async fn join_group<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    group: &str,
+    member: &str,
+    session_timeout_ms: i32,
+    metadata: Bytes,
+) -> anyhow::Result<JoinGroupResponse> {
+    let request = JoinGroupRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_session_timeout_ms(session_timeout_ms)
+        .with_rebalance_timeout_ms(session_timeout_ms)
+        .with_member_id(s(member))
+        .with_protocol_type(s("consumer"))
+        .with_protocols(vec![JoinGroupRequestProtocol::default()
+            .with_name(s("range"))
+            .with_metadata(metadata)]);
+    client.request(ApiKey::JoinGroup, 5, &request).await
+}
+
+/// SyncGroup v3; `assignments` is empty for a follower.
+pub async fn sync_group<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    group: &str,
+    generation: i32,
+    member: &str,
+    assignments: Vec<(String, Bytes)>,
+) -> anyhow::Result<SyncGroupResponse> {
+    let request = SyncGroupRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_generation_id(generation)
+        .with_member_id(s(member))
+        .with_assignments(
+            assignments
+                .into_iter()
+                .map(|(m, a)| {
+                    SyncGroupRequestAssignment::default()
+                        .with_member_id(s(&m))
+                        .with_assignment(a)
+                })
+                .collect(),
+        );
+    client.request(ApiKey::SyncGroup, 3, &request).await
+}
+
+/// Heartbeat v3: the error code.
+pub async fn heartbeat<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    group: &str,
+    generation: i32,
+    member: &str,
+) -> anyhow::Result<i16> {
+    let request = HeartbeatRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_generation_id(generation)
+        .with_member_id(s(member));
+    let response: HeartbeatResponse = client.request(ApiKey::Heartbeat, 3, &request).await?;
+    Ok(response.error_code)
+}
+
+/// OffsetCommit v8 of `offsets` (partition, offset) as `member` of `generation`: each
+/// partition's error code.
+pub async fn offset_commit<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    group: &str,
+    generation: i32,
+    member: &str,
+    topic: &str,
+    offsets: &[(i32, i64)],
+) -> anyhow::Result<Vec<(i32, i16)>> {
+    let request = OffsetCommitRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_generation_id_or_member_epoch(generation)
+        .with_member_id(s(member))
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(TopicName(s(topic)))
+            .with_partitions(
+                offsets
+                    .iter()
+                    .map(|(p, o)| {
+                        OffsetCommitRequestPartition::default()
+                            .with_partition_index(*p)
+                            .with_committed_offset(*o)
+                    })
+                    .collect(),
+            )]);
+    let response: OffsetCommitResponse = client.request(ApiKey::OffsetCommit, 8, &request).await?;
+    Ok(response
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| (p.partition_index, p.error_code)))
+        .collect())
+}
+
+/// OffsetFetch v5 of `partitions`: (group error, [(partition, committed offset, error)]).
+pub async fn offset_fetch<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    group: &str,
+    topic: &str,
+    partitions: &[i32],
+) -> anyhow::Result<(i16, Vec<(i32, i64, i16)>)> {
+    let request = OffsetFetchRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_topics(Some(vec![OffsetFetchRequestTopic::default()
+            .with_name(TopicName(s(topic)))
+            .with_partition_indexes(partitions.to_vec())]));
+    let response: OffsetFetchResponse = client.request(ApiKey::OffsetFetch, 5, &request).await?;
+    Ok((
+        response.error_code,
+        response
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|p| (p.partition_index, p.committed_offset, p.error_code))
+            })
+            .collect(),
+    ))
+}

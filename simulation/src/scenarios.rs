@@ -1,0 +1,222 @@
+//! The scenario catalogue: eight worlds, each built to show one anomaly (or its absence), with
+//! the seed committed to reproduce it and the explanation `simulation run` prints with it.
+
+use crate::checks::Class;
+use crate::world::consumer::ConsumerSpec;
+use crate::world::producer::ProducerSpec;
+use crate::world::{FaultPlan, WorldConfig};
+
+/// One entry of the catalogue.
+#[derive(Debug, Clone)]
+pub struct Scenario {
+    /// What `simulation run` takes.
+    pub name: &'static str,
+    /// One line for `simulation list`.
+    pub summary: &'static str,
+    /// What the run shows and why, printed with its verdict.
+    pub explanation: &'static str,
+    /// A seed that reproduces the scenario's anomaly (found by a sweep, kept by a regression
+    /// test).
+    pub seed: u64,
+    /// The anomaly class the committed seed shows, when the scenario is about one.
+    pub shows: Option<Class>,
+    pub config: WorldConfig,
+}
+
+fn plain_producer() -> ProducerSpec {
+    ProducerSpec {
+        idempotent: false,
+        records: 120,
+        records_per_batch: 6,
+        max_in_flight: 1,
+        request_timeout_ms: 1_000,
+        retry_backoff_ms: 100,
+        max_think_ms: 20,
+    }
+}
+
+fn idempotent_producer() -> ProducerSpec {
+    ProducerSpec {
+        idempotent: true,
+        ..plain_producer()
+    }
+}
+
+fn consumer() -> ConsumerSpec {
+    ConsumerSpec {
+        max_wait_ms: 300,
+        request_timeout_ms: 1_500,
+        retry_backoff_ms: 100,
+        session_timeout_ms: 6_000,
+        heartbeat_interval_ms: 500,
+        commit_interval_ms: 0,
+    }
+}
+
+fn base() -> WorldConfig {
+    WorldConfig {
+        gateways: 1,
+        partitions: 2,
+        producers: vec![plain_producer(), plain_producer()],
+        assigned_consumers: 1,
+        group_consumers: 0,
+        consumer: consumer(),
+        faults: FaultPlan::default(),
+        dedup: false,
+        join_bootstrap_first: false,
+        iggy_request_timeout_ms: 400,
+        latency_ms: 2,
+        max_simulated_s: 30,
+    }
+}
+
+/// Every scenario, in the order.
+pub fn catalogue() -> Vec<Scenario> {
+    vec![
+        Scenario {
+            name: "lost-produce-response",
+            summary: "a Produce response lost on the way back; the retry writes the batch again",
+            explanation: "The producer's link to the gateway breaks while a Produce is handled: the batch is written, the answer never arrives, the request times out and the producer sends the same batch again. The retry is written too, at new offsets: a duplicate, allowed by at-least-once, attributed to the retry of the request whose response was lost.",
+            seed: 1,
+            shows: Some(Class::Duplicate),
+            config: WorldConfig {
+                faults: FaultPlan {
+                    producer_link: 1.0 / 300.0,
+                    consumer_link: 1.0 / 800.0,
+                    hold: true,
+                    ..FaultPlan::default()
+                },
+                ..base()
+            },
+        },
+        Scenario {
+            name: "idempotent-duplicate",
+            summary: "the same with enable.idempotence=true: the duplicate still appears (PID-IGNORE-1)",
+            explanation: "The producers ask for a producer id (InitProducerId) and number their batches, but the gateway accepts producer id, epoch and sequence and ignores them (PID-IGNORE-1): Iggy has no per-producer sequence state, and a gateway keeping it in memory would lose it on restart and split it between gateways. So a retried batch is written again exactly as without idempotence, and the duplicate is still attributed to the retry.",
+            seed: 2,
+            shows: Some(Class::Duplicate),
+            config: WorldConfig {
+                producers: vec![idempotent_producer(), idempotent_producer()],
+                faults: FaultPlan {
+                    producer_link: 1.0 / 300.0,
+                    hold: true,
+                    ..FaultPlan::default()
+                },
+                ..base()
+            },
+        },
+        Scenario {
+            name: "gateway-restart",
+            summary: "the gateway restarts mid-stream: duplicates across the restart, nothing lost, commits survive",
+            explanation: "The gateway process restarts while producers send and a group consumes and commits. Requests in flight die with it: their producers retry on the new process, so batches written just before the restart appear twice. Committed offsets live in Iggy (CO-ENCODE-1), so the group resumes where it committed; the new gateway's offsets client takes the group's Iggy membership over (CO-RECLAIM-1 when the old member lingers).",
+            seed: 1,
+            shows: Some(Class::Duplicate),
+            config: WorldConfig {
+                assigned_consumers: 0,
+                group_consumers: 2,
+                faults: FaultPlan {
+                    gateway_restart: 1.0 / 400.0,
+                    ..FaultPlan::default()
+                },
+                ..base()
+            },
+        },
+        Scenario {
+            name: "iggy-response-lost",
+            summary: "Iggy writes an append but its answer to the gateway is lost: retriable error, retry, duplicate",
+            explanation: "Iggy stores an append and its response never reaches the gateway. The gateway's Iggy request times out, so it answers the Produce with a retriable error (NOT_LEADER_OR_FOLLOWER for a lost connection), the producer retries, and the batch is written a second time: a duplicate attributed to the lost Iggy response.",
+            seed: 1,
+            shows: Some(Class::Duplicate),
+            config: WorldConfig {
+                faults: FaultPlan {
+                    iggy_response_loss: 1.0 / 400.0,
+                    ..FaultPlan::default()
+                },
+                ..base()
+            },
+        },
+        Scenario {
+            name: "iggy-restart",
+            summary: "Iggy restarts with its data kept: groups re-established, no acknowledged record or commit lost",
+            explanation: "The Iggy server restarts on its data: what it stored stays, its sessions and requests in flight are lost, and its consumer-group members of before stay listed with no connection (DIFF-12). The gateways' requests in flight fail (retriable), producers retry, the group's commits are stored again after the gateway reclaims the Iggy group (CO-RECLAIM-1). Nothing acknowledged is lost.",
+            seed: 1,
+            shows: None,
+            config: WorldConfig {
+                assigned_consumers: 1,
+                group_consumers: 2,
+                faults: FaultPlan {
+                    iggy_restart: 1.0 / 400.0,
+                    iggy_link: 1.0 / 800.0,
+                    ..FaultPlan::default()
+                },
+                ..base()
+            },
+        },
+        Scenario {
+            name: "group-rebalance",
+            summary: "rebalances with commits: re-delivery after a rebalance (allowed), no poll skip past a commit",
+            explanation: "Three members share the topic's partitions. Their links to the gateway break, so members crash, rejoin and the group rebalances; a partition moves to a member that starts from the group's committed offset. Records delivered after the last commit are delivered again (allowed); a member never starts past the committed offset (a poll skip would not be).",
+            seed: 1,
+            shows: Some(Class::Redelivery),
+            config: WorldConfig {
+                partitions: 4,
+                assigned_consumers: 0,
+                group_consumers: 3,
+                consumer: ConsumerSpec {
+                    commit_interval_ms: 400,
+                    ..consumer()
+                },
+                faults: FaultPlan {
+                    consumer_link: 1.0 / 600.0,
+                    ..FaultPlan::default()
+                },
+                ..base()
+            },
+        },
+        Scenario {
+            name: "two-gateways",
+            summary: "two gateways, one group, one Iggy: coordinator routing, and a client at the wrong gateway",
+            explanation: "Two gateways front one Iggy. Each group has one coordinator gateway (GROUP-COORDINATOR-1); members bootstrap from either, and each first sends JoinGroup to its bootstrap gateway: the wrong one answers NOT_COORDINATOR, the member asks FindCoordinator and moves. Producers write through both gateways to the same partitions; one gateway restarts now and then.",
+            seed: 1,
+            shows: None,
+            config: WorldConfig {
+                gateways: 2,
+                partitions: 3,
+                producers: vec![plain_producer(), plain_producer(), idempotent_producer()],
+                assigned_consumers: 1,
+                group_consumers: 2,
+                join_bootstrap_first: true,
+                faults: FaultPlan {
+                    producer_link: 1.0 / 600.0,
+                    gateway_restart: 1.0 / 3_000.0,
+                    ..FaultPlan::default()
+                },
+                ..base()
+            },
+        },
+        Scenario {
+            name: "dedup-what-if",
+            summary: "what-if: a gateway deduplicating by (producer id, epoch, sequence) in memory",
+            explanation: "Each gateway sits behind a proxy that remembers idempotent batches it saw acknowledged, by (producer id, epoch, partition, sequence), and answers a retry of one from memory without writing. It removes the duplicates of lost Produce responses; it cannot remove those of a retry after a gateway restart (its memory died with the process) nor after a lost Iggy response (the gateway never acknowledged the first write, so nothing was remembered). It remembers only acknowledged batches, so it never acknowledges a record it did not write. The reference gateway does none of this (PID-IGNORE-1).",
+            seed: 6,
+            shows: Some(Class::Duplicate),
+            config: WorldConfig {
+                producers: vec![idempotent_producer(), idempotent_producer()],
+                dedup: true,
+                faults: FaultPlan {
+                    producer_link: 1.0 / 300.0,
+                    hold: true,
+                    gateway_restart: 1.0 / 3_000.0,
+                    iggy_response_loss: 1.0 / 1_000.0,
+                    ..FaultPlan::default()
+                },
+                ..base()
+            },
+        },
+    ]
+}
+
+/// The scenario called `name`.
+pub fn find(name: &str) -> Option<Scenario> {
+    catalogue().into_iter().find(|s| s.name == name)
+}

@@ -1,0 +1,519 @@
+//! The simulated world of one run: an Iggy host on a model that outlives it, one or two
+//! gateways reaching it over the network through [`RemoteBackend`], optionally the
+//! deduplicating proxy of scenario 8 in front of each gateway, producers, assigned and group
+//! consumers, a driver that injects the configured faults while the producers send, a heal, the
+//! liveness phase in which the consumers read every acknowledged record, and a final drain.
+//! Everything is recorded into a [`History`]; one seed decides everything (PROTO-DETERMINISM-1):
+//! turmoil's network, every client's think times, every fault.
+
+pub mod consumer;
+pub mod producer;
+
+use crate::dedup::dedup_host;
+use crate::history::{FaultKind, History, Hop, PartitionLog, Recorder, Stored, TopicPartition};
+use crate::iggy_host::{iggy_host, IggyDisk, IggyFaults, IGGY_HOST};
+use crate::kafka::fetch;
+use crate::remote::RemoteBackend;
+use crate::trace::{Event, Trace};
+use crate::{serve_on_host, SimClock, EPOCH_US, GATEWAY_PORT};
+use consumer::{ConsumerRun, ConsumerSpec, Progress, SharedProgress};
+use kafka_iggy_conformance::wire::WireClient;
+use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
+use kafka_iggy_gateway::backend::{Backend, ReadLimits};
+use kafka_iggy_gateway::clock::SharedRng;
+use kafka_iggy_gateway::config::{Args, Config, FileConfig};
+use kafka_iggy_gateway::gateway::Gateway;
+use kafka_iggy_gateway::limits::LimitSettings;
+use kafka_iggy_gateway::server::Shutdown;
+use producer::{ProducerRun, ProducerSpec};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+/// The topic every run writes.
+pub const TOPIC: &str = "events";
+/// The consumer group of the group consumers.
+pub const GROUP: &str = "readers";
+
+/// Chances per simulated millisecond, while the producers send, of each fault.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FaultPlan {
+    /// Each producer's link to its gateway breaks (partitioned, or held when `hold` is set) or,
+    /// broken, heals.
+    pub producer_link: f64,
+    /// Each consumer's link to its gateway breaks (partitioned) or heals.
+    pub consumer_link: f64,
+    /// Broken client links may be held (requests delayed and delivered late) instead of
+    /// partitioned.
+    pub hold: bool,
+    /// Each gateway restarts.
+    pub gateway_restart: f64,
+    /// Each gateway's link to Iggy is partitioned or, partitioned, heals.
+    pub iggy_link: f64,
+    /// Iggy restarts (data kept).
+    pub iggy_restart: f64,
+    /// Iggy is armed to lose the response of its next append (written, never answered).
+    pub iggy_response_loss: f64,
+}
+
+/// Everything a run is made of, apart from its seed.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorldConfig {
+    pub gateways: usize,
+    pub partitions: i32,
+    pub producers: Vec<ProducerSpec>,
+    pub assigned_consumers: usize,
+    pub group_consumers: usize,
+    pub consumer: ConsumerSpec,
+    pub faults: FaultPlan,
+    /// Scenario 8: each gateway behind a deduplicating proxy.
+    pub dedup: bool,
+    /// Group consumers send their first JoinGroup to their bootstrap gateway, coordinator or
+    /// not (scenario 7).
+    pub join_bootstrap_first: bool,
+    /// How long a gateway waits for Iggy's answer.
+    pub iggy_request_timeout_ms: u64,
+    /// Every segment's latency: fixed, see [`run_world`].
+    pub latency_ms: u64,
+    /// The run fails its liveness if it has not finished by then.
+    pub max_simulated_s: u64,
+}
+
+/// What one run left: its history, its event log (empty without `--trace`), how long it took in
+/// simulated time, and whether it finished (every client done) within the limit.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    pub history: History,
+    pub events: Vec<Event>,
+    pub simulated_ms: u64,
+    /// `None` when every client finished; otherwise why not (the liveness phase failed).
+    pub unfinished: Option<String>,
+}
+
+/// A gateway's host name.
+pub fn gateway_name(k: usize) -> String {
+    format!("gateway-{k}")
+}
+
+fn dedup_name(k: usize) -> String {
+    format!("dedup-{k}")
+}
+
+/// Gateway `k` of `n`: listening on [`GATEWAY_PORT`], advertising its host, knowing its peers
+/// (GROUP-COORDINATOR-1 routes each group to one of them).
+fn gateway_config(k: usize, n: usize) -> Config {
+    let args = Args {
+        listen: Some(std::net::SocketAddr::from(([0, 0, 0, 0], GATEWAY_PORT))),
+        advertised: Some(format!("{}:{GATEWAY_PORT}", gateway_name(k))),
+        instance_id: Some(k as u16),
+        peers: (0..n)
+            .map(|i| format!("{i}={}:{GATEWAY_PORT}", gateway_name(i)))
+            .collect(),
+        limits: LimitSettings {
+            // Decoding on another OS thread would finish at a moment no seed decides
+            // (PROTO-DETERMINISM-1).
+            decode_threads: Some(0),
+            ..LimitSettings::default()
+        },
+        ..Args::default()
+    };
+    Config::resolve(args, FileConfig::default()).expect("the simulation's configuration is valid")
+}
+
+/// Registers gateway `k`: each start is a new gateway process with a new Iggy client.
+fn gateway_host(sim: &mut turmoil::Sim<'_>, k: usize, n: usize, seed: u64, iggy_timeout: Duration, trace: Trace) {
+    let starts = Arc::new(AtomicU64::new(0));
+    let name = gateway_name(k);
+    sim.host(gateway_name(k).as_str(), move || {
+        let start = starts.fetch_add(1, Ordering::Relaxed);
+        let backend = RemoteBackend::new(&name, iggy_timeout, trace.clone());
+        let rng = SharedRng::seeded(
+            seed.wrapping_add((k as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F))
+                .wrapping_add(start.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+        );
+        let gateway = Arc::new(Gateway::new(
+            Arc::new(gateway_config(k, n)),
+            Arc::new(backend),
+            Arc::new(SimClock),
+            rng,
+        ));
+        serve_on_host(gateway, Shutdown::default())
+    });
+}
+
+/// Runs a future of the model that never waits (its operations take a lock and return) to its
+/// end, outside any runtime: how the driver reads the disk between steps.
+fn ready<F: Future>(future: F) -> F::Output {
+    let mut future = std::pin::pin!(future);
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => panic!("the model's operation waited"),
+    }
+}
+
+fn stream_name() -> String {
+    gateway_config(0, 1).topics.default_stream().to_string()
+}
+
+/// Each partition's high watermark on the disk (0 before the topic exists).
+fn disk_ends(disk: &EmbeddedBackend, partitions: i32) -> BTreeMap<i32, i64> {
+    let stream = stream_name();
+    (0..partitions)
+        .map(|p| {
+            let end = ready(disk.watermarks(&stream, TOPIC, p as u32)).map_or(0, |w| w.high_watermark as i64);
+            (p, end)
+        })
+        .collect()
+}
+
+/// A partition as the disk holds it.
+fn disk_log(disk: &EmbeddedBackend, partition: i32) -> PartitionLog {
+    let stream = stream_name();
+    let mut records = Vec::new();
+    loop {
+        let limits = ReadLimits {
+            max_messages: 1_000,
+            max_bytes: u64::MAX,
+        };
+        let offset = records.len() as u64;
+        let Ok(messages) = ready(disk.read(&stream, TOPIC, partition as u32, offset, limits)) else {
+            break;
+        };
+        if messages.is_empty() {
+            break;
+        }
+        for message in &messages {
+            let (record, _) = kig_core::mapping::message_to_record(message);
+            records.push(Stored::from_bytes(
+                message.header.offset as i64,
+                record.value.as_deref(),
+            ));
+        }
+    }
+    PartitionLog {
+        partition: TopicPartition::new(TOPIC, partition),
+        records,
+    }
+}
+
+/// A client link the driver breaks and heals.
+struct Link {
+    client: String,
+    /// The host the client talks to (a gateway or its proxy).
+    target: String,
+    gateway: String,
+    chance: f64,
+    may_hold: bool,
+    /// The open fault and whether it is a hold.
+    broken: Option<(usize, bool)>,
+}
+
+/// The final drain: after the consumers are done, every partition read from offset 0 to its
+/// end through gateway 0.
+async fn drain(partitions: i32, progress: SharedProgress, recorder: Recorder, consumers: usize) -> turmoil::Result {
+    loop {
+        let ready = {
+            let p = progress.lock().expect("progress lock");
+            p.producers_left == 0 && p.consumers_done >= consumers && p.ends.is_some()
+        };
+        if ready {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let ends = progress.lock().expect("progress lock").ends.clone().unwrap_or_default();
+    let mut conn: Option<WireClient<turmoil::net::TcpStream>> = None;
+    for p in 0..partitions {
+        let end = ends.get(&p).copied().unwrap_or(0);
+        let mut records: Vec<Stored> = Vec::new();
+        let mut position = 0;
+        while position < end {
+            let step = tokio::time::timeout(Duration::from_secs(2), async {
+                if conn.is_none() {
+                    let stream = turmoil::net::TcpStream::connect((gateway_name(0).as_str(), GATEWAY_PORT)).await?;
+                    conn = Some(WireClient::new(stream));
+                }
+                fetch(conn.as_mut().expect("connected"), TOPIC, &[(p, position)], 100).await
+            })
+            .await;
+            match step {
+                Ok(Ok(answer)) => {
+                    for part in answer.into_iter().filter(|a| a.error_code == 0) {
+                        let from = position;
+                        for r in part.records.into_iter().filter(|r| r.offset >= from) {
+                            position = r.offset + 1;
+                            records.push(Stored::from_bytes(r.offset, r.value.as_deref()));
+                        }
+                    }
+                }
+                _ => {
+                    conn = None;
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+        recorder.drained(PartitionLog {
+            partition: TopicPartition::new(TOPIC, p),
+            records,
+        });
+    }
+    Ok(())
+}
+
+/// Runs `config` under `seed` as scenario `scenario`; `trace` keeps the request-level log.
+pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool) -> RunOutput {
+    let latency = Duration::from_millis(config.latency_ms);
+    let mut sim = turmoil::Builder::new()
+        .rng_seed(seed)
+        .epoch(UNIX_EPOCH + Duration::from_micros(EPOCH_US))
+        .simulation_duration(Duration::from_secs(config.max_simulated_s))
+        // A fixed latency: when a host is bounced, tokio drops its tasks in an order set by
+        // process-wide task ids, and each dropped socket sends a segment. With random latencies
+        // those segments would draw from the network's RNG in that order, so a seed replayed
+        // alone would play out differently than inside a sweep. Seeded think times vary the
+        // interleavings instead.
+        .min_message_latency(latency)
+        .max_message_latency(latency)
+        .build();
+    let trace = Trace::new(trace_on);
+    let recorder = Recorder::new(scenario, seed);
+    let disk: IggyDisk = Arc::new(EmbeddedBackend::new(Arc::new(SimClock), EmbeddedConfig::default()));
+    let iggy_faults = Arc::new(IggyFaults::default());
+    iggy_host(
+        &mut sim,
+        disk.clone(),
+        iggy_faults.clone(),
+        recorder.clone(),
+        trace.clone(),
+    );
+    let iggy_timeout = Duration::from_millis(config.iggy_request_timeout_ms);
+    for k in 0..config.gateways {
+        gateway_host(&mut sim, k, config.gateways, seed, iggy_timeout, trace.clone());
+        recorder.add_gateway(gateway_name(k));
+        if config.dedup {
+            dedup_host(&mut sim, &dedup_name(k), &gateway_name(k), GATEWAY_PORT, trace.clone());
+        }
+    }
+    for p in 0..config.partitions {
+        recorder.add_partition(TopicPartition::new(TOPIC, p));
+    }
+    let progress: SharedProgress = Arc::new(std::sync::Mutex::new(Progress {
+        producers_left: config.producers.len(),
+        ..Progress::default()
+    }));
+    let mut links = Vec::new();
+    for (i, spec) in config.producers.iter().enumerate() {
+        let k = i % config.gateways;
+        let name = format!("producer-{i}");
+        let target = if config.dedup { dedup_name(k) } else { gateway_name(k) };
+        let index = recorder.add_producer(&name, spec.idempotent, spec.max_in_flight);
+        let run = ProducerRun {
+            index,
+            spec: spec.clone(),
+            topic: TOPIC.into(),
+            partitions: config.partitions,
+            target: target.clone(),
+            gateway: gateway_name(k),
+            port: GATEWAY_PORT,
+            seed: seed ^ (0x51ED_0000 + i as u64),
+            recorder: recorder.clone(),
+            trace: trace.clone(),
+        };
+        let progress = progress.clone();
+        sim.client(name.as_str(), async move {
+            run.run().await;
+            progress.lock().expect("progress lock").producers_left -= 1;
+            Ok(())
+        });
+        links.push(Link {
+            client: name,
+            target,
+            gateway: gateway_name(k),
+            chance: config.faults.producer_link,
+            may_hold: config.faults.hold,
+            broken: None,
+        });
+    }
+    let consumers = config.assigned_consumers + config.group_consumers;
+    for j in 0..consumers {
+        let grouped = j >= config.assigned_consumers;
+        let k = j % config.gateways;
+        let name = format!("consumer-{j}");
+        let mode = if grouped {
+            crate::history::ConsumerMode::Group { group: GROUP.into() }
+        } else {
+            crate::history::ConsumerMode::Assign { group: None }
+        };
+        let index = recorder.add_consumer(&name, mode, gateway_name(k));
+        let run = ConsumerRun {
+            index,
+            name: name.clone(),
+            spec: config.consumer.clone(),
+            topic: TOPIC.into(),
+            partitions: config.partitions,
+            gateway: gateway_name(k),
+            port: GATEWAY_PORT,
+            group: grouped.then(|| GROUP.to_string()),
+            join_bootstrap_first: config.join_bootstrap_first,
+            progress: progress.clone(),
+            recorder: recorder.clone(),
+            trace: trace.clone(),
+        };
+        let progress = progress.clone();
+        sim.client(name.as_str(), async move {
+            run.run().await;
+            progress.lock().expect("progress lock").consumers_done += 1;
+            Ok(())
+        });
+        links.push(Link {
+            client: name,
+            target: gateway_name(k),
+            gateway: gateway_name(k),
+            chance: config.faults.consumer_link,
+            may_hold: false,
+            broken: None,
+        });
+    }
+    {
+        let (progress, recorder) = (progress.clone(), recorder.clone());
+        let partitions = config.partitions;
+        sim.client("drain", drain(partitions, progress, recorder, consumers));
+    }
+
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5EED_FA17);
+    let mut iggy_links: Vec<Option<usize>> = vec![None; config.gateways];
+    let mut healed = false;
+    let mut unfinished = None;
+    loop {
+        match sim.step() {
+            Ok(true) => break,
+            Ok(false) => {}
+            Err(e) => {
+                unfinished = Some(format!("{e}"));
+                break;
+            }
+        }
+        let now_us = sim.elapsed().as_micros() as u64;
+        let producers_left = progress.lock().expect("progress lock").producers_left;
+        if producers_left == 0 {
+            if !healed {
+                healed = true;
+                for link in &mut links {
+                    if let Some((_, held)) = link.broken.take() {
+                        if held {
+                            sim.release(link.client.as_str(), link.target.as_str());
+                        } else {
+                            sim.repair(link.client.as_str(), link.target.as_str());
+                        }
+                    }
+                }
+                for (k, broken) in iggy_links.iter_mut().enumerate() {
+                    if broken.take().is_some() {
+                        sim.repair(gateway_name(k).as_str(), IGGY_HOST);
+                    }
+                }
+                recorder.healed_at(now_us);
+                trace_driver(&trace, now_us, "producers done: network healed, faults stop");
+            }
+            // Appends held back may still land after the heal: the ends follow the disk.
+            progress.lock().expect("progress lock").ends = Some(disk_ends(&disk, config.partitions));
+            continue;
+        }
+        if recorder.lock().produces.is_empty() {
+            // Nothing sent yet: the topic is being created on a calm network.
+            continue;
+        }
+        let f = &config.faults;
+        for link in &mut links {
+            if link.chance == 0.0 || !rng.random_bool(link.chance) {
+                continue;
+            }
+            let hop = Hop::ClientGateway {
+                client: link.client.clone(),
+                gateway: link.gateway.clone(),
+            };
+            match link.broken.take() {
+                Some((fault, held)) => {
+                    if held {
+                        sim.release(link.client.as_str(), link.target.as_str());
+                    } else {
+                        sim.repair(link.client.as_str(), link.target.as_str());
+                    }
+                    recorder.fault_ended_at(fault, now_us);
+                }
+                None => {
+                    let hold = link.may_hold && rng.random_bool(0.5);
+                    let fault = if hold {
+                        sim.hold(link.client.as_str(), link.target.as_str());
+                        recorder.fault_started_at(FaultKind::Hold { hop }, now_us)
+                    } else {
+                        sim.partition(link.client.as_str(), link.target.as_str());
+                        recorder.fault_started_at(FaultKind::Partition { hop }, now_us)
+                    };
+                    link.broken = Some((fault, hold));
+                }
+            }
+        }
+        for (k, iggy_link) in iggy_links.iter_mut().enumerate() {
+            if f.gateway_restart > 0.0 && rng.random_bool(f.gateway_restart) {
+                sim.bounce(gateway_name(k).as_str());
+                if config.dedup {
+                    sim.bounce(dedup_name(k).as_str());
+                }
+                recorder.fault_at(
+                    FaultKind::GatewayRestart {
+                        gateway: gateway_name(k),
+                    },
+                    now_us,
+                );
+                trace_driver(&trace, now_us, &format!("{} restarted", gateway_name(k)));
+            }
+            if f.iggy_link > 0.0 && rng.random_bool(f.iggy_link) {
+                match iggy_link.take() {
+                    Some(fault) => {
+                        sim.repair(gateway_name(k).as_str(), IGGY_HOST);
+                        recorder.fault_ended_at(fault, now_us);
+                    }
+                    None => {
+                        sim.partition(gateway_name(k).as_str(), IGGY_HOST);
+                        let hop = Hop::GatewayIggy {
+                            gateway: gateway_name(k),
+                        };
+                        *iggy_link = Some(recorder.fault_started_at(FaultKind::Partition { hop }, now_us));
+                    }
+                }
+            }
+        }
+        if f.iggy_restart > 0.0 && rng.random_bool(f.iggy_restart) {
+            sim.bounce(IGGY_HOST);
+            recorder.fault_at(FaultKind::IggyRestart, now_us);
+            trace_driver(&trace, now_us, "iggy restarted on its data");
+        }
+        if f.iggy_response_loss > 0.0 && rng.random_bool(f.iggy_response_loss) {
+            iggy_faults.lose_response_of_append(1);
+        }
+    }
+    let simulated_ms = sim.elapsed().as_millis() as u64;
+    drop(sim);
+    for p in 0..config.partitions {
+        recorder.backend_holds(disk_log(&disk, p));
+    }
+    RunOutput {
+        history: recorder.finish(),
+        events: trace.events(),
+        simulated_ms,
+        unfinished,
+    }
+}
+
+fn trace_driver(trace: &Trace, now_us: u64, what: &str) {
+    if trace.enabled() {
+        trace.event_at(now_us / 1000, "driver", what);
+    }
+}

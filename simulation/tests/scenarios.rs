@@ -1,0 +1,127 @@
+//! The scenario catalogue as regression tests: every scenario's committed seed reproduces its
+//! anomaly and breaks no rule; one seed twice gives the identical history
+//! (PROTO-DETERMINISM-1); a short sweep of every scenario breaks no rule; and the seeds sweeps
+//! found failing are kept by name.
+
+use kafka_iggy_simulation::checks::{check, Class};
+use kafka_iggy_simulation::scenarios::{catalogue, find, Scenario};
+use kafka_iggy_simulation::world::run_world;
+
+/// Seeds per scenario in the short sweep `make test` runs.
+const SHORT_SWEEP: std::ops::RangeInclusive<u64> = 2..=4;
+
+fn scenario(name: &str) -> Scenario {
+    find(name).unwrap_or_else(|| panic!("no scenario {name}"))
+}
+
+/// Plays `seed` of `scenario` and asserts that it finished and broke no rule; the verdict.
+fn holds(scenario: &Scenario, seed: u64) -> kafka_iggy_simulation::checks::Verdict {
+    let output = run_world(scenario.name, &scenario.config, seed, false);
+    let verdict = check(&output.history);
+    let replay = format!("simulation run {} --seed {seed}", scenario.name);
+    assert_eq!(output.unfinished, None, "{replay}: the liveness phase did not finish");
+    assert!(
+        !verdict.fails(),
+        "{replay}:\n{}",
+        kafka_iggy_simulation::checks::render::report(&output.history, &verdict)
+    );
+    verdict
+}
+
+#[test]
+fn every_scenario_reproduces_its_anomaly_for_its_committed_seed() {
+    for scenario in catalogue() {
+        let verdict = holds(&scenario, scenario.seed);
+        if let Some(class) = scenario.shows {
+            assert!(
+                verdict.count(class) > 0,
+                "simulation run {} --seed {}: no {class}, found {:?}",
+                scenario.name,
+                scenario.seed,
+                verdict.classes()
+            );
+        }
+    }
+}
+
+#[test]
+fn a_duplicate_after_a_lost_iggy_response_names_that_fault() {
+    let scenario = scenario("iggy-response-lost");
+    let output = run_world(scenario.name, &scenario.config, scenario.seed, false);
+    let verdict = check(&output.history);
+    let causes: Vec<String> = verdict.of(Class::Duplicate).filter_map(|a| a.cause.clone()).collect();
+    assert!(
+        causes.iter().any(|c| c.contains("iggy")),
+        "no duplicate attributed to the gateway-to-Iggy hop: {causes:#?}"
+    );
+}
+
+#[test]
+fn two_gateways_a_join_at_the_wrong_gateway_is_told_not_coordinator_and_moves() {
+    let scenario = scenario("two-gateways");
+    let output = run_world(scenario.name, &scenario.config, scenario.seed, true);
+    assert!(
+        output.events.iter().any(|e| e.what.contains("not the coordinator")),
+        "no member was sent away by the wrong gateway"
+    );
+    assert!(
+        output.events.iter().any(|e| e.what.starts_with("FindCoordinator")),
+        "no member asked FindCoordinator"
+    );
+    assert!(!check(&output.history).fails());
+}
+
+#[test]
+fn dedup_what_if_answers_some_retries_from_memory_and_loses_nothing() {
+    let scenario = scenario("dedup-what-if");
+    let output = run_world(scenario.name, &scenario.config, scenario.seed, true);
+    assert!(
+        output
+            .events
+            .iter()
+            .any(|e| e.what.contains("answered without writing")),
+        "the deduplicating proxy removed no duplicate"
+    );
+    assert!(!check(&output.history).fails());
+}
+
+#[test]
+fn proto_determinism_1_one_seed_twice_gives_the_identical_history() {
+    for scenario in catalogue() {
+        let first = run_world(scenario.name, &scenario.config, scenario.seed, false);
+        // Another seed between the two, so nothing carried over in the process hides a difference.
+        let _ = run_world(scenario.name, &scenario.config, scenario.seed + 1, false);
+        let again = run_world(scenario.name, &scenario.config, scenario.seed, false);
+        assert!(
+            !first.history.produces.is_empty(),
+            "{}: nothing was sent",
+            scenario.name
+        );
+        assert_eq!(
+            first.history, again.history,
+            "simulation run {} --seed {} played out two ways",
+            scenario.name, scenario.seed
+        );
+    }
+}
+
+#[test]
+fn a_short_sweep_of_every_scenario_breaks_no_rule() {
+    for scenario in catalogue() {
+        for seed in SHORT_SWEEP {
+            holds(&scenario, seed);
+        }
+    }
+}
+
+/// Found by `simulation sweep iggy-restart --seeds 1-20`: Iggy restarts at 1747 ms while the
+/// gateway reclaims `kafka.cg.readers` (CO-RECLAIM-1: read the offsets, delete the group, join,
+/// store them back). The group is deleted, the restart fails the rest, and the group's
+/// acknowledged commits (48 on partition 0, 36 on partition 1) are gone: both members restart
+/// from offset 0. The reclaim is not safe against an interruption between its delete and its
+/// store-back; it stays ignored until the gateway's reclaim is (docs/simulation.md, "Findings").
+#[test]
+#[ignore = "open finding: an Iggy restart in the middle of CO-RECLAIM-1 loses the group's commits"]
+fn iggy_restart_seed_14_an_interrupted_reclaim_keeps_acknowledged_commits() {
+    holds(&scenario("iggy-restart"), 14);
+}
