@@ -9,6 +9,9 @@ use crate::history::{
 };
 use serde::{Deserialize, Serialize};
 
+/// How many failed attempts a cause line spells out; the rest are counted by cause.
+const SHOWN_ATTEMPTS: usize = 4;
+
 /// The fault behind a failed attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -72,6 +75,7 @@ impl DuplicateCause {
         let mut parts: Vec<String> = self
             .failed
             .iter()
+            .take(SHOWN_ATTEMPTS)
             .map(|a| {
                 let outcome = match a.outcome {
                     Some(AttemptOutcome::Error { code }) => format!("answered error {code}"),
@@ -92,6 +96,21 @@ impl DuplicateCause {
                 )
             })
             .collect();
+        if self.failed.len() > SHOWN_ATTEMPTS {
+            let mut rest: Vec<(Why, usize)> = Vec::new();
+            for a in &self.failed[SHOWN_ATTEMPTS..] {
+                match rest.iter_mut().find(|(why, _)| *why == a.why) {
+                    Some((_, n)) => *n += 1,
+                    None => rest.push((a.why, 1)),
+                }
+            }
+            let rest: Vec<String> = rest.iter().map(|(why, n)| format!("{n} {}", why_text(*why))).collect();
+            parts.push(format!(
+                "{} more failed attempts: {}",
+                self.failed.len() - SHOWN_ATTEMPTS,
+                rest.join(", ")
+            ));
+        }
         match self.acked {
             Some((attempt, offset)) => parts.push(format!("attempt {attempt} acknowledged at {offset}")),
             None => parts.push("never acknowledged".into()),
@@ -117,7 +136,7 @@ fn why_text(why: Why) -> &'static str {
         Why::Delayed => "a link on its path was slowed",
         Why::RequestLost => "dropped before it was handled",
         Why::AbandonedWithConnection => "abandoned with its connection when an earlier request on it failed",
-        Why::NoFault => "no fault on its path, the answer came late",
+        Why::NoFault => "no fault on its path",
     }
 }
 

@@ -11,6 +11,9 @@ use super::{Anomaly, Class};
 use crate::history::RecordValue;
 use std::collections::BTreeMap;
 
+/// How many copies' offsets a duplicate's line lists (all are in its `DuplicateCause`).
+const SHOWN_COPIES: usize = 8;
+
 pub(super) fn check(index: &Index<'_>, out: &mut Vec<Anomaly>) {
     for (partition, copies) in &index.copies {
         // request → (its duplicated values with their copies, unexplained values)
@@ -80,10 +83,11 @@ pub(super) fn check(index: &Index<'_>, out: &mut Vec<Anomaly>) {
                 Class::Duplicate,
                 Some(partition),
                 format!(
-                    "{} of {producer} (request {id}) stored {} times, the first at offsets {}",
+                    "{} of {producer} (request {id}) stored {} times, the first at offsets {}{}",
                     values_text(&values),
                     first_copies.len(),
-                    offsets_text(&first_copies)
+                    offsets_text(&first_copies[..first_copies.len().min(SHOWN_COPIES)]),
+                    if first_copies.len() > SHOWN_COPIES { ", ..." } else { "" }
                 ),
             )
             .of_request(id)
@@ -211,6 +215,39 @@ mod tests {
         assert_eq!(causes[0].why, Why::LostIggyResponse);
         assert_eq!(causes[1].why, Why::AbandonedWithConnection);
         assert_eq!((causes[1].behind, causes[1].fault), (Some((1, 1)), Some(0)));
+    }
+
+    #[test]
+    fn delivery_1_a_request_sent_many_times_is_summarised_in_two_lines() {
+        // Request 2 (p0-4, p0-5) fails nine times with no fault on its path, each attempt
+        // written, then is acknowledged: ten copies.
+        let mut h = clean();
+        h.produces[2].attempts[0].outcome = Some(AttemptOutcome::Error { code: 6 });
+        for attempt in 2..=10u32 {
+            h.produce_attempt(2, 3_000 + 10 * u64::from(attempt), GATEWAY, 1);
+            let outcome = if attempt == 10 {
+                AttemptOutcome::Acked { base_offset: 22 }
+            } else {
+                AttemptOutcome::Error { code: 6 }
+            };
+            h.produce_outcome(2, attempt, 3_005 + 10 * u64::from(attempt), outcome);
+        }
+        let seqs: Vec<u64> = (0..4).chain((0..10).flat_map(|_| [4, 5])).collect();
+        set_log(&mut h, log_of(&seqs));
+        h.consumer_events.clear();
+        let verdict = check(&h);
+        assert_eq!(verdict.classes(), vec![Class::Duplicate], "{verdict:#?}");
+        let duplicate = &verdict.anomalies[0];
+        assert_eq!(
+            duplicate.what,
+            "p0-4..=p0-5 of producer (request 2) stored 10 times, the first at offsets 4, 6, 8, 10, 12, 14, 16, 18, ..."
+        );
+        let cause = duplicate.cause.as_deref().expect("a cause");
+        assert!(
+            cause.contains("attempt 4 to gateway (answered error 6): no fault on its path; 5 more failed attempts: 5 no fault on its path; attempt 10 acknowledged at 22"),
+            "{cause}"
+        );
+        assert_eq!(duplicate.duplicate.as_ref().expect("structured").copies.len(), 10);
     }
 
     #[test]
