@@ -10,7 +10,7 @@ use kafka_iggy_gateway::backend::embedded::EmbeddedBackend;
 use kafka_iggy_gateway::backend::{Backend, TopicSpec};
 use kafka_iggy_gateway::clock::TokioClock;
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
-use kafka_iggy_gateway::gateway::{Gateway, Reply};
+use kafka_iggy_gateway::gateway::Reply;
 use kafka_iggy_gateway::protocol::request::RequestError;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -19,94 +19,12 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kig_core::batch::{encode_batch, Record, RecordBatch};
 use kig_core::compression::Compression;
 use std::collections::BTreeMap;
-use std::net::IpAddr;
 use std::sync::Arc;
 
-type EmbeddedGateway = Arc<Gateway<EmbeddedBackend>>;
+mod sasl_support;
+use sasl_support::*;
 
 const STREAM: &str = "kafka";
-
-fn gateway_with(sasl: Option<Mechanism>, lifetime_ms: Option<u64>) -> EmbeddedGateway {
-    let args = Args {
-        sasl: SaslSettings {
-            mechanism: sasl,
-            session_lifetime_ms: lifetime_ms,
-            max_sessions: None,
-        },
-        ..Args::default()
-    };
-    let config = Config::resolve(args, FileConfig::default()).expect("valid config");
-    kafka_iggy_gateway::embedded_gateway(config, Arc::new(TokioClock::new(0)), 7)
-}
-
-fn gateway() -> EmbeddedGateway {
-    gateway_with(Some(Mechanism::Plain), None)
-}
-
-fn frame<T: Encodable>(key: ApiKey, version: i16, body: &T) -> Bytes {
-    let header = RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(5)
-        .with_client_id(Some(StrBytes::from_static_str("sasl-test")));
-    let mut out = BytesMut::new();
-    header.encode(&mut out, key.request_header_version(version)).unwrap();
-    body.encode(&mut out, version).unwrap();
-    out.freeze()
-}
-
-fn decode<T: Decodable>(mut bytes: Bytes, key: ApiKey, version: i16) -> T {
-    ResponseHeader::decode(&mut bytes, key.response_header_version(version)).unwrap();
-    T::decode(&mut bytes, version).unwrap()
-}
-
-fn answer<T: Decodable>(reply: Result<Reply, RequestError>, key: ApiKey, version: i16) -> T {
-    match reply.expect("answered, not closed") {
-        Reply::Frame(bytes) => decode(bytes, key, version),
-        other => panic!("expected a frame that keeps the connection, got {other:?}"),
-    }
-}
-
-fn peer() -> IpAddr {
-    IpAddr::from([127, 0, 0, 9])
-}
-
-async fn handshake(
-    g: &EmbeddedGateway,
-    c: &mut ConnectionAuth<EmbeddedBackend>,
-    version: i16,
-) -> SaslHandshakeResponse {
-    let request = SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN"));
-    answer(
-        g.handle(frame(ApiKey::SaslHandshake, version, &request), c).await,
-        ApiKey::SaslHandshake,
-        version,
-    )
-}
-
-fn plain(user: &str, secret: &str) -> Bytes {
-    Bytes::from(format!("\0{user}\0{secret}"))
-}
-
-/// Handshake v1 and SaslAuthenticate v2; the reply, decoded, and whether it closes.
-async fn login(
-    g: &EmbeddedGateway,
-    c: &mut ConnectionAuth<EmbeddedBackend>,
-    user: &str,
-    secret: &str,
-) -> (SaslAuthenticateResponse, bool) {
-    assert_eq!(handshake(g, c, 1).await.error_code, 0);
-    let request = SaslAuthenticateRequest::default().with_auth_bytes(plain(user, secret));
-    match g
-        .handle(frame(ApiKey::SaslAuthenticate, 2, &request), c)
-        .await
-        .expect("answered")
-    {
-        Reply::Frame(b) => (decode(b, ApiKey::SaslAuthenticate, 2), false),
-        Reply::FrameThenClose(b) => (decode(b, ApiKey::SaslAuthenticate, 2), true),
-        Reply::Nothing => panic!("no answer"),
-    }
-}
 
 async fn topic(g: &EmbeddedGateway, name: &str) -> (usize, usize) {
     g.backend.ensure_stream(STREAM).await.unwrap();
@@ -432,101 +350,6 @@ async fn authz_session_1_each_request_runs_under_the_users_own_permissions() {
         all.topics.is_empty(),
         "topic-level grants cannot list the stream (Iggy's GetTopics)"
     );
-}
-
-/// Everything written to it, for reading back what was logged.
-#[derive(Clone, Default)]
-struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
-    type Writer = Captured;
-
-    fn make_writer(&'a self) -> Self::Writer {
-        self.clone()
-    }
-}
-
-/// AUTH-SASL-SECRET-1: logins that succeed and fail, by password and by token, with every log
-/// at trace level captured: no secret appears, while the failure itself is logged.
-#[test]
-fn auth_sasl_secret_1_credentials_never_reach_the_log_at_trace_level() {
-    let captured = Captured::default();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(captured.clone())
-        .with_ansi(false)
-        .finish();
-    let password = "Sup3r-S3cret-Passw0rd";
-    let wrong = "Wr0ng-S3cret-Guess";
-    let token = tracing::subscriber::with_default(subscriber, || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let g = gateway();
-            g.backend
-                .create_user("ivan", password, UserStatus::Active, None)
-                .unwrap();
-            let (as_ivan, _) = g
-                .backend
-                .open_session(&kafka_iggy_gateway::auth::credentials::Credentials::password(
-                    "ivan", password,
-                ))
-                .await
-                .unwrap();
-            let token = as_ivan.create_personal_access_token("ci", None).unwrap();
-            assert_eq!(
-                login(&g, &mut g.new_connection(peer()), "ivan", password)
-                    .await
-                    .0
-                    .error_code,
-                0
-            );
-            assert_eq!(
-                login(&g, &mut g.new_connection(peer()), "ivan", &token)
-                    .await
-                    .0
-                    .error_code,
-                0
-            );
-            assert_eq!(
-                login(&g, &mut g.new_connection(peer()), "ivan", wrong)
-                    .await
-                    .0
-                    .error_code,
-                58
-            );
-            let mut raw = g.new_connection(peer());
-            handshake(&g, &mut raw, 0).await;
-            let _ = g.handle(plain("ivan", wrong), &mut raw).await;
-            tracing::debug!(config = ?g.config, "the gateway's configuration");
-            token
-        })
-    });
-    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
-    assert!(
-        log.contains("SASL authentication failed"),
-        "the failure is logged:\n{log}"
-    );
-    assert!(
-        log.contains("iggy_password: Secret(<redacted>)"),
-        "the configuration prints redacted:\n{log}"
-    );
-    for secret in [password, wrong, token.as_str()] {
-        assert!(!log.contains(secret), "a secret reached the log:\n{log}");
-    }
 }
 
 /// A JoinGroup v0 of a consumer subscribing to `topic`.
