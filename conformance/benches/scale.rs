@@ -144,18 +144,21 @@ async fn produce(
     let mut pending = Vec::with_capacity(records);
     for i in from..from + records {
         let partition = (i % partitions as usize) as i32;
-        let record = FutureRecord::<(), [u8]>::to(&topic)
+        let mut record = FutureRecord::<(), [u8]>::to(&topic)
             .payload(value.as_slice())
             .partition(partition);
         let sent = Instant::now();
         loop {
-            match producer.send_result(record.clone()) {
+            match producer.send_result(record) {
                 Ok(delivery) => {
                     pending.push((sent, delivery));
                     break;
                 }
                 // The local queue is full (64 KiB records): wait for deliveries, then retry.
-                Err((_, _)) => tokio::time::sleep(Duration::from_millis(1)).await,
+                Err((_, back)) => {
+                    record = back;
+                    tokio::time::sleep(Duration::from_millis(1)).await;
+                }
             }
         }
     }
