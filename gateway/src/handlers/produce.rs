@@ -16,7 +16,7 @@ use bytes::Bytes;
 use iggy_common::IggyMessage;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
-use kafka_protocol::messages::{ProduceRequest, ProduceResponse, TopicName};
+use kafka_protocol::messages::{ProduceRequest, ProduceResponse};
 use kafka_protocol::protocol::StrBytes;
 use kig_core::batch::parse_batches;
 use kig_core::budget::DecompressionBudget;
@@ -130,42 +130,6 @@ fn map_partitions(
         .collect()
 }
 
-/// Each partition's Iggy topic, or why it is refused before decoding: the request's own
-/// refusal, a topic the backend does not have, or a partition outside the topic
-/// (MAP-PARTITION-1: the request's index is the Iggy partition, unchanged).
-async fn resolve_targets<B: Backend>(
-    gateway: &Gateway<B>,
-    session: &Session<B>,
-    names: &[TopicName],
-    records: &[Vec<(i32, Option<Bytes>)>],
-    request_refusal: Option<&(i16, String)>,
-) -> Vec<Vec<Result<IggyTarget, (i16, String)>>> {
-    let mut targets = Vec::with_capacity(names.len());
-    for (name, partitions) in names.iter().zip(records) {
-        let kafka_topic = name.0.as_str();
-        let resolved = match request_refusal {
-            Some(refusal) => Err(refusal.clone()),
-            None => resolve_topic(gateway, session, kafka_topic)
-                .await
-                .map_err(|code| (code, format!("topic {kafka_topic}"))),
-        };
-        targets.push(
-            partitions
-                .iter()
-                .map(|(index, _)| match &resolved {
-                    Err(refusal) => Err(refusal.clone()),
-                    Ok((_, info)) if *index < 0 || *index as u32 >= info.partitions => Err(refused(
-                        ResponseError::UnknownTopicOrPartition,
-                        format!("partition {index} of {kafka_topic}"),
-                    )),
-                    Ok((target, _)) => Ok(target.clone()),
-                })
-                .collect(),
-        );
-    }
-    targets
-}
-
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
@@ -183,77 +147,46 @@ pub async fn handle<B: Backend>(
     } else {
         None
     };
-    // Resolve every topic (backend calls) while everything is decoded at once off the async
-    // workers on the targets the topic mapping names, then append in request order. The
-    // decoding stands only when the lookups give every partition that same target; otherwise
-    // it is discarded and the request decoded again, under a fresh budget, on the looked-up
-    // targets, so the answer is the one a lookup-then-decode order gives (BATCH-BUDGET-1,
-    // PRODUCE-ATOMIC-1).
+    // Resolve every topic first (backend calls), then decode everything at once off the async
+    // workers, then append in request order.
     let mut names = Vec::with_capacity(request.topic_data.len());
-    let mut records = Vec::with_capacity(request.topic_data.len());
+    let mut inputs = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
-        names.push(topic_data.name);
-        records.push(
-            topic_data
-                .partition_data
-                .into_iter()
-                .map(|data| (data.index, data.records))
-                .collect::<Vec<_>>(),
-        );
-    }
-    let budget = || {
-        DecompressionBudget::new(gateway.config.max_frame_size)
-            .with_record_limit(gateway.config.limits.max_records_per_request)
-    };
-    let inputs_with = |targets: &[Vec<Result<IggyTarget, (i16, String)>>]| -> Vec<Vec<PartitionInput>> {
-        records
-            .iter()
-            .zip(targets)
-            .map(|(partitions, targets)| {
-                partitions
-                    .iter()
-                    .zip(targets)
-                    .map(|((index, records), target)| PartitionInput {
-                        index: *index,
-                        records: records.clone(),
-                        target: target.clone(),
-                    })
-                    .collect()
-            })
-            .collect()
-    };
-    let guessed: Vec<Vec<Result<IggyTarget, (i16, String)>>> = names
-        .iter()
-        .zip(&records)
-        .map(|(name, partitions)| {
-            partitions
-                .iter()
-                .map(|(index, _)| match &request_refusal {
-                    Some(refusal) => Err(refusal.clone()),
-                    None if *index < 0 => Err(refused(
+        let kafka_topic = topic_data.name.0.as_str();
+        let resolved = match &request_refusal {
+            Some(refusal) => Err(refusal.clone()),
+            None => resolve_topic(gateway, session, kafka_topic)
+                .await
+                .map_err(|code| (code, format!("topic {kafka_topic}"))),
+        };
+        let partitions: Vec<PartitionInput> = topic_data
+            .partition_data
+            .into_iter()
+            .map(|data| {
+                let index = data.index;
+                let target = match &resolved {
+                    Err(refusal) => Err(refusal.clone()),
+                    // MAP-PARTITION-1: the request's index is the Iggy partition, unchanged; one
+                    // outside the topic is refused for this partition alone.
+                    Ok((_, info)) if index < 0 || index as u32 >= info.partitions => Err(refused(
                         ResponseError::UnknownTopicOrPartition,
-                        format!("partition {index} of {}", name.0.as_str()),
+                        format!("partition {index} of {kafka_topic}"),
                     )),
-                    None => Ok(gateway.config.topics.resolve(name.0.as_str())),
-                })
-                .collect()
-        })
-        .collect();
-    let guessed_inputs = inputs_with(&guessed);
-    let guessed_budget = budget();
-    let (targets, guessed_mapped) = tokio::join!(
-        resolve_targets(gateway, session, &names, &records, request_refusal.as_ref()),
-        gateway
-            .decode_pool
-            .run(move || map_partitions(guessed_inputs, guessed_budget))
-    );
-    let mapped = if targets == guessed {
-        guessed_mapped
-    } else {
-        let inputs = inputs_with(&targets);
-        let budget = budget();
-        gateway.decode_pool.run(move || map_partitions(inputs, budget)).await
-    };
+                    Ok((target, _)) => Ok(target.clone()),
+                };
+                PartitionInput {
+                    index,
+                    records: data.records,
+                    target,
+                }
+            })
+            .collect();
+        names.push(topic_data.name);
+        inputs.push(partitions);
+    }
+    let budget = DecompressionBudget::new(gateway.config.max_frame_size)
+        .with_record_limit(gateway.config.limits.max_records_per_request);
+    let mapped = gateway.decode_pool.run(move || map_partitions(inputs, budget)).await;
     let mut responses = Vec::with_capacity(names.len());
     for (name, partitions) in names.into_iter().zip(mapped) {
         let kafka_topic = name.0.as_str();
