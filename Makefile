@@ -114,11 +114,18 @@ compat: setup
 compat-quick: setup
 	cargo run -q -p kafka-iggy-conformance --bin compat -- --quick --junit target/compat/quick-junit.xml
 
+# docs/performance.md: the core and Fetch read-path micro benches, then the one table (native
+# Iggy SDK, gateway on real Iggy, gateway embedded, tansu; JSON in target/bench/table.json; a
+# row without its server or binary says why), the gateway against librdkafka's mock broker, the
+# scale matrix (target/bench/scale.json) and the hostile run. BENCH_ARGS go to the table.
 bench: setup
 	cargo bench -p kig-core --bench core
+	cargo bench -p kig-core --bench fetch_read
+	cargo bench -p kafka-iggy-conformance --bench table -- $(BENCH_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench gateway
-	cargo bench -p kafka-iggy-conformance --bench real_iggy
-	cargo build --release -p kafka-iggy-gateway && cargo bench -p kafka-iggy-conformance --bench hostile
+	cargo build --release -p kafka-iggy-gateway
+	cargo bench -p kafka-iggy-conformance --bench scale
+	cargo bench -p kafka-iggy-conformance --bench hostile
 	cargo run --release -q -p kafka-iggy-simulation --bin simulation -- bench --seeds 200 --jobs 2
 
 # Coverage-guided fuzzing (fuzz/README.md): every target for FUZZ_SECONDS on stable Rust.

@@ -23,12 +23,44 @@ pub struct Figures {
     pub fetch_s: f64,
 }
 
+/// What one librdkafka run produces and reads back: `rounds` rounds of `round_records` records
+/// of `record_bytes` to partition 0 of `topic`.
+#[derive(Debug, Clone)]
+pub struct Workload {
+    pub topic: String,
+    pub rounds: usize,
+    pub round_records: usize,
+    pub record_bytes: usize,
+}
+
+impl Workload {
+    /// The workload of the `gateway` bench (librdkafka's mock broker keeps about 5 MB a partition).
+    pub fn standard() -> Self {
+        Self {
+            topic: TOPIC.to_string(),
+            rounds: ROUNDS,
+            round_records: ROUND_RECORDS,
+            record_bytes: RECORD_BYTES,
+        }
+    }
+
+    pub fn records(&self) -> usize {
+        self.rounds * self.round_records
+    }
+}
+
 /// Produces and reads back `ROUNDS` rounds through `bootstrap`, topic `TOPIC` partition 0.
 pub async fn run(bootstrap: &str) -> Figures {
+    run_workload(bootstrap, &Workload::standard()).await
+}
+
+/// Produces and reads back `workload` through `bootstrap`.
+pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
+    let (topic, rounds, round_records) = (workload.topic.as_str(), workload.rounds, workload.round_records);
     let producer: FutureProducer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "5")
-        .set("queue.buffering.max.messages", "200000")
+        .set("queue.buffering.max.messages", "1000000")
         .set("message.timeout.ms", "60000")
         .create()
         .expect("producer");
@@ -38,16 +70,16 @@ pub async fn run(bootstrap: &str) -> Figures {
         .set("enable.auto.commit", "false")
         .create()
         .expect("consumer");
-    let value = vec![b'x'; RECORD_BYTES];
-    warm_up(&producer, &consumer, &value).await;
-    let mut latencies = Vec::with_capacity(RECORDS);
+    let value = vec![b'x'; workload.record_bytes];
+    warm_up(&producer, &consumer, topic, &value).await;
+    let mut latencies = Vec::with_capacity(workload.records());
     let (mut produce_s, mut fetch_s) = (0.0, 0.0);
-    for round in 0..ROUNDS {
+    for round in 0..rounds {
         let start = Instant::now();
-        let mut pending = Vec::with_capacity(ROUND_RECORDS);
-        for i in 0..ROUND_RECORDS {
-            let key = (round * ROUND_RECORDS + i).to_string();
-            let record = FutureRecord::to(TOPIC).key(&key).payload(&value).partition(0);
+        let mut pending = Vec::with_capacity(round_records);
+        for i in 0..round_records {
+            let key = (round * round_records + i).to_string();
+            let record = FutureRecord::to(topic).key(&key).payload(&value).partition(0);
             let sent = Instant::now();
             let delivery = producer.send_result(record).map_err(|(e, _)| e).expect("queued");
             pending.push((sent, delivery));
@@ -67,20 +99,20 @@ pub async fn run(bootstrap: &str) -> Figures {
 
         let mut assignment = TopicPartitionList::new();
         assignment
-            .add_partition_offset(TOPIC, 0, Offset::Offset(first_offset.expect("a record")))
+            .add_partition_offset(topic, 0, Offset::Offset(first_offset.expect("a record")))
             .expect("partition");
         consumer.assign(&assignment).expect("assigned");
         let start = Instant::now();
         let mut seen = 0;
-        while seen < ROUND_RECORDS {
+        while seen < round_records {
             if let Some(message) = consumer.poll(Duration::from_secs(5)) {
                 let message = message.expect("fetched");
-                assert_eq!(message.payload().map(<[u8]>::len), Some(RECORD_BYTES));
+                assert_eq!(message.payload().map(<[u8]>::len), Some(workload.record_bytes));
                 seen += 1;
             }
             assert!(
                 start.elapsed() < Duration::from_secs(60),
-                "fetch did not finish: {seen} of {ROUND_RECORDS}"
+                "fetch did not finish: {seen} of {round_records}"
             );
         }
         fetch_s += start.elapsed().as_secs_f64();
@@ -103,10 +135,10 @@ pub async fn run(bootstrap: &str) -> Figures {
 /// leader and start their fetcher before the clock runs. Without it the first round measured
 /// librdkafka's start-up (about a second of its metadata refresh after the first assign),
 /// which swung the fetch figure five-fold from run to run.
-async fn warm_up(producer: &FutureProducer, consumer: &BaseConsumer, value: &[u8]) {
+async fn warm_up(producer: &FutureProducer, consumer: &BaseConsumer, topic: &str, value: &[u8]) {
     let delivered = producer
         .send(
-            FutureRecord::to(TOPIC).key("warm-up").payload(value).partition(0),
+            FutureRecord::to(topic).key("warm-up").payload(value).partition(0),
             Duration::from_secs(30),
         )
         .await
@@ -114,7 +146,7 @@ async fn warm_up(producer: &FutureProducer, consumer: &BaseConsumer, value: &[u8
         .expect("the warm-up record is delivered");
     let mut assignment = TopicPartitionList::new();
     assignment
-        .add_partition_offset(TOPIC, 0, Offset::Offset(delivered.offset))
+        .add_partition_offset(topic, 0, Offset::Offset(delivered.offset))
         .expect("partition");
     consumer.assign(&assignment).expect("assigned");
     let start = Instant::now();

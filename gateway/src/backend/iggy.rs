@@ -267,9 +267,35 @@ fn message_size(m: &IggyMessage) -> u64 {
     (m.payload.len() + m.user_headers.as_ref().map_or(0, |h| h.len())) as u64
 }
 
-/// The first poll of a read asks for this many messages: small messages fill a Fetch in a few
-/// polls, and large ones do not drag megabytes past the byte limit over the wire.
+/// The first poll of a read asks for this many messages when the partition's message size is
+/// not known yet: small messages fill a Fetch in a few polls, and large ones do not drag
+/// megabytes past the byte limit over the wire.
 const FIRST_POLL_MESSAGES: u32 = 64;
+
+/// Partitions whose average message size is remembered; past it the memory is cleared, so it
+/// stays bounded whatever topics come and go.
+const REMEMBERED_SIZES: usize = 16_384;
+
+/// Per partition, the average message size (payload and headers, bytes) the last read saw, so
+/// the next read's first poll asks for about what its byte limit holds: one round trip per
+/// Fetch instead of two when sizes are steady.
+#[derive(Default)]
+struct MessageSizes(Mutex<HashMap<(String, String, u32), u64>>);
+
+impl MessageSizes {
+    fn get(&self, stream: &str, topic: &str, partition: u32) -> Option<u64> {
+        let sizes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        sizes.get(&(stream.to_string(), topic.to_string(), partition)).copied()
+    }
+
+    fn remember(&self, stream: &str, topic: &str, partition: u32, average: u64) {
+        let mut sizes = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if sizes.len() >= REMEMBERED_SIZES {
+            sizes.clear();
+        }
+        sizes.insert((stream.to_string(), topic.to_string(), partition), average);
+    }
+}
 
 /// One read's progress over several polls. Iggy's poll takes a count, not a byte limit; asking
 /// for the read's whole message limit at once pulled up to 10,000 messages over the wire to
@@ -278,6 +304,8 @@ const FIRST_POLL_MESSAGES: u32 = 64;
 /// while their bytes fit the limit; the first is always kept.
 struct ChunkedRead {
     limits: ReadLimits,
+    /// The partition's average message size from an earlier read, if known.
+    expected_size: Option<u64>,
     kept: Vec<IggyMessage>,
     kept_bytes: u64,
     /// Set once a message did not fit or a poll came back short (the partition's end).
@@ -285,9 +313,10 @@ struct ChunkedRead {
 }
 
 impl ChunkedRead {
-    fn new(limits: ReadLimits) -> Self {
+    fn new(limits: ReadLimits, expected_size: Option<u64>) -> Self {
         Self {
             limits,
+            expected_size,
             kept: Vec::new(),
             kept_bytes: 0,
             done: false,
@@ -300,12 +329,18 @@ impl ChunkedRead {
         if self.done || left == 0 {
             return 0;
         }
-        if self.kept.is_empty() {
-            return FIRST_POLL_MESSAGES.min(left);
-        }
-        let average = (self.kept_bytes / self.kept.len() as u64).max(1);
+        let average = match (self.kept.is_empty(), self.expected_size) {
+            (true, None) => return FIRST_POLL_MESSAGES.min(left),
+            (true, Some(expected)) => expected.max(1),
+            (false, _) => self.average(),
+        };
         let fits = self.limits.max_bytes.saturating_sub(self.kept_bytes) / average + 1;
         fits.min(u64::from(left)) as u32
+    }
+
+    /// The average size of the messages kept so far (at least 1).
+    fn average(&self) -> u64 {
+        (self.kept_bytes / self.kept.len().max(1) as u64).max(1)
     }
 
     /// The offset the next poll starts from, given the read's first offset.
@@ -348,6 +383,7 @@ struct Inner {
     wakes: bool,
     healing: AtomicBool,
     reader: Consumer,
+    sizes: MessageSizes,
 }
 
 impl Inner {
@@ -577,6 +613,7 @@ impl IggyBackend {
             wakes,
             healing: AtomicBool::new(false),
             reader: Consumer::new(name(READER_CONSUMER)?),
+            sizes: MessageSizes::default(),
         });
         let keeper = tokio::spawn(keeper(Arc::downgrade(&inner)));
         Ok(Self { inner, keeper })
@@ -745,10 +782,14 @@ impl Backend for IggyBackend {
         limits: ReadLimits,
     ) -> Result<Vec<IggyMessage>, BackendError> {
         // A count of 0 polls nothing: the SDK refuses a poll of 0 messages; the model answers empty.
-        let mut read = ChunkedRead::new(limits);
+        let expected_size = self.inner.sizes.get(stream, topic, partition);
+        let mut read = ChunkedRead::new(limits, expected_size);
         loop {
             let count = read.next_count();
             if count == 0 {
+                if !read.kept.is_empty() {
+                    self.inner.sizes.remember(stream, topic, partition, read.average());
+                }
                 return Ok(read.kept);
             }
             let from = PollingStrategy::offset(read.next_offset(offset));
@@ -1057,19 +1098,19 @@ mod tests {
     fn chunked_read_keeps_the_first_message_and_counts_payload_and_headers() {
         let four = |_| msg(b"aaaa");
         assert_eq!(
-            drive(ChunkedRead::new(limits(10, 1)), 3, four).0,
+            drive(ChunkedRead::new(limits(10, 1), None), 3, four).0,
             [0],
             "the first message is always kept"
         );
-        assert_eq!(drive(ChunkedRead::new(limits(10, 8)), 3, four).0, [0, 1]);
-        assert_eq!(drive(ChunkedRead::new(limits(10, 7)), 3, four).0, [0]);
+        assert_eq!(drive(ChunkedRead::new(limits(10, 8), None), 3, four).0, [0, 1]);
+        assert_eq!(drive(ChunkedRead::new(limits(10, 7), None), 3, four).0, [0]);
         assert_eq!(
-            drive(ChunkedRead::new(limits(2, 1_000)), 3, four).0,
+            drive(ChunkedRead::new(limits(2, 1_000), None), 3, four).0,
             [0, 1],
             "the message limit"
         );
         assert_eq!(
-            drive(ChunkedRead::new(limits(0, 1_000)), 3, four),
+            drive(ChunkedRead::new(limits(0, 1_000), None), 3, four),
             (vec![], vec![]),
             "nothing polled"
         );
@@ -1085,7 +1126,7 @@ mod tests {
             }
         };
         assert_eq!(
-            drive(ChunkedRead::new(limits(10, 8)), 2, headed_then_plain).0,
+            drive(ChunkedRead::new(limits(10, 8), None), 2, headed_then_plain).0,
             [0],
             "headers count against the limit"
         );
@@ -1096,7 +1137,7 @@ mod tests {
         static KIB: [u8; 1024] = [7; 1024];
         let kib = |_| msg(&KIB);
         // 1 KiB messages, a 100 KiB limit: 64 first, then what the rest holds, not 10,000.
-        let (kept, asked) = drive(ChunkedRead::new(limits(10_000, 100 * 1024)), 5_000, kib);
+        let (kept, asked) = drive(ChunkedRead::new(limits(10_000, 100 * 1024), None), 5_000, kib);
         assert_eq!(
             kept,
             (0..100).collect::<Vec<u64>>(),
@@ -1104,8 +1145,20 @@ mod tests {
         );
         assert_eq!(asked, [64, 37], "the second poll asks for the 36 that fit, plus one");
         // A short poll is the partition's end: no further poll.
-        let (kept, asked) = drive(ChunkedRead::new(limits(10_000, 1 << 20)), 10, kib);
+        let (kept, asked) = drive(ChunkedRead::new(limits(10_000, 1 << 20), None), 10, kib);
         assert_eq!((kept.len(), asked), (10, vec![64]));
+    }
+
+    #[test]
+    fn chunked_read_with_a_known_size_fills_the_limit_in_one_poll() {
+        static KIB: [u8; 1024] = [7; 1024];
+        let kib = |_| msg(&KIB);
+        let (kept, asked) = drive(ChunkedRead::new(limits(10_000, 100 * 1024), Some(1024)), 5_000, kib);
+        assert_eq!(kept.len(), 100);
+        assert_eq!(asked, [101], "what the limit holds at the remembered size, plus one");
+        // A remembered size far below the real one costs bytes, never a wrong answer.
+        let (kept, asked) = drive(ChunkedRead::new(limits(10_000, 10 * 1024), Some(100)), 5_000, kib);
+        assert_eq!((kept.len(), asked), (10, vec![103]));
     }
 
     #[test]

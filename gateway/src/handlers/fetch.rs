@@ -18,6 +18,7 @@ use std::time::Duration;
 /// The most messages one partition read asks the backend for.
 pub const MAX_MESSAGES_PER_READ: u32 = 10_000;
 
+#[derive(Debug, PartialEq, Eq)]
 struct Slot {
     topic: usize,
     partition: i32,
@@ -77,32 +78,48 @@ async fn read_partition<B: Backend>(
     };
     let context = || format!("Fetch from {}/{}-{}", target.stream, target.topic, slot.partition);
     let partition = slot.partition as u32;
-    let marks = match session
-        .backend
-        .watermarks(&target.stream, &target.topic, partition)
-        .await
-    {
-        Ok(marks) => marks,
-        Err(e) => return partition_error(slot.partition, error_map::backend_error(&e, &context()), None),
-    };
-    // FETCH-RANGE-1
-    if slot.offset < marks.log_start_offset as i64 || slot.offset > marks.high_watermark as i64 {
-        return partition_error(slot.partition, ResponseError::OffsetOutOfRange.code(), Some(marks));
-    }
-    let mut data = partition_error(slot.partition, 0, Some(marks)).with_aborted_transactions(Some(vec![]));
     let limit = slot.max_bytes.min(response_room);
-    if slot.offset == marks.high_watermark as i64 || (limit == 0 && !first_in_response) {
-        return data;
-    }
+    // Nothing would be served: no read, only the watermarks (FETCH-LIMIT-1, FETCH-RANGE-1).
+    let skip_read = slot.offset < 0 || (limit == 0 && !first_in_response);
     let limits = ReadLimits {
         max_messages: MAX_MESSAGES_PER_READ,
         max_bytes: limit as u64,
     };
-    let messages = match session
-        .backend
-        .read(&target.stream, &target.topic, partition, slot.offset as u64, limits)
-        .await
-    {
+    // The watermarks and the read are asked at once, so a Fetch waits
+    // for one backend round trip instead of two; the read is judged against the watermarks
+    // afterwards, exactly as if it had been made after them.
+    let (marks, read) = tokio::join!(
+        session.backend.watermarks(&target.stream, &target.topic, partition),
+        async {
+            if skip_read {
+                return Ok(Vec::new());
+            }
+            session
+                .backend
+                .read(&target.stream, &target.topic, partition, slot.offset as u64, limits)
+                .await
+        }
+    );
+    let mut marks = match marks {
+        Ok(marks) => marks,
+        Err(e) => return partition_error(slot.partition, error_map::backend_error(&e, &context()), None),
+    };
+    if let Ok(messages) = &read {
+        // An append that landed between the two answers: the read saw it, so the watermark the
+        // response reports covers it (a record is never served above the high watermark).
+        if let Some(last) = messages.last() {
+            marks.high_watermark = marks.high_watermark.max(last.header.offset + 1);
+        }
+    }
+    // FETCH-RANGE-1
+    if slot.offset < marks.log_start_offset as i64 || slot.offset > marks.high_watermark as i64 {
+        return partition_error(slot.partition, ResponseError::OffsetOutOfRange.code(), Some(marks));
+    }
+    let data = partition_error(slot.partition, 0, Some(marks)).with_aborted_transactions(Some(vec![]));
+    if slot.offset == marks.high_watermark as i64 || skip_read {
+        return data;
+    }
+    let messages = match read {
         Ok(messages) => messages,
         Err(e) => return partition_error(slot.partition, error_map::backend_error(&e, &context()), Some(marks)),
     };
@@ -125,10 +142,54 @@ async fn read_partition<B: Backend>(
     if !first_in_response && builder.encoded_len() > limit {
         return data;
     }
-    if let Some(batch) = builder.finish() {
-        data = data.with_records(Some(batch));
+    match builder.finish() {
+        Some(batch) => data.with_records(Some(batch)),
+        None => data,
     }
-    data
+}
+
+/// The partitions a Fetch names, each once (LIMIT-FETCH-DUPLICATES-1: a partition named twice
+/// is read and answered once, as Kafka's fetch map keeps one entry per partition), with the
+/// target `target_of` gives its topic.
+fn slots_of(request: &FetchRequest, mut target_of: impl FnMut(usize, i32) -> Result<IggyTarget, i16>) -> Vec<Slot> {
+    let mut slots = Vec::new();
+    let mut named = std::collections::HashSet::new();
+    for (i, topic) in request.topics.iter().enumerate() {
+        for p in &topic.partitions {
+            if !named.insert((topic.topic.0.as_str(), p.partition)) {
+                continue;
+            }
+            slots.push(Slot {
+                topic: i,
+                partition: p.partition,
+                offset: p.fetch_offset,
+                max_bytes: usize::try_from(p.partition_max_bytes).unwrap_or(0),
+                target: target_of(i, p.partition),
+            });
+        }
+    }
+    slots
+}
+
+/// The slots with each topic looked up on the backend: a missing topic or partition is the
+/// slot's error code.
+async fn resolved_slots<B: Backend>(gateway: &Gateway<B>, session: &Session<B>, request: &FetchRequest) -> Vec<Slot> {
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for topic in &request.topics {
+        topics.push(
+            match super::resolve_topic(gateway, session, topic.topic.0.as_str()).await {
+                Ok((target, info)) => Ok((target, info.partitions)),
+                Err(code) => Err(code),
+            },
+        );
+    }
+    slots_of(request, |i, partition| match &topics[i] {
+        Ok((_, count)) if partition < 0 || partition as u32 >= *count => {
+            Err(ResponseError::UnknownTopicOrPartition.code())
+        }
+        Ok((target, _)) => Ok(target.clone()),
+        Err(code) => Err(*code),
+    })
 }
 
 pub async fn handle<B: Backend>(
@@ -137,36 +198,6 @@ pub async fn handle<B: Backend>(
     request: FetchRequest,
     _version: i16,
 ) -> FetchResponse {
-    let mut slots = Vec::new();
-    // LIMIT-FETCH-DUPLICATES-1: a partition named twice is read and answered once, as Kafka's
-    // fetch map keeps one entry per partition.
-    let mut named = std::collections::HashSet::new();
-    for (i, topic) in request.topics.iter().enumerate() {
-        let name = topic.topic.0.as_str();
-        let target = match super::resolve_topic(gateway, session, name).await {
-            Ok((target, info)) => Ok((target, info.partitions)),
-            Err(code) => Err(code),
-        };
-        for p in &topic.partitions {
-            if !named.insert((name, p.partition)) {
-                continue;
-            }
-            let target = match &target {
-                Ok((_, count)) if p.partition < 0 || p.partition as u32 >= *count => {
-                    Err(ResponseError::UnknownTopicOrPartition.code())
-                }
-                Ok((target, _)) => Ok(target.clone()),
-                Err(code) => Err(*code),
-            };
-            slots.push(Slot {
-                topic: i,
-                partition: p.partition,
-                offset: p.fetch_offset,
-                max_bytes: usize::try_from(p.partition_max_bytes).unwrap_or(0),
-                target,
-            });
-        }
-    }
     let min_bytes = usize::try_from(request.min_bytes).unwrap_or(0);
     // LIMIT-FETCH-WAIT-1
     // LIMIT-FETCH-BYTES-1 cuts max_bytes in read_pass, once per pass of a long poll: counted
@@ -180,10 +211,28 @@ pub async fn handle<B: Backend>(
     }
     let wait = asked_wait.min(gateway.config.limits.fetch_max_wait);
     let deadline = tokio::time::Instant::now() + wait;
+    // Take the generation before reading, so an append during the pass is not missed.
+    let mut generation = gateway.backend.append_generation();
+    // The first pass is read while the topics are looked up, on the targets the topic mapping
+    // names (as if every topic existed with the partitions asked for), so a Fetch costs one
+    // backend round trip, not two. It stands only when the lookup gives every slot that same
+    // target; otherwise it is discarded and the pass is read again on the looked-up slots.
+    let guessed = slots_of(&request, |i, partition| {
+        if partition < 0 {
+            return Err(ResponseError::UnknownTopicOrPartition.code());
+        }
+        Ok(gateway.config.topics.resolve(request.topics[i].topic.0.as_str()))
+    });
+    let (slots, guessed_pass) = tokio::join!(
+        resolved_slots(gateway, session, &request),
+        read_pass(gateway, session, &request, &guessed)
+    );
+    let mut pass = (slots == guessed).then_some(guessed_pass);
     loop {
-        // Take the generation before reading, so an append during the pass is not missed.
-        let generation = gateway.backend.append_generation();
-        let (topics, bytes) = read_pass(gateway, session, &request, &slots).await;
+        let (topics, bytes) = match pass.take() {
+            Some(pass) => pass,
+            None => read_pass(gateway, session, &request, &slots).await,
+        };
         let any_error = topics.iter().flat_map(|t| &t.partitions).any(|p| p.error_code != 0);
         if bytes >= min_bytes || any_error || tokio::time::Instant::now() >= deadline {
             return FetchResponse::default().with_responses(topics);
@@ -195,5 +244,6 @@ pub async fn handle<B: Backend>(
             let (topics, _) = read_pass(gateway, session, &request, &slots).await;
             return FetchResponse::default().with_responses(topics);
         }
+        generation = gateway.backend.append_generation();
     }
 }

@@ -1,0 +1,409 @@
+//! `make bench`: the one table of docs/performance.md, every row measured in the same run, back
+//! to back, so the ratios compare paths under the same machine load: the native Iggy SDK on a
+//! real server, the gateway on that server, the gateway on its embedded backend, and a peer
+//! Kafka-compatible broker (tansu, in-memory storage) when its binary is found. Each row skipped
+//! says why. Prints the table and the ratios, and writes them as JSON. Asserts nothing.
+
+use anyhow::{bail, Context};
+use bytes::Bytes;
+use clap::{Parser, ValueEnum};
+use iggy::prelude::{
+    Client, Consumer, Identifier, IggyClient, IggyMessage, MessageClient, Partitioning, PollingStrategy, StreamClient,
+    TopicClient, TopicCreateOptions,
+};
+use kafka_iggy_conformance::bench::{run_workload, Figures, Workload};
+use kafka_iggy_conformance::endpoint::{LocalGateway, LocalOptions};
+use kafka_iggy_conformance::real_iggy::{discover, Discovery, IggyServer};
+use kafka_iggy_gateway::backend::iggy::IggyBackend;
+use kafka_iggy_gateway::backend::{Backend, TopicSpec};
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::config::ClientConfig;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum Row {
+    Native,
+    GatewayIggy,
+    GatewayEmbedded,
+    Tansu,
+}
+
+impl Row {
+    fn label(self) -> &'static str {
+        match self {
+            Row::Native => "native Iggy SDK",
+            Row::GatewayIggy => "gateway on real Iggy",
+            Row::GatewayEmbedded => "gateway, embedded",
+            Row::Tansu => "tansu (memory)",
+        }
+    }
+}
+
+#[derive(Parser, Debug)]
+#[command(about = "The performance table of docs/performance.md, all rows in one run")]
+struct Args {
+    /// Records per row (produced, then read back).
+    #[arg(long, default_value_t = 200_000)]
+    records: usize,
+    /// librdkafka rows produce and read back in rounds of this many records.
+    #[arg(long, default_value_t = 50_000)]
+    round_records: usize,
+    #[arg(long, default_value_t = 1024)]
+    record_bytes: usize,
+    /// Messages per native send and per native poll.
+    #[arg(long, default_value_t = 1000)]
+    native_batch: usize,
+    /// Rows to measure (all by default), in the order given.
+    #[arg(long, value_enum, value_delimiter = ',')]
+    only: Vec<Row>,
+    /// The tansu binary; otherwise `tansu` on PATH or in ~/.cargo/bin.
+    #[arg(long, env = "TANSU_BIN")]
+    tansu_bin: Option<PathBuf>,
+    /// Where the JSON goes.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench/table.json"))]
+    json: PathBuf,
+    /// Passed by `cargo bench`; ignored.
+    #[arg(long, hide = true)]
+    bench: bool,
+}
+
+#[derive(Serialize)]
+struct Measured {
+    row: Row,
+    label: &'static str,
+    produce_records_per_s: f64,
+    fetch_records_per_s: f64,
+    produce_p50_ms: f64,
+    produce_p99_ms: f64,
+    /// The 1-minute load average when the row finished: other work on the machine.
+    load_1m: f64,
+}
+
+#[derive(Serialize)]
+struct Skipped {
+    row: Row,
+    reason: String,
+}
+
+#[derive(Serialize)]
+struct Report {
+    records: usize,
+    record_bytes: usize,
+    native_batch: usize,
+    cores: usize,
+    rows: Vec<Measured>,
+    skipped: Vec<Skipped>,
+    /// Throughput of one row over another: (numerator, denominator, produce, fetch).
+    ratios: Vec<(Row, Row, f64, f64)>,
+}
+
+fn load_1m() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(f64::NAN)
+}
+
+fn measured(row: Row, records: usize, f: &Figures) -> Measured {
+    Measured {
+        row,
+        label: row.label(),
+        produce_records_per_s: records as f64 / f.produce_s,
+        fetch_records_per_s: records as f64 / f.fetch_s,
+        produce_p50_ms: f.p50_ms,
+        produce_p99_ms: f.p99_ms,
+        load_1m: load_1m(),
+    }
+}
+
+/// The pinned SDK on the same server: sends of `batch` messages, then polls of `batch` by offset.
+async fn native(server: &IggyServer, args: &Args, topic: &str) -> anyhow::Result<Figures> {
+    let client = IggyClient::builder_from_connection_string(&format!(
+        "iggy://{}:{}@{}",
+        server.username, server.password, server.address
+    ))?
+    .build()?;
+    client.connect().await?;
+    let stream = Identifier::named("kig-native-bench")?;
+    let topic_id = Identifier::named(topic)?;
+    let _ = client.create_stream("kig-native-bench").await;
+    client
+        .create_topic(
+            &stream,
+            topic,
+            &TopicCreateOptions {
+                partitions_count: Some(1),
+                ..Default::default()
+            },
+        )
+        .await?;
+    let value = Bytes::from(vec![b'x'; args.record_bytes]);
+    let batch = args.native_batch;
+    let mut latencies = Vec::with_capacity(args.records);
+    let start = Instant::now();
+    let mut sent_records = 0;
+    while sent_records < args.records {
+        let n = batch.min(args.records - sent_records);
+        let mut messages: Vec<IggyMessage> = (0..n)
+            .map(|_| IggyMessage::builder().payload(value.clone()).build().expect("message"))
+            .collect();
+        let sent = Instant::now();
+        client
+            .send_messages(&stream, &topic_id, &Partitioning::partition_id(0), &mut messages)
+            .await?;
+        // Every message of a send is confirmed at once: each gets the send's latency.
+        latencies.extend(std::iter::repeat_n(sent.elapsed(), n));
+        sent_records += n;
+    }
+    let produce_s = start.elapsed().as_secs_f64();
+    let consumer = Consumer::new(Identifier::named("kig-native-reader")?);
+    let start = Instant::now();
+    let mut next = 0u64;
+    while (next as usize) < args.records {
+        let polled = client
+            .poll_messages(
+                &stream,
+                &topic_id,
+                Some(0),
+                &consumer,
+                &PollingStrategy::offset(next),
+                batch as u32,
+                false,
+            )
+            .await?;
+        if polled.messages.is_empty() {
+            bail!("native poll at {next} came back empty");
+        }
+        next += polled.messages.len() as u64;
+    }
+    let fetch_s = start.elapsed().as_secs_f64();
+    latencies.sort();
+    let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)].as_secs_f64() * 1e3;
+    Ok(Figures {
+        produce_s,
+        p50_ms: pct(0.5),
+        p99_ms: pct(0.99),
+        fetch_s,
+    })
+}
+
+async fn gateway_on_iggy(server: &IggyServer, workload: &Workload) -> anyhow::Result<Figures> {
+    let backend = IggyBackend::connect(&server.address, &server.username, &server.password, 8).await?;
+    backend.ensure_stream("kafka").await?;
+    backend
+        .create_topic(
+            "kafka",
+            &workload.topic,
+            TopicSpec {
+                partitions: 1,
+                message_expiry_us: None,
+            },
+        )
+        .await?;
+    let gateway = LocalGateway::serve(Arc::new(backend), LocalOptions::default()).await?;
+    let figures = run_workload(&gateway.endpoint.bootstrap, workload).await;
+    gateway.stop().await;
+    Ok(figures)
+}
+
+async fn create_topic(bootstrap: &str, topic: &str) -> anyhow::Result<()> {
+    let admin: AdminClient<DefaultClientContext> = ClientConfig::new().set("bootstrap.servers", bootstrap).create()?;
+    let results = admin
+        .create_topics(
+            &[NewTopic::new(topic, 1, TopicReplication::Fixed(1))],
+            &AdminOptions::new().operation_timeout(Some(Duration::from_secs(10))),
+        )
+        .await?;
+    for result in results {
+        result.map_err(|(topic, code)| anyhow::anyhow!("creating {topic}: {code}"))?;
+    }
+    Ok(())
+}
+
+async fn gateway_embedded(workload: &Workload) -> anyhow::Result<Figures> {
+    let gateway = LocalGateway::start().await?;
+    create_topic(&gateway.endpoint.bootstrap, &workload.topic).await?;
+    let figures = run_workload(&gateway.endpoint.bootstrap, workload).await;
+    gateway.stop().await;
+    Ok(figures)
+}
+
+fn find_tansu(args: &Args) -> Option<PathBuf> {
+    if let Some(path) = &args.tansu_bin {
+        return Some(path.clone());
+    }
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("HOME") {
+        dirs.push(PathBuf::from(home).join(".cargo/bin"));
+    }
+    dirs.into_iter().map(|d| d.join("tansu")).find(|p| p.is_file())
+}
+
+/// A tansu broker with in-memory storage on a free loopback port, killed on drop.
+struct Tansu(Child);
+
+impl Drop for Tansu {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_tansu(binary: &PathBuf) -> anyhow::Result<(Tansu, String)> {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    let address = format!("127.0.0.1:{port}");
+    let url = format!("tcp://{address}");
+    let log = std::fs::File::create(std::env::temp_dir().join(format!("kig-tansu-{port}.log")))?;
+    let child = Command::new(binary)
+        .args(["broker", "--storage-engine", "memory://tansu/"])
+        .args(["--listener-url", &url, "--advertised-listener-url", &url])
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log)
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    let mut tansu = Tansu(child);
+    let start = Instant::now();
+    // Readiness of a process this run started: poll its port, bounded.
+    while std::net::TcpStream::connect(&address).is_err() {
+        if let Some(status) = tansu.0.try_wait()? {
+            bail!("tansu exited with {status} before listening (log in /tmp/kig-tansu-{port}.log)");
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            bail!("tansu did not listen on {address} within 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok((tansu, address))
+}
+
+async fn tansu(binary: &PathBuf, workload: &Workload) -> anyhow::Result<Figures> {
+    let (_tansu, address) = start_tansu(binary)?;
+    create_topic(&address, &workload.topic).await?;
+    Ok(run_workload(&address, workload).await)
+}
+
+fn print_row(m: &Measured, record_bytes: usize) {
+    println!(
+        "| {:<22} | {:>7.3} M rec/s {:>6.1} MB/s | p50 {:>7.2} ms p99 {:>7.2} ms | {:>7.3} M rec/s {:>6.1} MB/s | {:>5.2} |",
+        m.label,
+        m.produce_records_per_s / 1e6,
+        m.produce_records_per_s * record_bytes as f64 / 1e6,
+        m.produce_p50_ms,
+        m.produce_p99_ms,
+        m.fetch_records_per_s / 1e6,
+        m.fetch_records_per_s * record_bytes as f64 / 1e6,
+        m.load_1m
+    );
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let rows = if args.only.is_empty() {
+        vec![Row::Native, Row::GatewayIggy, Row::GatewayEmbedded, Row::Tansu]
+    } else {
+        args.only.clone()
+    };
+    let rounds = args.records.div_ceil(args.round_records).max(1);
+    let run_id = std::process::id();
+    let workload = |row: &str| Workload {
+        topic: format!("bench-{row}-{run_id}"),
+        rounds,
+        round_records: args.records / rounds,
+        record_bytes: args.record_bytes,
+    };
+    let records = workload("x").records();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    println!(
+        "bench table: {records} records of {} B per row, one partition; librdkafka acks=all linger.ms=5; native sends and polls of {}; {cores} cores",
+        args.record_bytes, args.native_batch
+    );
+    let needs_iggy = rows.iter().any(|r| matches!(r, Row::Native | Row::GatewayIggy));
+    let server = if needs_iggy {
+        match discover().await? {
+            Discovery::Found(server) => {
+                println!("Iggy server: {}", server.how);
+                Ok(server)
+            }
+            Discovery::Skipped(why) => Err(why),
+        }
+    } else {
+        Err("not asked for".to_string())
+    };
+    let mut report = Report {
+        records,
+        record_bytes: args.record_bytes,
+        native_batch: args.native_batch,
+        cores,
+        rows: Vec::new(),
+        skipped: Vec::new(),
+        ratios: Vec::new(),
+    };
+    println!("| path                   | produce                         | produce latency (queued → acked) | fetch                           | load  |");
+    println!("|------------------------|---------------------------------|----------------------------------|---------------------------------|-------|");
+    for row in rows {
+        let outcome: anyhow::Result<Figures> = match row {
+            Row::Native => match &server {
+                Ok(server) => native(server, &args, &format!("native-{run_id}")).await,
+                Err(why) => Err(anyhow::anyhow!("no Iggy server: {why}")),
+            },
+            Row::GatewayIggy => match &server {
+                Ok(server) => gateway_on_iggy(server, &workload("iggy")).await,
+                Err(why) => Err(anyhow::anyhow!("no Iggy server: {why}")),
+            },
+            Row::GatewayEmbedded => gateway_embedded(&workload("embedded")).await,
+            Row::Tansu => match find_tansu(&args) {
+                Some(binary) => tansu(&binary, &workload("tansu")).await,
+                None => Err(anyhow::anyhow!(
+                    "no tansu binary (TANSU_BIN, PATH or ~/.cargo/bin; `cargo install tansu` builds it)"
+                )),
+            },
+        };
+        match outcome {
+            Ok(figures) => {
+                let m = measured(row, records, &figures);
+                print_row(&m, args.record_bytes);
+                report.rows.push(m);
+            }
+            Err(e) => {
+                println!("| {:<22} | SKIPPED: {e:#}", row.label());
+                report.skipped.push(Skipped {
+                    row,
+                    reason: format!("{e:#}"),
+                });
+            }
+        }
+    }
+    let find = |row: Row| report.rows.iter().find(|m| m.row == row);
+    for (over, under) in [
+        (Row::GatewayIggy, Row::Native),
+        (Row::GatewayEmbedded, Row::Tansu),
+        (Row::GatewayEmbedded, Row::Native),
+    ] {
+        if let (Some(a), Some(b)) = (find(over), find(under)) {
+            let produce = a.produce_records_per_s / b.produce_records_per_s;
+            let fetch = a.fetch_records_per_s / b.fetch_records_per_s;
+            println!(
+                "ratio {} / {}: produce {produce:.2}×, fetch {fetch:.2}×",
+                over.label(),
+                under.label()
+            );
+            report.ratios.push((over, under, produce, fetch));
+        }
+    }
+    if let Some(dir) = args.json.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&args.json, serde_json::to_string_pretty(&report)?)?;
+    println!("JSON: {}", args.json.display());
+    Ok(())
+}
