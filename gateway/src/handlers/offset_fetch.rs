@@ -44,6 +44,7 @@ pub async fn handle<B: Backend>(
     let store = OffsetStore {
         backend: session.backend.as_ref(),
         client: session.offsets_client,
+        restores: &gateway.offset_members.restores,
     };
     let listed = request.topics.is_none();
     let wanted: Vec<(TopicName, Option<Vec<i32>>)> = match request.topics {
