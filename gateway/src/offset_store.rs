@@ -13,13 +13,17 @@
 //!   outright), is a zero marker: an Iggy consumer group named `kafka.c0.<partition>.<group>` on
 //!   the same topic (CO-ZERO-1). A marker wins over a stored key, so a crash between the two
 //!   steps of a commit can only make a consumer re-read, never skip.
+//!
+//! A reclaim (CO-RECLAIM-1) deletes and recreates the group; the offsets it read stay in
+//! [`PendingRestores`] until each is stored back (CO-RECLAIM-2).
 
 use crate::auth::sessions::Session;
 use crate::backend::{Backend, BackendError, ClientId};
 use crate::config::IggyTarget;
 use iggy_common::IggyError;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Prefix of the Iggy consumer group holding a Kafka group's offsets (CO-KEY-1).
 pub const GROUP_PREFIX: &str = "kafka.cg.";
@@ -119,6 +123,8 @@ fn is_exists(e: &BackendError) -> bool {
 /// member of another session leaves. Callers hold the group's commit lock.
 pub struct OffsetMembers<B> {
     holders: std::sync::Mutex<Holders<B>>,
+    /// The offsets of reclaims not yet stored back (CO-RECLAIM-2).
+    pub restores: PendingRestores,
 }
 
 /// The session holding each (topic, Kafka group)'s offsets membership.
@@ -128,6 +134,7 @@ impl<B> Default for OffsetMembers<B> {
     fn default() -> Self {
         Self {
             holders: std::sync::Mutex::new(std::collections::HashMap::new()),
+            restores: PendingRestores::default(),
         }
     }
 }
@@ -175,10 +182,87 @@ impl<B: Backend> OffsetMembers<B> {
     }
 }
 
+/// The stored offsets (Iggy's values, CO-ENCODE-1) a reclaim read before deleting an offsets
+/// group, per (stream, topic, Iggy group) and partition, kept until each is stored back
+/// (CO-RECLAIM-2). A value is only ever replaced by the same partition's value read again, so
+/// while a partition is listed here its value is the group's committed offset, whatever the
+/// server holds.
+#[derive(Default)]
+pub struct PendingRestores {
+    groups: std::sync::Mutex<HashMap<RestoreKey, Pending>>,
+    /// Counts reclaims started, to stamp [`Pending::reclaim_started`].
+    reclaims_started: AtomicU64,
+    /// Held by whoever deletes, recreates or refills an offsets group, so a store-back never
+    /// lands after a newer write or a DeleteGroups.
+    writing: tokio::sync::Mutex<()>,
+}
+
+/// One offsets group's pending values. The entry outlives its values (one per reclaimed group,
+/// as many as `OffsetMembers` holders), so a fetch can tell a reclaim started under its read.
+#[derive(Default)]
+struct Pending {
+    offsets: BTreeMap<u32, u64>,
+    reclaim_started: u64,
+}
+
+/// (stream, topic, Iggy group).
+type RestoreKey = (String, String, String);
+
+fn restore_key(t: &IggyTarget, key: &str) -> RestoreKey {
+    (t.stream.clone(), t.topic.clone(), key.to_string())
+}
+
+impl PendingRestores {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RestoreKey, Pending>> {
+        self.groups.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The pending values and the stamp of the group's latest reclaim.
+    fn snapshot(&self, t: &IggyTarget, key: &str) -> (BTreeMap<u32, u64>, u64) {
+        self.lock()
+            .get(&restore_key(t, key))
+            .map(|p| (p.offsets.clone(), p.reclaim_started))
+            .unwrap_or_default()
+    }
+
+    fn is_pending(&self, t: &IggyTarget, key: &str) -> bool {
+        self.lock()
+            .get(&restore_key(t, key))
+            .is_some_and(|p| !p.offsets.is_empty())
+    }
+
+    /// A reclaim starts: from now on `saved` are the group's values until stored back.
+    fn start_reclaim(&self, t: &IggyTarget, key: &str, saved: BTreeMap<u32, u64>) {
+        let stamp = self.reclaims_started.fetch_add(1, Ordering::SeqCst) + 1;
+        self.lock().insert(
+            restore_key(t, key),
+            Pending {
+                offsets: saved,
+                reclaim_started: stamp,
+            },
+        );
+    }
+
+    /// Partition `partition`'s value is on the server now.
+    fn stored(&self, t: &IggyTarget, key: &str, partition: u32) {
+        if let Some(pending) = self.lock().get_mut(&restore_key(t, key)) {
+            pending.offsets.remove(&partition);
+        }
+    }
+
+    fn clear(&self, t: &IggyTarget, key: &str) {
+        if let Some(pending) = self.lock().get_mut(&restore_key(t, key)) {
+            pending.offsets.clear();
+        }
+    }
+}
+
 /// Reads and writes committed offsets through one backend client.
 pub struct OffsetStore<'a, B> {
     pub backend: &'a B,
     pub client: ClientId,
+    /// Shared by every session of the gateway (CO-RECLAIM-2).
+    pub restores: &'a PendingRestores,
 }
 
 impl<B: Backend> OffsetStore<'_, B> {
@@ -195,8 +279,27 @@ impl<B: Backend> OffsetStore<'_, B> {
     }
 
     /// Runs a membership-bound operation, joining and retrying once when the server says this
-    /// client is not (or no longer) a member owning the partition.
+    /// client is not (or no longer) a member owning the partition; when joining is not enough,
+    /// reclaims the group (CO-RECLAIM-1) and retries once more.
     async fn as_member<F, Fut>(&self, t: &IggyTarget, key: &str, op: F) -> Result<(), BackendError>
+    where
+        F: Fn() -> Fut,
+        Fut: std::future::Future<Output = Result<(), BackendError>>,
+    {
+        match self.joined(t, key, &op).await {
+            Err(e) if is_not_member(&e) => {
+                {
+                    let _writing = self.restores.writing.lock().await;
+                    self.reclaim(t, key).await?;
+                }
+                op().await
+            }
+            other => other,
+        }
+    }
+
+    /// Runs `op`, joining and retrying once when this client is not a member.
+    async fn joined<F, Fut>(&self, t: &IggyTarget, key: &str, op: &F) -> Result<(), BackendError>
     where
         F: Fn() -> Fut,
         Fut: std::future::Future<Output = Result<(), BackendError>>,
@@ -204,37 +307,74 @@ impl<B: Backend> OffsetStore<'_, B> {
         match op().await {
             Err(e) if is_not_member(&e) => {
                 self.ensure_member(t, key).await?;
-                match op().await {
-                    Err(e) if is_not_member(&e) => {
-                        self.reclaim(t, key).await?;
-                        op().await
-                    }
-                    other => other,
-                }
+                op().await
             }
             other => other,
         }
+    }
+
+    /// CO-RECLAIM-2: stores back what an interrupted reclaim left pending, before anything else
+    /// writes the group. Callers hold `restores.writing`.
+    async fn restore_pending(&self, t: &IggyTarget, key: &str) -> Result<(), BackendError> {
+        let (pending, _) = self.restores.snapshot(t, key);
+        if pending.is_empty() {
+            return Ok(());
+        }
+        tracing::warn!(
+            "Iggy consumer group {key} on {}/{}: storing back the {} offsets an interrupted reclaim left",
+            t.stream,
+            t.topic,
+            pending.len()
+        );
+        for (p, offset) in pending {
+            let store = || {
+                self.backend
+                    .store_consumer_offset(&t.stream, &t.topic, p, key, self.client, offset)
+            };
+            match self.joined(t, key, &store).await {
+                Ok(()) => self.restores.stored(t, key, p),
+                // Still a stale member in the way (the server restarted again): reclaim anew,
+                // which keeps the pending values.
+                Err(e) if is_not_member(&e) => return self.reclaim(t, key).await,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// CO-RECLAIM-1: joined, yet another member owns the partition. After an Iggy restart the
     /// members of before stay listed with no connection behind them (DIFF-12) and keep their
     /// partitions for good; only recreating the group frees them. The group's offsets are read
     /// first (reading needs no membership) and stored back once this client is the only member.
+    /// CO-RECLAIM-2: what was read stays pending until stored back, so an Iggy restart or a
+    /// failed request between the delete and the store-back loses nothing; values still pending
+    /// from an earlier reclaim win over the server's (the server lost them). Callers hold
+    /// `restores.writing`.
     async fn reclaim(&self, t: &IggyTarget, key: &str) -> Result<(), BackendError> {
         let (s, tp) = (&t.stream, &t.topic);
         let Some(info) = self.backend.get_topic(s, tp).await? else {
+            self.restores.clear(t, key);
             return Ok(());
         };
-        let mut saved = Vec::new();
+        let mut saved = BTreeMap::new();
         for p in 0..info.partitions {
             if let Some(offset) = self.backend.get_consumer_offset(s, tp, p, key).await? {
-                saved.push((p, offset));
+                saved.insert(p, offset);
             }
         }
+        saved.extend(
+            self.restores
+                .snapshot(t, key)
+                .0
+                .into_iter()
+                .filter(|(p, _)| *p < info.partitions),
+        );
         tracing::warn!(
             "Iggy consumer group {key} on {s}/{tp}: another member owns partitions this gateway coordinates; recreating the group and storing its {} offsets back",
             saved.len()
         );
+        // Before the delete: from here on a fetch answers from these values (see `fetch`).
+        self.restores.start_reclaim(t, key, saved.clone());
         match self.backend.delete_consumer_group(s, tp, key).await {
             Err(e) if !is_absent(&e) => return Err(e),
             _ => {}
@@ -244,6 +384,7 @@ impl<B: Backend> OffsetStore<'_, B> {
             self.backend
                 .store_consumer_offset(s, tp, p, key, self.client, offset)
                 .await?;
+            self.restores.stored(t, key, p);
         }
         Ok(())
     }
@@ -252,6 +393,12 @@ impl<B: Backend> OffsetStore<'_, B> {
     pub async fn commit(&self, t: &IggyTarget, partition: u32, group: &str, committed: i64) -> Result<(), CommitError> {
         let stored = stored_for_commit(committed).ok_or(CommitError::OutOfRange)?;
         let key = offsets_group(group);
+        if self.restores.is_pending(t, &key) {
+            // CO-RECLAIM-2: the pending values go back first, so they never overwrite this
+            // commit; when they cannot, the commit fails (retriable) and they stay pending.
+            let _writing = self.restores.writing.lock().await;
+            self.restore_pending(t, &key).await.map_err(CommitError::Backend)?;
+        }
         let marker = zero_marker(group, partition);
         let (s, tp) = (&t.stream, &t.topic);
         let delete_key = || async {
@@ -300,22 +447,59 @@ impl<B: Backend> OffsetStore<'_, B> {
 
     /// The committed offsets of `partitions`, reading no more than one group list per topic.
     /// Reading needs no membership.
+    ///
+    /// CO-RECLAIM-2: a partition a reclaim has not stored back yet answers its pending value; a
+    /// fetch does not store it back itself (it may run as a principal that may only read, and
+    /// outside the group's commit lock). A reclaim that starts while the server is read could
+    /// delete the group under the read, so the read is repeated; a retriable error answers when
+    /// reclaims keep starting.
     pub async fn fetch(&self, t: &IggyTarget, partitions: &[u32], group: &str) -> Result<Vec<i64>, BackendError> {
+        // Each repeat needs a whole reclaim of this group (a failed commit) under one read.
+        const MAX_READS: usize = 8;
+        let key = offsets_group(group);
+        for _ in 0..MAX_READS {
+            let (pending_before, started) = self.restores.snapshot(t, &key);
+            let read = self.fetch_stored(t, partitions, group, &key).await?;
+            let (mut pending, started_after) = self.restores.snapshot(t, &key);
+            if started_after != started {
+                continue;
+            }
+            // A value stored back during the read may have been missed by it.
+            for (p, offset) in pending_before {
+                pending.entry(p).or_insert(offset);
+            }
+            return Ok(partitions
+                .iter()
+                .zip(read)
+                .map(|(p, (stored, marker))| committed_from(pending.get(p).copied().or(stored), marker))
+                .collect());
+        }
+        // No stored value fits; an error, never "nothing committed".
+        Err(BackendError::Iggy(IggyError::TaskTimeout))
+    }
+
+    /// Each partition's stored value and whether its zero marker exists.
+    async fn fetch_stored(
+        &self,
+        t: &IggyTarget,
+        partitions: &[u32],
+        group: &str,
+        key: &str,
+    ) -> Result<Vec<(Option<u64>, bool)>, BackendError> {
         let groups: BTreeSet<String> = self
             .backend
             .list_consumer_groups(&t.stream, &t.topic)
             .await?
             .into_iter()
             .collect();
-        let key = offsets_group(group);
         let mut out = Vec::with_capacity(partitions.len());
         for &p in partitions {
-            let stored = if groups.contains(&key) {
-                self.backend.get_consumer_offset(&t.stream, &t.topic, p, &key).await?
+            let stored = if groups.contains(key) {
+                self.backend.get_consumer_offset(&t.stream, &t.topic, p, key).await?
             } else {
                 None
             };
-            out.push(committed_from(stored, groups.contains(&zero_marker(group, p))));
+            out.push((stored, groups.contains(&zero_marker(group, p))));
         }
         Ok(out)
     }
@@ -324,9 +508,13 @@ impl<B: Backend> OffsetStore<'_, B> {
     /// its Iggy consumer group and its zero markers; returns how many Iggy consumer groups it
     /// deleted.
     pub async fn delete_group(&self, t: &IggyTarget, group: &str) -> Result<usize, BackendError> {
+        // CO-RECLAIM-2: no store-back may recreate the group after this delete; what is still
+        // pending goes with the group.
+        let _writing = self.restores.writing.lock().await;
         let mut deleted = 0;
         let groups = self.backend.list_consumer_groups(&t.stream, &t.topic).await?;
         let key = offsets_group(group);
+        let pending = self.restores.is_pending(t, &key);
         for name in groups {
             let is_marker = name
                 .strip_prefix(ZERO_MARKER_PREFIX)
@@ -343,6 +531,11 @@ impl<B: Backend> OffsetStore<'_, B> {
                 }
             }
         }
+        if pending {
+            self.restores.clear(t, &key);
+            // The group's offsets existed, even when the server had lost its Iggy group.
+            deleted = deleted.max(1);
+        }
         Ok(deleted)
     }
 }
@@ -350,11 +543,14 @@ impl<B: Backend> OffsetStore<'_, B> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::credentials::{Credentials, Principal};
     use crate::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
-    use crate::backend::{ConsumerOffsets, TopicSpec};
+    use crate::backend::{ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks};
     use crate::clock::SystemClock;
     use iggy_common::IggyMessage;
     use proptest::prelude::*;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::atomic::Ordering::SeqCst;
     use std::sync::Arc;
 
     #[tokio::test]
@@ -376,11 +572,20 @@ mod tests {
             stream: "s".into(),
             topic: "t".into(),
         };
-        let before = OffsetStore { backend: &b, client: 7 };
+        let restores = PendingRestores::default();
+        let before = OffsetStore {
+            backend: &b,
+            client: 7,
+            restores: &restores,
+        };
         before.commit(&t, 0, "g", 3).await.unwrap();
         before.commit(&t, 1, "g", 4).await.unwrap();
         // Client 7's connection died with the server, but it stays listed as a member (DIFF-12).
-        let after = OffsetStore { backend: &b, client: 8 };
+        let after = OffsetStore {
+            backend: &b,
+            client: 8,
+            restores: &restores,
+        };
         // Client 8 joins as second member: Iggy gives it partition 1 only, so a commit on
         // partition 0 needs the reclaim.
         after.commit(&t, 0, "g", 5).await.unwrap();
@@ -391,6 +596,210 @@ mod tests {
         );
         // The stale member is gone: client 8 owns every partition now.
         b.store_consumer_offset("s", "t", 1, "kafka.cg.g", 8, 1).await.unwrap();
+    }
+
+    /// The embedded model, made to fail the first Iggy request after a delete of `kafka.cg.g`:
+    /// the server restarts, or the request times out, inside a reclaim.
+    struct InterruptedAfterDelete {
+        inner: EmbeddedBackend,
+        armed: AtomicBool,
+        fail_next: AtomicBool,
+    }
+
+    impl InterruptedAfterDelete {
+        fn interrupted(&self) -> Result<(), BackendError> {
+            if self.fail_next.swap(false, SeqCst) {
+                return Err(BackendError::Iggy(IggyError::Disconnected));
+            }
+            Ok(())
+        }
+    }
+
+    impl ConsumerOffsets for InterruptedAfterDelete {
+        async fn create_consumer_group(&self, s: &str, t: &str, g: &str) -> Result<(), BackendError> {
+            self.interrupted()?;
+            self.inner.create_consumer_group(s, t, g).await
+        }
+        fn release_client(&self, client: ClientId) {
+            self.inner.release_client(client)
+        }
+        async fn delete_consumer_group(&self, s: &str, t: &str, g: &str) -> Result<(), BackendError> {
+            self.interrupted()?;
+            self.inner.delete_consumer_group(s, t, g).await?;
+            if g == "kafka.cg.g" && self.armed.swap(false, SeqCst) {
+                self.fail_next.store(true, SeqCst);
+            }
+            Ok(())
+        }
+        async fn list_consumer_groups(&self, s: &str, t: &str) -> Result<Vec<String>, BackendError> {
+            self.interrupted()?;
+            self.inner.list_consumer_groups(s, t).await
+        }
+        async fn join_consumer_group(&self, s: &str, t: &str, g: &str, c: ClientId) -> Result<(), BackendError> {
+            self.interrupted()?;
+            self.inner.join_consumer_group(s, t, g, c).await
+        }
+        async fn leave_consumer_group(&self, s: &str, t: &str, g: &str, c: ClientId) -> Result<(), BackendError> {
+            self.interrupted()?;
+            self.inner.leave_consumer_group(s, t, g, c).await
+        }
+        async fn store_consumer_offset(
+            &self,
+            s: &str,
+            t: &str,
+            p: u32,
+            g: &str,
+            c: ClientId,
+            offset: u64,
+        ) -> Result<(), BackendError> {
+            self.interrupted()?;
+            self.inner.store_consumer_offset(s, t, p, g, c, offset).await
+        }
+        async fn get_consumer_offset(&self, s: &str, t: &str, p: u32, g: &str) -> Result<Option<u64>, BackendError> {
+            self.interrupted()?;
+            self.inner.get_consumer_offset(s, t, p, g).await
+        }
+        async fn delete_consumer_offset(
+            &self,
+            s: &str,
+            t: &str,
+            p: u32,
+            g: &str,
+            c: ClientId,
+        ) -> Result<(), BackendError> {
+            self.interrupted()?;
+            self.inner.delete_consumer_offset(s, t, p, g, c).await
+        }
+    }
+
+    impl Backend for InterruptedAfterDelete {
+        fn kind(&self) -> &'static str {
+            "interrupted-after-delete"
+        }
+        async fn open_session(&self, credentials: &Credentials) -> Result<(Self, Principal), BackendError> {
+            let (inner, principal) = self.inner.open_session(credentials).await?;
+            let session = Self {
+                inner,
+                armed: AtomicBool::new(false),
+                fail_next: AtomicBool::new(false),
+            };
+            Ok((session, principal))
+        }
+        async fn ensure_stream(&self, s: &str) -> Result<(), BackendError> {
+            self.inner.ensure_stream(s).await
+        }
+        async fn list_topics(&self, s: &str) -> Result<Vec<TopicInfo>, BackendError> {
+            self.inner.list_topics(s).await
+        }
+        async fn get_topic(&self, s: &str, t: &str) -> Result<Option<TopicInfo>, BackendError> {
+            self.interrupted()?;
+            self.inner.get_topic(s, t).await
+        }
+        async fn create_topic(&self, s: &str, t: &str, spec: TopicSpec) -> Result<(), BackendError> {
+            self.inner.create_topic(s, t, spec).await
+        }
+        async fn delete_topic(&self, s: &str, t: &str) -> Result<(), BackendError> {
+            self.inner.delete_topic(s, t).await
+        }
+        async fn add_partitions(&self, s: &str, t: &str, count: u32) -> Result<(), BackendError> {
+            self.inner.add_partitions(s, t, count).await
+        }
+        async fn append(&self, s: &str, t: &str, p: u32, m: Vec<IggyMessage>) -> Result<Option<u64>, BackendError> {
+            self.inner.append(s, t, p, m).await
+        }
+        async fn read(
+            &self,
+            s: &str,
+            t: &str,
+            p: u32,
+            o: u64,
+            l: ReadLimits,
+        ) -> Result<Vec<IggyMessage>, BackendError> {
+            self.inner.read(s, t, p, o, l).await
+        }
+        async fn watermarks(&self, s: &str, t: &str, p: u32) -> Result<Watermarks, BackendError> {
+            self.inner.watermarks(s, t, p).await
+        }
+        async fn offset_for_timestamp(
+            &self,
+            s: &str,
+            t: &str,
+            p: u32,
+            ts_us: u64,
+        ) -> Result<Option<(u64, u64)>, BackendError> {
+            self.inner.offset_for_timestamp(s, t, p, ts_us).await
+        }
+        fn append_generation(&self) -> u64 {
+            self.inner.append_generation()
+        }
+        async fn wait_for_append(&self, seen: u64) {
+            self.inner.wait_for_append(seen).await
+        }
+    }
+
+    #[tokio::test]
+    async fn co_reclaim_2_an_interrupted_reclaim_keeps_the_offsets_it_read() {
+        let b = InterruptedAfterDelete {
+            inner: EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default()),
+            armed: AtomicBool::new(false),
+            fail_next: AtomicBool::new(false),
+        };
+        b.ensure_stream("s").await.unwrap();
+        let spec = TopicSpec {
+            partitions: 2,
+            message_expiry_us: None,
+        };
+        b.create_topic("s", "t", spec).await.unwrap();
+        for p in 0..2 {
+            let messages = (0..5)
+                .map(|_| IggyMessage::builder().payload("x".into()).build().unwrap())
+                .collect();
+            b.append("s", "t", p, messages).await.unwrap();
+        }
+        let t = IggyTarget {
+            stream: "s".into(),
+            topic: "t".into(),
+        };
+        let restores = PendingRestores::default();
+        let before = OffsetStore {
+            backend: &b,
+            client: 7,
+            restores: &restores,
+        };
+        before.commit(&t, 0, "g", 3).await.unwrap();
+        before.commit(&t, 1, "g", 4).await.unwrap();
+        // Client 7 is the stale member of DIFF-12; client 8's commit reclaims, and the first
+        // request after the delete fails.
+        b.armed.store(true, SeqCst);
+        let after = OffsetStore {
+            backend: &b,
+            client: 8,
+            restores: &restores,
+        };
+        assert!(
+            after.commit(&t, 0, "g", 5).await.is_err(),
+            "the reclaim was interrupted"
+        );
+        assert!(!b.armed.load(SeqCst), "the group was deleted");
+        assert_eq!(
+            b.get_consumer_offset("s", "t", 1, "kafka.cg.g").await.unwrap(),
+            None,
+            "the server lost the offsets"
+        );
+        assert_eq!(
+            after.fetch(&t, &[0, 1], "g").await.unwrap(),
+            vec![3, 4],
+            "a fetch answers the pending values, not 'no offset'"
+        );
+        // The next commit stores the pending values back first, then its own.
+        after.commit(&t, 0, "g", 5).await.unwrap();
+        assert_eq!(after.fetch(&t, &[0, 1], "g").await.unwrap(), vec![5, 4]);
+        assert_eq!(
+            b.get_consumer_offset("s", "t", 1, "kafka.cg.g").await.unwrap(),
+            Some(3),
+            "partition 1 is on the server again (4 stored as 3, CO-ENCODE-1)"
+        );
+        assert!(!restores.is_pending(&t, "kafka.cg.g"), "nothing left pending");
     }
 
     #[tokio::test]
@@ -410,10 +819,14 @@ mod tests {
             stream: "s".into(),
             topic: "t".into(),
         };
-        OffsetStore { backend: &b, client: 1 }
-            .commit(&t, 2, "orders", 3)
-            .await
-            .unwrap();
+        OffsetStore {
+            backend: &b,
+            client: 1,
+            restores: &PendingRestores::default(),
+        }
+        .commit(&t, 2, "orders", 3)
+        .await
+        .unwrap();
         assert!(b
             .list_consumer_groups("s", "t")
             .await

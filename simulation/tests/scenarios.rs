@@ -119,9 +119,8 @@ fn a_short_sweep_of_every_scenario_breaks_no_rule() {
 /// store them back). The group is deleted, the restart fails the rest, and the group's
 /// acknowledged commits (48 on partition 0, 36 on partition 1) are gone: both members restart
 /// from offset 0. The reclaim is not safe against an interruption between its delete and its
-/// store-back; it stays ignored until the gateway's reclaim is (docs/simulation.md, "Findings").
+/// store-back; fixed by CO-RECLAIM-2 (the offsets read stay pending until stored back).
 #[test]
-#[ignore = "open finding: an Iggy restart in the middle of CO-RECLAIM-1 loses the group's commits"]
 fn iggy_restart_seed_14_an_interrupted_reclaim_keeps_acknowledged_commits() {
     holds(&scenario("iggy-restart"), 14);
 }

@@ -43,6 +43,7 @@ async fn delete_one<B: Backend>(gateway: &Gateway<B>, session: &Session<B>, grou
     let store = OffsetStore {
         backend: session.backend.as_ref(),
         client: session.offsets_client,
+        restores: &gateway.offset_members.restores,
     };
     for (kafka, target) in mapped_topics(gateway, session).await {
         match store.delete_group(&target, group_id).await {

@@ -63,6 +63,7 @@ pub async fn handle<B: Backend>(
     let store = OffsetStore {
         backend: session.backend.as_ref(),
         client: session.offsets_client,
+        restores: &gateway.offset_members.restores,
     };
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in &request.topics {

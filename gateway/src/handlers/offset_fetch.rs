@@ -44,6 +44,7 @@ pub async fn handle<B: Backend>(
     let store = OffsetStore {
         backend: session.backend.as_ref(),
         client: session.offsets_client,
+        restores: &gateway.offset_members.restores,
     };
     let listed = request.topics.is_none();
     let wanted: Vec<(TopicName, Option<Vec<i32>>)> = match request.topics {
@@ -68,10 +69,17 @@ pub async fn handle<B: Backend>(
                 .map(|i| partition(i, -1, code))
                 .collect(),
             // An unknown topic has nothing committed.
-            Err(_) => indexes
+            Err(code) if code == ResponseError::UnknownTopicOrPartition.code() => indexes
                 .unwrap_or_default()
                 .into_iter()
                 .map(|i| partition(i, -1, 0))
+                .collect(),
+            // CO-RECLAIM-2: a failed lookup (Iggy restarting, a timeout) is an error, never
+            // "nothing committed", or the consumer would fall back to auto.offset.reset.
+            Err(code) => indexes
+                .unwrap_or_default()
+                .into_iter()
+                .map(|i| partition(i, -1, code))
                 .collect(),
             Ok((target, info)) => {
                 let indexes = indexes.unwrap_or_else(|| (0..info.partitions as i32).collect());
