@@ -33,16 +33,21 @@ use config::Config;
 use gateway::Gateway;
 use std::sync::Arc;
 
-/// A gateway on a fresh embedded backend: the default setup, and what tests start.
-pub fn embedded_gateway(config: Config, clock: Arc<dyn Clock>, seed: u64) -> Arc<Gateway<EmbeddedBackend>> {
-    let backend = EmbeddedBackend::new(
-        clock.clone(),
+/// A fresh embedded backend whose root account is the one `config` names.
+pub fn embedded_backend(config: &Config, clock: Arc<dyn Clock>) -> EmbeddedBackend {
+    EmbeddedBackend::new(
+        clock,
         EmbeddedConfig {
             username: config.iggy_username.clone(),
             password: config.iggy_password.clone(),
             ..EmbeddedConfig::default()
         },
-    );
+    )
+}
+
+/// A gateway on a fresh embedded backend: the default setup, and what tests start.
+pub fn embedded_gateway(config: Config, clock: Arc<dyn Clock>, seed: u64) -> Arc<Gateway<EmbeddedBackend>> {
+    let backend = embedded_backend(&config, clock.clone());
     Arc::new(Gateway::new(
         Arc::new(config),
         Arc::new(backend),

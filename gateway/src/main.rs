@@ -3,7 +3,6 @@
 
 use anyhow::Context;
 use clap::Parser;
-use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use kafka_iggy_gateway::backend::iggy::IggyBackend;
 use kafka_iggy_gateway::backend::metered::Metered;
 use kafka_iggy_gateway::backend::Backend;
@@ -117,14 +116,7 @@ async fn main() -> anyhow::Result<()> {
     match config.backend {
         BackendKind::Embedded => {
             let clock = Arc::new(SystemClock);
-            let backend = EmbeddedBackend::new(
-                clock.clone(),
-                EmbeddedConfig {
-                    username: config.iggy_username.clone(),
-                    password: config.iggy_password.clone(),
-                    ..EmbeddedConfig::default()
-                },
-            );
+            let backend = kafka_iggy_gateway::embedded_backend(&config, clock.clone());
             let gateway = Arc::new(Gateway::new(
                 Arc::new(config),
                 Arc::new(Metered::new(backend)),

@@ -553,9 +553,8 @@ mod tests {
     use std::sync::atomic::Ordering::SeqCst;
     use std::sync::Arc;
 
-    #[tokio::test]
-    async fn co_reclaim_1_a_stale_member_is_cleared_and_offsets_survive() {
-        let b = EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default());
+    /// Topic `s`/`t` with two partitions of five records each, on `b`.
+    async fn two_partitions_of_five(b: &impl Backend) -> IggyTarget {
         b.ensure_stream("s").await.unwrap();
         let spec = TopicSpec {
             partitions: 2,
@@ -568,10 +567,16 @@ mod tests {
                 .collect();
             b.append("s", "t", p, messages).await.unwrap();
         }
-        let t = IggyTarget {
+        IggyTarget {
             stream: "s".into(),
             topic: "t".into(),
-        };
+        }
+    }
+
+    #[tokio::test]
+    async fn co_reclaim_1_a_stale_member_is_cleared_and_offsets_survive() {
+        let b = EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default());
+        let t = two_partitions_of_five(&b).await;
         let restores = PendingRestores::default();
         let before = OffsetStore {
             backend: &b,
@@ -744,22 +749,7 @@ mod tests {
             armed: AtomicBool::new(false),
             fail_next: AtomicBool::new(false),
         };
-        b.ensure_stream("s").await.unwrap();
-        let spec = TopicSpec {
-            partitions: 2,
-            message_expiry_us: None,
-        };
-        b.create_topic("s", "t", spec).await.unwrap();
-        for p in 0..2 {
-            let messages = (0..5)
-                .map(|_| IggyMessage::builder().payload("x".into()).build().unwrap())
-                .collect();
-            b.append("s", "t", p, messages).await.unwrap();
-        }
-        let t = IggyTarget {
-            stream: "s".into(),
-            topic: "t".into(),
-        };
+        let t = two_partitions_of_five(&b).await;
         let restores = PendingRestores::default();
         let before = OffsetStore {
             backend: &b,
