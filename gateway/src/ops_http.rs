@@ -25,6 +25,14 @@ pub const READY_CACHE: Duration = Duration::from_secs(1);
 const PROBE_TOPIC: &str = "kafka-iggy-gateway-readiness-probe";
 
 /// The Content-Type of the Prometheus text exposition format.
+/// The most operations connections served at once; more are closed at accept. Scrapers and
+/// probes need a handful, and each connection holds a descriptor the Kafka listener also needs.
+pub const MAX_OPS_CONNECTIONS: usize = 32;
+
+/// The longest one operations connection is kept, idle or not: a scrape or probe takes
+/// milliseconds, and a client that sends nothing must not hold its slot for good.
+pub const OPS_CONNECTION_LIFETIME: Duration = Duration::from_secs(30);
+
 const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -139,6 +147,7 @@ pub async fn serve_ops(listener: tokio::net::TcpListener, source: Arc<dyn OpsSou
         source,
         ready: Mutex::new(None),
     });
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_OPS_CONNECTIONS));
     loop {
         let (stream, peer) = match listener.accept().await {
             Ok(accepted) => accepted,
@@ -150,17 +159,25 @@ pub async fn serve_ops(listener: tokio::net::TcpListener, source: Arc<dyn OpsSou
                 continue;
             }
         };
+        let Ok(permit) = slots.clone().try_acquire_owned() else {
+            tracing::debug!(%peer, "metrics listener: {MAX_OPS_CONNECTIONS} connections open; closing this one");
+            continue;
+        };
         let state = state.clone();
         tokio::spawn(async move {
+            let _permit = permit;
             let service = hyper::service::service_fn(move |request| {
                 let state = state.clone();
                 async move { Ok::<_, std::convert::Infallible>(state.answer(request).await) }
             });
-            if let Err(e) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
-                .await
-            {
-                tracing::debug!(%peer, "metrics listener: connection failed: {e}");
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            match tokio::time::timeout(OPS_CONNECTION_LIFETIME, connection).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::debug!(%peer, "metrics listener: connection failed: {e}"),
+                Err(_) => {
+                    tracing::debug!(%peer, "metrics listener: connection closed after {OPS_CONNECTION_LIFETIME:?}")
+                }
             }
         });
     }
@@ -222,6 +239,38 @@ mod tests {
         assert_eq!(status, 200);
         assert!(body.contains("\nkafka_iggy_gateway_received_bytes_total "), "{body}");
         assert_eq!(get(addr, "/readyz").await.0, 200);
+        task.abort();
+    }
+
+    /// Past MAX_OPS_CONNECTIONS idle connections, the next one is closed at accept, unanswered,
+    /// while those already open are still served.
+    #[tokio::test]
+    async fn connections_past_the_bound_are_closed_unanswered() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let switch = Arc::new(Switch {
+            up: AtomicBool::new(true),
+            probes: AtomicUsize::new(0),
+        });
+        let task = tokio::spawn(serve_ops(listener, switch));
+        let mut held = Vec::new();
+        for _ in 0..MAX_OPS_CONNECTIONS {
+            held.push(tokio::net::TcpStream::connect(addr).await.unwrap());
+        }
+        let mut refused = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let mut answer = Vec::new();
+        // Closed without a byte: EOF, or a reset if the close raced our request.
+        let _ = refused.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").await;
+        let _ = refused.read_to_end(&mut answer).await;
+        assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+        let first = &mut held[0];
+        first
+            .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut response = String::new();
+        first.read_to_string(&mut response).await.unwrap();
+        assert!(response.starts_with("HTTP/1.1 200"), "{response}");
         task.abort();
     }
 
