@@ -18,6 +18,7 @@ use crate::protocol::api::serves;
 use crate::protocol::entries::Entries;
 use crate::protocol::legacy;
 use crate::protocol::request::{decode_body, encode_response, parse_request, peek_header, Request, RequestError};
+use crate::read_ahead::ReadAhead;
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
 use kafka_protocol::protocol::{Decodable, Encodable};
@@ -53,6 +54,8 @@ pub struct Gateway<B> {
     pub offset_members: OffsetMembers<B>,
     /// Successful KIP-368 re-authentications on open connections, since start.
     pub reauthentications: std::sync::atomic::AtomicU64,
+    /// Reads made ahead of consumers' next Fetch (FETCH-READAHEAD-1).
+    pub read_ahead: ReadAhead,
 }
 
 /// What a request gets back.
@@ -74,6 +77,7 @@ impl<B: Backend> Gateway<B> {
         let offsets_client = rng.next_u64();
         let decode_pool = DecodePool::new(config.limits.decode_threads);
         let inflight_bytes = Arc::new(Semaphore::new(config.limits.max_inflight_request_bytes));
+        let read_ahead_bytes = config.limits.fetch_read_ahead_bytes;
         let default_session = Arc::new(Session {
             backend: backend.clone(),
             principal: None,
@@ -100,6 +104,7 @@ impl<B: Backend> Gateway<B> {
             login_throttle: Mutex::new(LoginThrottle::default()),
             offset_members: OffsetMembers::default(),
             reauthentications: std::sync::atomic::AtomicU64::new(0),
+            read_ahead: ReadAhead::new(read_ahead_bytes),
         }
     }
 

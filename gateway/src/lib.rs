@@ -24,6 +24,7 @@ pub mod offset_store;
 pub mod ops_http;
 pub mod producer_id;
 pub mod protocol;
+pub mod read_ahead;
 pub mod server;
 pub mod tls;
 

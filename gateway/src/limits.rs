@@ -13,6 +13,10 @@ pub const MAX_FRAME_SIZE_CEILING: usize = 100 * 1024 * 1024;
 /// Kafka's `fetch.max.bytes` broker default (55 MiB).
 pub const DEFAULT_FETCH_MAX_BYTES: usize = 55 * 1024 * 1024;
 
+/// Bytes read ahead of consumers' next Fetch at most, over every connection (LIMIT-READ-AHEAD-1):
+/// 64 one-MiB partition reads, librdkafka's and the Java client's `max.partition.fetch.bytes`.
+pub const DEFAULT_FETCH_READ_AHEAD_BYTES: usize = 64 * 1024 * 1024;
+
 /// The longest error message the gateway puts in a response (LIMIT-BUILT-STRING-1).
 pub const MAX_ERROR_MESSAGE_BYTES: usize = 512;
 
@@ -44,6 +48,10 @@ pub struct LimitSettings {
     /// The cap on a Fetch's max_wait_ms (LIMIT-FETCH-WAIT-1).
     #[arg(long, env = "IGGY_KAFKA_FETCH_MAX_WAIT_MS")]
     pub fetch_max_wait_ms: Option<u64>,
+    /// Bytes of messages read ahead of consumers' next Fetch, over every connection
+    /// (LIMIT-READ-AHEAD-1); 0 reads nothing ahead.
+    #[arg(long, env = "IGGY_KAFKA_FETCH_READ_AHEAD_BYTES")]
+    pub fetch_read_ahead_bytes: Option<usize>,
     /// Protocols (assignors) one JoinGroup may offer (LIMIT-JOIN-PROTOCOLS-1).
     #[arg(long, env = "IGGY_KAFKA_MAX_JOIN_PROTOCOLS")]
     pub max_join_protocols: Option<usize>,
@@ -83,6 +91,7 @@ impl LimitSettings {
             max_records_per_request: self.max_records_per_request.or(file.max_records_per_request),
             fetch_max_bytes: self.fetch_max_bytes.or(file.fetch_max_bytes),
             fetch_max_wait_ms: self.fetch_max_wait_ms.or(file.fetch_max_wait_ms),
+            fetch_read_ahead_bytes: self.fetch_read_ahead_bytes.or(file.fetch_read_ahead_bytes),
             max_join_protocols: self.max_join_protocols.or(file.max_join_protocols),
             group_max_rebalance_timeout_ms: self
                 .group_max_rebalance_timeout_ms
@@ -108,6 +117,7 @@ pub struct Limits {
     pub max_records_per_request: usize,
     pub fetch_max_bytes: usize,
     pub fetch_max_wait: Duration,
+    pub fetch_read_ahead_bytes: usize,
     pub decode_threads: usize,
     pub shutdown_timeout: Duration,
 }
@@ -154,6 +164,9 @@ impl Limits {
                 .unwrap_or(kig_core::budget::DEFAULT_MAX_RECORDS),
             fetch_max_bytes: settings.fetch_max_bytes.unwrap_or(DEFAULT_FETCH_MAX_BYTES),
             fetch_max_wait: Duration::from_millis(settings.fetch_max_wait_ms.unwrap_or(30_000)),
+            fetch_read_ahead_bytes: settings
+                .fetch_read_ahead_bytes
+                .unwrap_or(DEFAULT_FETCH_READ_AHEAD_BYTES),
             decode_threads: settings.decode_threads.unwrap_or(parallelism),
             shutdown_timeout: Duration::from_millis(settings.shutdown_timeout_ms.unwrap_or(30_000)),
         };

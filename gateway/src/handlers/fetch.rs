@@ -1,7 +1,8 @@
 //! Fetch: reads each partition from its explicit offset (OFFSET-IDENTITY-1), maps messages back
 //! to Kafka records and builds one uncompressed batch per partition (FETCH-BATCH-1) within
 //! the request's byte limits (FETCH-LIMIT-1), long-polling on the backend's append signal until
-//! `min_bytes` arrive or `max_wait_ms` passes (FETCH-WAIT-1).
+//! `min_bytes` arrive or `max_wait_ms` passes (FETCH-WAIT-1). A partition served short of its
+//! end is read ahead for the consumer's next Fetch (FETCH-READAHEAD-1, `read_ahead.rs`).
 
 use crate::auth::sessions::Session;
 use crate::backend::{Backend, ReadLimits, Watermarks};
@@ -49,7 +50,7 @@ async fn read_pass<B: Backend>(
         .min(gateway.config.limits.fetch_max_bytes);
     let mut total = 0usize;
     for slot in slots {
-        let data = read_partition(session, slot, request_max.saturating_sub(total), total == 0).await;
+        let data = read_partition(gateway, session, slot, request_max.saturating_sub(total), total == 0).await;
         total += data.records.as_ref().map_or(0, |r| r.len());
         topics[slot.topic].partitions.push(data);
     }
@@ -67,6 +68,7 @@ fn partition_error(partition: i32, code: i16, marks: Option<Watermarks>) -> Part
 }
 
 async fn read_partition<B: Backend>(
+    gateway: &Gateway<B>,
     session: &Session<B>,
     slot: &Slot,
     response_room: usize,
@@ -85,21 +87,36 @@ async fn read_partition<B: Backend>(
         max_messages: MAX_MESSAGES_PER_READ,
         max_bytes: limit as u64,
     };
-    // The watermarks and the read are asked at once, so a Fetch waits
-    // for one backend round trip instead of two; the read is judged against the watermarks
-    // afterwards, exactly as if it had been made after them.
-    let (marks, read) = tokio::join!(
-        session.backend.watermarks(&target.stream, &target.topic, partition),
-        async {
-            if skip_read {
-                return Ok(Vec::new());
-            }
-            session
-                .backend
-                .read(&target.stream, &target.topic, partition, slot.offset as u64, limits)
-                .await
+    // FETCH-READAHEAD-1: the previous Fetch may have started this very read.
+    let ahead = if skip_read {
+        None
+    } else {
+        let (stream, topic) = (&target.stream, &target.topic);
+        gateway
+            .read_ahead
+            .take(session, stream, topic, partition, slot.offset as u64)
+            .await
+    };
+    let (marks, read) = match ahead {
+        Some(ahead) => (ahead.marks, ahead.read),
+        // The watermarks and the read are asked at once, so a Fetch waits for one backend round
+        // trip instead of two; the read is judged against the watermarks afterwards, exactly as
+        // if it had been made after them.
+        None => {
+            tokio::join!(
+                session.backend.watermarks(&target.stream, &target.topic, partition),
+                async {
+                    if skip_read {
+                        return Ok(Vec::new());
+                    }
+                    session
+                        .backend
+                        .read(&target.stream, &target.topic, partition, slot.offset as u64, limits)
+                        .await
+                }
+            )
         }
-    );
+    };
     let mut marks = match marks {
         Ok(marks) => marks,
         Err(e) => return partition_error(slot.partition, error_map::backend_error(&e, &context()), None),
@@ -124,6 +141,7 @@ async fn read_partition<B: Backend>(
         Err(e) => return partition_error(slot.partition, error_map::backend_error(&e, &context()), Some(marks)),
     };
     let mut builder = FetchBatchBuilder::new();
+    let mut last_served = None;
     for message in &messages {
         let (record, form) = message_to_record(message);
         if let ReadForm::Malformed(reason) = &form {
@@ -137,10 +155,29 @@ async fn read_partition<B: Backend>(
         if !builder.push_within(message.header.offset, &record, limit) {
             break;
         }
+        last_served = Some(message.header.offset);
     }
     // KIP-74: only the response's first batch may exceed the limits.
     if !first_in_response && builder.encoded_len() > limit {
         return data;
+    }
+    // FETCH-READAHEAD-1: more is retained past what this response serves, so the consumer's
+    // next Fetch will ask for it; start that read now, with this partition's own byte limit.
+    if let Some(last) = last_served {
+        if last + 1 < marks.high_watermark {
+            let ahead_limits = ReadLimits {
+                max_bytes: slot.max_bytes.min(gateway.config.limits.fetch_max_bytes) as u64,
+                ..limits
+            };
+            gateway.read_ahead.start(
+                session,
+                &target.stream,
+                &target.topic,
+                partition,
+                last + 1,
+                ahead_limits,
+            );
+        }
     }
     match builder.finish() {
         Some(batch) => data.with_records(Some(batch)),
@@ -213,10 +250,10 @@ pub async fn handle<B: Backend>(
     let deadline = tokio::time::Instant::now() + wait;
     // Take the generation before reading, so an append during the pass is not missed.
     let mut generation = gateway.backend.append_generation();
-    // The first pass is read while the topics are looked up, on the targets the topic mapping
-    // names (as if every topic existed with the partitions asked for), so a Fetch costs one
-    // backend round trip, not two. It stands only when the lookup gives every slot that same
-    // target; otherwise it is discarded and the pass is read again on the looked-up slots.
+    // FETCH-RESOLVE-1: the first pass is read while the topics are looked up, on the targets the
+    // topic mapping names (as if every topic existed with the partitions asked for), so a Fetch
+    // costs one backend round trip, not two. It stands only when the lookup gives every slot that
+    // same target; otherwise it is discarded and the pass is read again on the looked-up slots.
     let guessed = slots_of(&request, |i, partition| {
         if partition < 0 {
             return Err(ResponseError::UnknownTopicOrPartition.code());
@@ -245,5 +282,60 @@ pub async fn handle<B: Backend>(
             return FetchResponse::default().with_responses(topics);
         }
         generation = gateway.backend.append_generation();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::FileConfig;
+    use crate::handlers::test_support::gateway_with_topic;
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::TopicName;
+    use kafka_protocol::protocol::StrBytes;
+
+    fn fetch(topics: &[(&'static str, i32)]) -> FetchRequest {
+        FetchRequest::default()
+            .with_max_bytes(1 << 20)
+            .with_max_wait_ms(0)
+            .with_topics(
+                topics
+                    .iter()
+                    .map(|(name, partition)| {
+                        FetchTopic::default()
+                            .with_topic(TopicName(StrBytes::from_static_str(name)))
+                            .with_partitions(vec![FetchPartition::default()
+                                .with_partition(*partition)
+                                .with_fetch_offset(0)
+                                .with_partition_max_bytes(1 << 20)])
+                    })
+                    .collect(),
+            )
+    }
+
+    #[tokio::test]
+    async fn fetch_resolve_1_a_partition_the_lookup_refuses_answers_the_lookup_error() {
+        let gateway = gateway_with_topic(FileConfig::default(), "known").await;
+        let session = gateway.default_session.clone();
+        let request = fetch(&[("known", 0), ("unknown", 0), ("known", 1)]);
+        let response = handle(&gateway, &session, request, 12).await;
+        let codes: Vec<(String, i32, i16)> = response
+            .responses
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|p| (t.topic.0.to_string(), p.partition_index, p.error_code))
+            })
+            .collect();
+        let unknown = ResponseError::UnknownTopicOrPartition.code();
+        assert_eq!(
+            codes,
+            vec![
+                ("known".to_string(), 0, 0),
+                ("unknown".to_string(), 0, unknown),
+                ("known".to_string(), 1, unknown),
+            ]
+        );
     }
 }

@@ -44,3 +44,33 @@ pub(crate) async fn resolve_topic<B: Backend>(
         Err(e) => Err(error_map::backend_error(&e, &format!("looking up topic {kafka_topic}"))),
     }
 }
+
+/// What the handlers' unit tests share.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use crate::backend::embedded::EmbeddedBackend;
+    use crate::backend::{Backend, TopicSpec};
+    use crate::clock::TokioClock;
+    use crate::config::{Args, Config, FileConfig};
+    use crate::gateway::Gateway;
+    use std::sync::Arc;
+
+    /// A gateway on a fresh embedded backend configured by `file`, holding the Kafka topic
+    /// `kafka_topic` with one partition.
+    pub(crate) async fn gateway_with_topic(file: FileConfig, kafka_topic: &str) -> Arc<Gateway<EmbeddedBackend>> {
+        let config = Config::resolve(Args::default(), file).expect("valid config");
+        let gateway = crate::embedded_gateway(config, Arc::new(TokioClock::new(0)), 1);
+        let target = gateway.config.topics.resolve(kafka_topic);
+        let backend = &gateway.default_session.backend;
+        backend.ensure_stream(&target.stream).await.expect("stream");
+        let spec = TopicSpec {
+            partitions: 1,
+            message_expiry_us: None,
+        };
+        backend
+            .create_topic(&target.stream, &target.topic, spec)
+            .await
+            .expect("topic");
+        gateway
+    }
+}

@@ -1,0 +1,380 @@
+//! Reads made ahead of a consumer's next Fetch (FETCH-READAHEAD-1). Once a Fetch has served a
+//! partition up to offset `e` and the partition holds more, the read from `e + 1` and the
+//! partition's watermarks are asked at once, while the response is still on its way. A consumer
+//! keeps one Fetch in flight per broker and asks for exactly `e + 1` next, so it finds that read
+//! done or under way, instead of waiting for an Iggy round trip after its request arrives.
+//!
+//! What is read ahead is bounded in bytes over the whole gateway (LIMIT-READ-AHEAD-1) and in
+//! entries, is kept for [`READ_AHEAD_TTL`] at most, and is served only to the principal whose
+//! session read it, for the same partition and offset, once.
+
+use crate::auth::sessions::Session;
+use crate::backend::{Backend, BackendError, ReadLimits, Watermarks};
+use iggy_common::IggyMessage;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+
+/// How long a read made ahead waits to be taken. A consumer that follows its partition asks
+/// again within a round trip; one that paused longer reads afresh.
+pub const READ_AHEAD_TTL: Duration = Duration::from_secs(1);
+
+/// Reads ahead held at most, whatever their size: each is a task and a table entry.
+pub const MAX_READS_AHEAD: usize = 4_096;
+
+/// What a read ahead found: the partition's watermarks and the messages from its offset.
+pub(crate) struct ReadAheadResult {
+    pub marks: Result<Watermarks, BackendError>,
+    pub read: Result<Vec<IggyMessage>, BackendError>,
+}
+
+/// Which read: whose session, which partition, from which offset.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct Key {
+    /// The principal's user id; `None` for the gateway's own account (SASL off).
+    principal: Option<u32>,
+    stream: String,
+    topic: String,
+    partition: u32,
+    offset: u64,
+}
+
+/// A read under way or done. Dropping it stops the read and returns its bytes to the budget.
+struct Entry {
+    started: Instant,
+    task: JoinHandle<ReadAheadResult>,
+    _bytes: OwnedSemaphorePermit,
+}
+
+impl Drop for Entry {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The reads made ahead, gateway-wide.
+pub struct ReadAhead {
+    /// LIMIT-READ-AHEAD-1: the byte budget; each read holds its byte limit until it is taken or
+    /// dropped. `None`: reading ahead is off.
+    budget: Option<Arc<Semaphore>>,
+    entries: Mutex<HashMap<Key, Entry>>,
+    /// Reads started ahead, since start.
+    started: AtomicU64,
+    /// Reads made ahead that a Fetch was served from, since start.
+    served: AtomicU64,
+    /// Of those, the reads still under way when their Fetch came.
+    served_unfinished: AtomicU64,
+}
+
+impl ReadAhead {
+    /// A budget of `max_bytes` over every read ahead; 0 turns reading ahead off.
+    pub fn new(max_bytes: usize) -> Self {
+        Self {
+            budget: (max_bytes > 0).then(|| Arc::new(Semaphore::new(max_bytes.min(Semaphore::MAX_PERMITS)))),
+            entries: Mutex::new(HashMap::new()),
+            started: AtomicU64::new(0),
+            served: AtomicU64::new(0),
+            served_unfinished: AtomicU64::new(0),
+        }
+    }
+
+    fn entries(&self) -> MutexGuard<'_, HashMap<Key, Entry>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn key<B>(session: &Session<B>, stream: &str, topic: &str, partition: u32, offset: u64) -> Key {
+        Key {
+            principal: session.principal.as_ref().map(|p| p.user_id),
+            stream: stream.to_string(),
+            topic: topic.to_string(),
+            partition,
+            offset,
+        }
+    }
+
+    /// Starts reading `partition` from `offset` in `session`, unless reading ahead is off, the
+    /// same read is already held, or the budget or the table is full (LIMIT-READ-AHEAD-1).
+    pub(crate) fn start<B: Backend>(
+        &self,
+        session: &Session<B>,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        limits: ReadLimits,
+    ) {
+        let Some(budget) = &self.budget else {
+            return;
+        };
+        let key = Self::key(session, stream, topic, partition, offset);
+        let bytes = u32::try_from(limits.max_bytes).unwrap_or(u32::MAX);
+        let mut entries = self.entries();
+        if entries.contains_key(&key) {
+            return;
+        }
+        // Before giving up on room, drop what waited past its time.
+        let mut permit = budget.clone().try_acquire_many_owned(bytes).ok();
+        if permit.is_none() || entries.len() >= MAX_READS_AHEAD {
+            let now = Instant::now();
+            entries.retain(|_, entry| now.duration_since(entry.started) < READ_AHEAD_TTL);
+            if permit.is_none() {
+                permit = budget.clone().try_acquire_many_owned(bytes).ok();
+            }
+        }
+        let Some(permit) = permit.filter(|_| entries.len() < MAX_READS_AHEAD) else {
+            // LIMIT-READ-AHEAD-1: nothing is read ahead; the next Fetch reads as usual.
+            crate::metrics::metrics().limit_hit("LIMIT-READ-AHEAD-1");
+            return;
+        };
+        let backend = session.backend.clone();
+        let (stream, topic) = (key.stream.clone(), key.topic.clone());
+        let task = tokio::spawn(async move {
+            let (marks, read) = tokio::join!(
+                backend.watermarks(&stream, &topic, partition),
+                backend.read(&stream, &topic, partition, offset, limits)
+            );
+            ReadAheadResult { marks, read }
+        });
+        self.started.fetch_add(1, Ordering::Relaxed);
+        entries.insert(
+            key,
+            Entry {
+                started: Instant::now(),
+                task,
+                _bytes: permit,
+            },
+        );
+    }
+
+    /// The read ahead of `partition` from `offset` for `session`'s principal, awaited, when one
+    /// was made less than [`READ_AHEAD_TTL`] ago and found both the watermarks and at least one
+    /// message; otherwise `None`, and the caller reads as usual.
+    pub(crate) async fn take<B>(
+        &self,
+        session: &Session<B>,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+    ) -> Option<ReadAheadResult> {
+        self.budget.as_ref()?;
+        let key = Self::key(session, stream, topic, partition, offset);
+        let mut entry = self.entries().remove(&key)?;
+        if entry.started.elapsed() >= READ_AHEAD_TTL {
+            return None;
+        }
+        let unfinished = !entry.task.is_finished();
+        let result = (&mut entry.task).await.ok()?;
+        match (&result.marks, &result.read) {
+            (Ok(_), Ok(messages)) if !messages.is_empty() => {
+                self.served.fetch_add(1, Ordering::Relaxed);
+                if unfinished {
+                    self.served_unfinished.fetch_add(1, Ordering::Relaxed);
+                }
+                Some(result)
+            }
+            _ => None,
+        }
+    }
+
+    /// Reads made ahead that a Fetch was served from, since start.
+    pub fn served(&self) -> u64 {
+        self.served.load(Ordering::Relaxed)
+    }
+
+    /// Reads started ahead, reads served, and of those the ones a Fetch had to wait for, since
+    /// start (benches print them).
+    pub fn counts(&self) -> (u64, u64, u64) {
+        (
+            self.started.load(Ordering::Relaxed),
+            self.served(),
+            self.served_unfinished.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Reads ahead held now (tests and metrics).
+    pub fn len(&self) -> usize {
+        self.entries().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::embedded::EmbeddedBackend;
+    use crate::backend::TopicSpec;
+    use crate::clock::TokioClock;
+    use crate::config::{Args, Config, FileConfig};
+    use crate::gateway::Gateway;
+    use crate::handlers::fetch;
+    use crate::limits::LimitSettings;
+    use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+    use kafka_protocol::messages::{FetchRequest, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+
+    const STREAM: &str = "kafka";
+    const TOPIC: &str = "orders";
+
+    /// A gateway on the embedded backend whose topic `orders` holds `count` messages of 100
+    /// bytes, and a read-ahead budget of `read_ahead_bytes`.
+    async fn gateway_with(count: usize, read_ahead_bytes: usize) -> Arc<Gateway<EmbeddedBackend>> {
+        let file = FileConfig {
+            limits: LimitSettings {
+                fetch_read_ahead_bytes: Some(read_ahead_bytes),
+                ..LimitSettings::default()
+            },
+            ..FileConfig::default()
+        };
+        let config = Config::resolve(Args::default(), file).expect("valid config");
+        let gateway = crate::embedded_gateway(config, Arc::new(TokioClock::new(0)), 1);
+        let backend = &gateway.default_session.backend;
+        backend.ensure_stream(STREAM).await.expect("stream");
+        let spec = TopicSpec {
+            partitions: 1,
+            message_expiry_us: None,
+        };
+        backend.create_topic(STREAM, TOPIC, spec).await.expect("topic");
+        let messages: Vec<IggyMessage> = (0..count)
+            .map(|_| {
+                IggyMessage::builder()
+                    .payload(vec![b'x'; 100].into())
+                    .build()
+                    .expect("message")
+            })
+            .collect();
+        backend.append(STREAM, TOPIC, 0, messages).await.expect("appended");
+        gateway
+    }
+
+    fn limits(max_bytes: u64) -> ReadLimits {
+        ReadLimits {
+            max_messages: 1_000,
+            max_bytes,
+        }
+    }
+
+    fn as_principal(session: &Session<EmbeddedBackend>, user_id: u32) -> Session<EmbeddedBackend> {
+        Session {
+            backend: session.backend.clone(),
+            principal: Some(crate::auth::credentials::Principal {
+                user_id,
+                username: format!("user-{user_id}"),
+            }),
+            offsets_client: session.offsets_client,
+            opened_at_ms: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn fetch_readahead_1_a_read_is_served_once_to_its_principal_at_its_offset() {
+        let gateway = gateway_with(10, 1 << 20).await;
+        let session = &gateway.default_session;
+        let ahead = &gateway.read_ahead;
+        ahead.start(session, STREAM, TOPIC, 0, 3, limits(1 << 20));
+        assert_eq!(ahead.len(), 1);
+        let other = as_principal(session, 7);
+        assert!(
+            ahead.take(&other, STREAM, TOPIC, 0, 3).await.is_none(),
+            "another principal's read"
+        );
+        assert!(
+            ahead.take(session, STREAM, TOPIC, 0, 4).await.is_none(),
+            "another offset"
+        );
+        let result = ahead
+            .take(session, STREAM, TOPIC, 0, 3)
+            .await
+            .expect("the read made ahead");
+        let messages = result.read.expect("read");
+        assert_eq!(messages.first().map(|m| m.header.offset), Some(3));
+        assert_eq!(messages.len(), 7);
+        assert_eq!(result.marks.expect("watermarks").high_watermark, 10);
+        assert!(ahead.take(session, STREAM, TOPIC, 0, 3).await.is_none(), "served twice");
+        assert!(ahead.is_empty());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn fetch_readahead_1_a_read_not_taken_within_the_ttl_is_not_served() {
+        let gateway = gateway_with(10, 1 << 20).await;
+        let session = &gateway.default_session;
+        gateway.read_ahead.start(session, STREAM, TOPIC, 0, 0, limits(1 << 20));
+        tokio::time::advance(READ_AHEAD_TTL).await;
+        assert!(gateway.read_ahead.take(session, STREAM, TOPIC, 0, 0).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn fetch_readahead_1_a_read_that_found_nothing_is_not_served() {
+        let gateway = gateway_with(10, 1 << 20).await;
+        let session = &gateway.default_session;
+        // Offset 10 is the high watermark: nothing to read, so the Fetch must read afresh.
+        gateway.read_ahead.start(session, STREAM, TOPIC, 0, 10, limits(1 << 20));
+        assert!(gateway.read_ahead.take(session, STREAM, TOPIC, 0, 10).await.is_none());
+    }
+
+    #[tokio::test]
+    async fn limit_read_ahead_1_no_read_starts_past_the_byte_budget_or_when_it_is_zero() {
+        let gateway = gateway_with(10, 1_000).await;
+        let session = &gateway.default_session;
+        let ahead = &gateway.read_ahead;
+        ahead.start(session, STREAM, TOPIC, 0, 0, limits(800));
+        ahead.start(session, STREAM, TOPIC, 0, 5, limits(800));
+        assert_eq!(ahead.len(), 1, "the second read would pass the 1,000-byte budget");
+        assert!(ahead.take(session, STREAM, TOPIC, 0, 0).await.is_some());
+        ahead.start(session, STREAM, TOPIC, 0, 5, limits(800));
+        assert_eq!(ahead.len(), 1, "taking the first read returned its bytes to the budget");
+
+        let off = gateway_with(10, 0).await;
+        off.read_ahead
+            .start(&off.default_session, STREAM, TOPIC, 0, 0, limits(800));
+        assert!(off.read_ahead.is_empty(), "a budget of 0 reads nothing ahead");
+    }
+
+    fn fetch_from(offset: i64, partition_max_bytes: i32) -> FetchRequest {
+        FetchRequest::default()
+            .with_max_bytes(i32::MAX)
+            .with_max_wait_ms(0)
+            .with_topics(vec![FetchTopic::default()
+                .with_topic(TopicName(StrBytes::from_static_str(TOPIC)))
+                .with_partitions(vec![FetchPartition::default()
+                    .with_partition(0)
+                    .with_fetch_offset(offset)
+                    .with_partition_max_bytes(partition_max_bytes)])])
+    }
+
+    fn served_offsets(response: &kafka_protocol::messages::FetchResponse) -> Vec<i64> {
+        let partition = &response.responses[0].partitions[0];
+        assert_eq!(partition.error_code, 0);
+        let mut records = partition.records.clone().expect("records");
+        let set = kafka_protocol::records::RecordBatchDecoder::decode(&mut records).expect("a batch");
+        set.records.iter().map(|r| r.offset).collect()
+    }
+
+    #[tokio::test]
+    async fn fetch_readahead_1_a_consumer_following_its_partition_is_served_from_reads_made_ahead() {
+        let gateway = gateway_with(10, 1 << 20).await;
+        let session = &gateway.default_session;
+        let mut served = Vec::new();
+        let mut fetches = 0;
+        while served.len() < 10 && fetches < 10 {
+            // About four 100-byte records fit 600 bytes of batch: each Fetch is cut short.
+            let response = fetch::handle(&gateway, session, fetch_from(served.len() as i64, 600), 12).await;
+            let offsets = served_offsets(&response);
+            assert!(!offsets.is_empty() && offsets.len() < 10, "cut short: {offsets:?}");
+            served.extend(offsets);
+            fetches += 1;
+            let expected_ahead = usize::from(served.len() < 10);
+            assert_eq!(gateway.read_ahead.len(), expected_ahead, "after {served:?}");
+        }
+        assert_eq!(served, (0..10).collect::<Vec<i64>>(), "every record once, in order");
+        assert!(fetches >= 2);
+        assert_eq!(gateway.read_ahead.served(), fetches - 1, "every Fetch but the first");
+    }
+}
