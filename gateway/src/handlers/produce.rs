@@ -147,46 +147,94 @@ pub async fn handle<B: Backend>(
     } else {
         None
     };
-    // Resolve every topic first (backend calls), then decode everything at once off the async
-    // workers, then append in request order.
+    // Every topic is looked up (backend calls) while every partition is decoded off the async
+    // workers, on the topic mapping's own targets, so a Produce waits for the slower of the two
+    // rather than both (PRODUCE-RESOLVE-1). The decode stands only when the lookup gives every
+    // partition that same target; otherwise the partitions are decoded again as the lookup says,
+    // skipping refused ones, exactly as if the lookup had come first.
     let mut names = Vec::with_capacity(request.topic_data.len());
-    let mut inputs = Vec::with_capacity(request.topic_data.len());
+    let mut partitions_data = Vec::with_capacity(request.topic_data.len());
     for topic_data in request.topic_data {
-        let kafka_topic = topic_data.name.0.as_str();
-        let resolved = match &request_refusal {
-            Some(refusal) => Err(refusal.clone()),
-            None => resolve_topic(gateway, session, kafka_topic)
-                .await
-                .map_err(|code| (code, format!("topic {kafka_topic}"))),
-        };
-        let partitions: Vec<PartitionInput> = topic_data
+        let data: Vec<(i32, Option<Bytes>)> = topic_data
             .partition_data
             .into_iter()
-            .map(|data| {
-                let index = data.index;
-                let target = match &resolved {
-                    Err(refusal) => Err(refusal.clone()),
-                    // MAP-PARTITION-1: the request's index is the Iggy partition, unchanged; one
-                    // outside the topic is refused for this partition alone.
-                    Ok((_, info)) if index < 0 || index as u32 >= info.partitions => Err(refused(
-                        ResponseError::UnknownTopicOrPartition,
-                        format!("partition {index} of {kafka_topic}"),
-                    )),
-                    Ok((target, _)) => Ok(target.clone()),
-                };
-                PartitionInput {
-                    index,
-                    records: data.records,
-                    target,
-                }
-            })
+            .map(|data| (data.index, data.records))
             .collect();
         names.push(topic_data.name);
-        inputs.push(partitions);
+        partitions_data.push(data);
     }
-    let budget = DecompressionBudget::new(gateway.config.max_frame_size)
-        .with_record_limit(gateway.config.limits.max_records_per_request);
-    let mapped = gateway.decode_pool.run(move || map_partitions(inputs, budget)).await;
+    let inputs_with = |targets: &dyn Fn(usize, i32) -> Result<IggyTarget, (i16, String)>| -> Vec<Vec<PartitionInput>> {
+        partitions_data
+            .iter()
+            .enumerate()
+            .map(|(t, partitions)| {
+                partitions
+                    .iter()
+                    .map(|(index, records)| PartitionInput {
+                        index: *index,
+                        records: records.clone(),
+                        target: targets(t, *index),
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let budget = || {
+        DecompressionBudget::new(gateway.config.max_frame_size)
+            .with_record_limit(gateway.config.limits.max_records_per_request)
+    };
+    let guessed = |t: usize, _index: i32| -> Result<IggyTarget, (i16, String)> {
+        match &request_refusal {
+            Some(refusal) => Err(refusal.clone()),
+            None => Ok(gateway.config.topics.resolve(names[t].0.as_str())),
+        }
+    };
+    let guessed_inputs = inputs_with(&guessed);
+    let lookups = async {
+        let mut resolved = Vec::with_capacity(names.len());
+        for name in &names {
+            let kafka_topic = name.0.as_str();
+            resolved.push(match &request_refusal {
+                Some(refusal) => Err(refusal.clone()),
+                None => resolve_topic(gateway, session, kafka_topic)
+                    .await
+                    .map_err(|code| (code, format!("topic {kafka_topic}"))),
+            });
+        }
+        resolved
+    };
+    let speculative_budget = budget();
+    let (resolved, speculative) = tokio::join!(
+        lookups,
+        gateway
+            .decode_pool
+            .run(move || map_partitions(guessed_inputs, speculative_budget))
+    );
+    let target_of = |t: usize, index: i32| -> Result<IggyTarget, (i16, String)> {
+        let kafka_topic = names[t].0.as_str();
+        match &resolved[t] {
+            Err(refusal) => Err(refusal.clone()),
+            // MAP-PARTITION-1: the request's index is the Iggy partition, unchanged; one
+            // outside the topic is refused for this partition alone.
+            Ok((_, info)) if index < 0 || index as u32 >= info.partitions => Err(refused(
+                ResponseError::UnknownTopicOrPartition,
+                format!("partition {index} of {kafka_topic}"),
+            )),
+            Ok((target, _)) => Ok(target.clone()),
+        }
+    };
+    let same_targets = speculative.iter().enumerate().all(|(t, partitions)| {
+        partitions
+            .iter()
+            .all(|(input, _)| input.target == target_of(t, input.index))
+    });
+    let mapped = if same_targets {
+        speculative
+    } else {
+        let inputs = inputs_with(&target_of);
+        let budget = budget();
+        gateway.decode_pool.run(move || map_partitions(inputs, budget)).await
+    };
     let mut responses = Vec::with_capacity(names.len());
     for (name, partitions) in names.into_iter().zip(mapped) {
         let kafka_topic = name.0.as_str();
@@ -229,4 +277,79 @@ pub async fn handle<B: Backend>(
     }
     // PRODUCE-ACKS-1: acks=0 gets no response at all.
     (acks != 0).then(|| ProduceResponse::default().with_responses(responses))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::FileConfig;
+    use crate::handlers::test_support::gateway_with_topic;
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::TopicName;
+    use kig_core::batch::{encode_batch, Record, RecordBatch};
+    use kig_core::compression::Compression;
+
+    /// One batch of `count` records of `value_bytes` each.
+    fn batch(count: usize, value_bytes: usize) -> Bytes {
+        let records = (0..count)
+            .map(|_| Record {
+                attributes: 0,
+                timestamp_delta: 0,
+                offset_delta: 0,
+                key: None,
+                value: Some(Bytes::from(vec![b'v'; value_bytes])),
+                headers: vec![],
+            })
+            .collect();
+        encode_batch(&RecordBatch::from_producer(
+            Compression::None,
+            1_700_000_000_000,
+            records,
+        ))
+        .expect("encoded")
+    }
+
+    fn topic(name: &'static str, records: Bytes) -> TopicProduceData {
+        TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_static_str(name)))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(records))])
+    }
+
+    #[tokio::test]
+    async fn produce_resolve_1_a_refused_topic_is_not_decoded_and_spends_none_of_the_budget() {
+        // A budget of 60 records: the unknown topic's 40 and the known topic's 40 do not both
+        // fit, so the known topic is accepted only if the unknown one's records were not counted.
+        let file = FileConfig {
+            limits: crate::limits::LimitSettings {
+                max_records_per_request: Some(60),
+                ..Default::default()
+            },
+            ..FileConfig::default()
+        };
+        let gateway = gateway_with_topic(file, "known").await;
+        let session = gateway.default_session.clone();
+        let mut corrupt = batch(40, 1024).to_vec();
+        let last = corrupt.len() - 1;
+        corrupt[last] ^= 0xff; // the CRC no longer matches
+        let request = ProduceRequest::default().with_acks(-1).with_topic_data(vec![
+            topic("unknown", batch(40, 1024)),
+            topic("unknown-and-corrupt", Bytes::from(corrupt)),
+            topic("known", batch(40, 1024)),
+        ]);
+        let response = handle(&gateway, &session, request, 9).await.expect("acks=-1 answers");
+        let codes: Vec<i16> = response
+            .responses
+            .iter()
+            .map(|t| t.partition_responses[0].error_code)
+            .collect();
+        let unknown = ResponseError::UnknownTopicOrPartition.code();
+        assert_eq!(
+            codes,
+            vec![unknown, unknown, 0],
+            "the lookup's refusal wins over the decode's"
+        );
+        assert_eq!(response.responses[2].partition_responses[0].base_offset, 0);
+    }
 }
