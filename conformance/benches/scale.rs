@@ -2,16 +2,18 @@
 //! embedded backend, with 1, 8 and 64 client connections producing (and as many reading back),
 //! topics of 1, 16 and 256 partitions, and records of 100 B, 1 KiB and 64 KiB. For each cell:
 //! produce and fetch throughput, produce latency p50/p99 (queued to acknowledged), and the
-//! gateway's peak resident memory. Every cell has a fixed amount of data and a deadline, so the
+//! gateway's peak resident memory. Producers connect and fetch the topic's metadata before the clock
+//! starts. Every cell has a fixed amount of data and a deadline, so the
 //! run stops by itself; a cell past its deadline is reported as such. Prints figures and writes
 //! JSON; asserts nothing. Build the gateway first: `cargo build --release -p kafka-iggy-gateway`.
 
 use clap::Parser;
+use kafka_iggy_conformance::cpu::Processes;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -59,6 +61,9 @@ struct Cell {
     fetch_mb_per_s: f64,
     /// The gateway's peak VmRSS during the cell.
     gateway_peak_rss_mib: f64,
+    /// CPU time per record produced: the gateway process's, and this process's (the clients').
+    produce_gateway_cpu_us: f64,
+    produce_clients_cpu_us: f64,
     load_1m: f64,
     /// Set when the cell hit its deadline; its figures are then partial.
     incomplete: Option<String>,
@@ -126,21 +131,25 @@ fn admin(bootstrap: &str) -> anyhow::Result<AdminClient<DefaultClientContext>> {
     Ok(ClientConfig::new().set("bootstrap.servers", bootstrap).create()?)
 }
 
+/// A producer connected to the gateway, with `topic`'s metadata already fetched, so a cell's
+/// clock measures producing and not librdkafka's start-up (64 of them start at once in a cell).
+fn connected_producer(bootstrap: &str, topic: &str) -> FutureProducer {
+    let producer = kafka_iggy_conformance::bench::producer(bootstrap);
+    producer
+        .client()
+        .fetch_metadata(Some(topic), Duration::from_secs(30))
+        .expect("the topic's metadata");
+    producer
+}
+
 async fn produce(
-    bootstrap: String,
+    producer: FutureProducer,
     topic: String,
     partitions: u32,
     from: usize,
     records: usize,
     value: Arc<Vec<u8>>,
 ) -> Vec<Duration> {
-    let producer: FutureProducer = ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
-        .set("linger.ms", "5")
-        .set("queue.buffering.max.messages", "1000000")
-        .set("message.timeout.ms", "60000")
-        .create()
-        .expect("producer");
     let mut pending = Vec::with_capacity(records);
     for i in from..from + records {
         let partition = (i % partitions as usize) as i32;
@@ -241,11 +250,24 @@ async fn cell(
     let value = Arc::new(vec![b'x'; record_bytes]);
     let per_connection = records / connections;
     let records = per_connection * connections;
+    let connecting: Vec<_> = (0..connections)
+        .map(|_| {
+            let (bootstrap, topic) = (bootstrap.to_string(), topic.clone());
+            tokio::task::spawn_blocking(move || connected_producer(&bootstrap, &topic))
+        })
+        .collect();
+    let mut connected = Vec::with_capacity(connections);
+    for producer in connecting {
+        connected.push(producer.await?);
+    }
+    let cpu_start = Processes::take(&[pid]);
     let start = Instant::now();
-    let producers: Vec<_> = (0..connections)
-        .map(|c| {
+    let producers: Vec<_> = connected
+        .into_iter()
+        .enumerate()
+        .map(|(c, producer)| {
             let work = produce(
-                bootstrap.to_string(),
+                producer,
                 topic.clone(),
                 partitions,
                 c * per_connection,
@@ -265,6 +287,7 @@ async fn cell(
     })
     .await;
     let produce_s = start.elapsed().as_secs_f64();
+    let (clients_cpu, gateway_cpu) = Processes::take(&[pid]).since(&cpu_start);
     let mut incomplete = None;
     let mut latencies: Vec<Duration> = match produced {
         Ok(all) => all.into_iter().flatten().collect(),
@@ -320,6 +343,8 @@ async fn cell(
         fetch_records_per_s: fetched as f64 / fetch_s,
         fetch_mb_per_s: fetched as f64 * record_bytes as f64 / 1e6 / fetch_s,
         gateway_peak_rss_mib: peak_kib.load(Ordering::Relaxed) as f64 / 1024.0,
+        produce_gateway_cpu_us: gateway_cpu.total().as_secs_f64() * 1e6 / records as f64,
+        produce_clients_cpu_us: clients_cpu.total().as_secs_f64() * 1e6 / records as f64,
         load_1m: load_1m(),
         incomplete,
     })
@@ -336,15 +361,15 @@ async fn main() -> anyhow::Result<()> {
         args.cell_bytes >> 20,
         args.cell_deadline_s
     );
-    println!("| conns | parts | record | records | produce rec/s | MB/s | p50 ms | p99 ms | fetch rec/s | MB/s | peak RSS MiB | load |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| conns | parts | record | records | produce rec/s | MB/s | p50 ms | p99 ms | produce CPU µs/rec: gateway, clients | fetch rec/s | MB/s | peak RSS MiB | load |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut cells = Vec::new();
     for &record_bytes in &args.record_bytes {
         for &partitions in &args.partitions {
             for &connections in &args.connections {
                 let c = cell(&args, &bootstrap, pid, connections, partitions, record_bytes).await?;
                 println!(
-                    "| {} | {} | {} B | {} | {:.0} | {:.1} | {:.2} | {:.2} | {:.0} | {:.1} | {:.0} | {:.1} |{}",
+                    "| {} | {} | {} B | {} | {:.0} | {:.1} | {:.2} | {:.2} | {:.2}, {:.2} | {:.0} | {:.1} | {:.0} | {:.1} |{}",
                     c.connections,
                     c.partitions,
                     c.record_bytes,
@@ -353,6 +378,8 @@ async fn main() -> anyhow::Result<()> {
                     c.produce_mb_per_s,
                     c.produce_p50_ms,
                     c.produce_p99_ms,
+                    c.produce_gateway_cpu_us,
+                    c.produce_clients_cpu_us,
                     c.fetch_records_per_s,
                     c.fetch_mb_per_s,
                     c.gateway_peak_rss_mib,

@@ -11,7 +11,9 @@ use iggy::prelude::{
     Client, Consumer, Identifier, IggyClient, IggyMessage, MessageClient, Partitioning, PollingStrategy, StreamClient,
     TopicClient, TopicCreateOptions,
 };
-use kafka_iggy_conformance::bench::{run_workload, Figures, Workload};
+use kafka_iggy_conformance::bench::{run_workload, Figures, PhaseCpu, Workload};
+use kafka_iggy_conformance::cpu::Processes;
+use kafka_iggy_conformance::delay_proxy::DelayProxy;
 use kafka_iggy_conformance::endpoint::{LocalGateway, LocalOptions};
 use kafka_iggy_conformance::real_iggy::{discover, Discovery, IggyServer};
 use kafka_iggy_gateway::backend::iggy::IggyBackend;
@@ -68,6 +70,18 @@ struct Args {
     /// Where the JSON goes.
     #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench/table.json"))]
     json: PathBuf,
+    /// The gateway rows' `fetch_read_ahead_bytes` (FETCH-READAHEAD-1; 0 turns reading ahead
+    /// off), to compare the two; the gateway's default when unset.
+    #[arg(long)]
+    read_ahead_bytes: Option<usize>,
+    /// Produce at this many records per second (every row alike) and report the latency at
+    /// that rate; the fetch figures stay unpaced.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// Puts the Iggy server this many milliseconds away in each direction, through a delaying
+    /// proxy, for the native and gateway-on-Iggy rows alike (0: direct).
+    #[arg(long, default_value_t = 0)]
+    iggy_delay_ms: u64,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -83,6 +97,10 @@ struct Measured {
     produce_p99_ms: f64,
     /// The 1-minute load average when the row finished: other work on the machine.
     load_1m: f64,
+    /// CPU time of each phase: the bench process's threads by kind (client, gateway, SDK) and
+    /// the server process's (Iggy or tansu), when this run started it.
+    produce_cpu: PhaseCpu,
+    fetch_cpu: PhaseCpu,
 }
 
 #[derive(Serialize)]
@@ -94,6 +112,10 @@ struct Skipped {
 #[derive(Serialize)]
 struct Report {
     records: usize,
+    /// Records per second every row produced at, when paced.
+    rate_per_s: Option<f64>,
+    /// Milliseconds added in each direction between the rows and the Iggy server.
+    iggy_delay_ms: u64,
     record_bytes: usize,
     native_batch: usize,
     cores: usize,
@@ -119,14 +141,38 @@ fn measured(row: Row, records: usize, f: &Figures) -> Measured {
         produce_p50_ms: f.p50_ms,
         produce_p99_ms: f.p99_ms,
         load_1m: load_1m(),
+        produce_cpu: f.produce_cpu.clone(),
+        fetch_cpu: f.fetch_cpu.clone(),
+    }
+}
+
+/// Where one phase's CPU went, per record, and the throughput the machine's cores would allow
+/// if that phase had them all: the ceiling a CPU-bound path cannot pass on this machine.
+fn print_cpu(m: &Measured, records: usize, cores: usize) {
+    for (phase, cpu, rate) in [
+        ("produce", &m.produce_cpu, m.produce_records_per_s),
+        ("fetch", &m.fetch_cpu, m.fetch_records_per_s),
+    ] {
+        let own = cpu.own.total().as_secs_f64();
+        let others = cpu.others.total().as_secs_f64();
+        let per_record_us = (own + others) / records as f64 * 1e6;
+        let ceiling = cores as f64 / ((own + others) / records as f64);
+        let busy = rate * (own + others) / records as f64;
+        println!(
+            "cpu {:<22} {phase:<7}: {per_record_us:>5.2} µs/record (bench process {own:.2} s: {}; server {others:.2} s: {}); cores busy {busy:.2} of {cores}; CPU-bound ceiling {:.3} M rec/s",
+            m.label,
+            cpu.own.top(4),
+            cpu.others.top(3),
+            ceiling / 1e6
+        );
     }
 }
 
 /// The pinned SDK on the same server: sends of `batch` messages, then polls of `batch` by offset.
-async fn native(server: &IggyServer, args: &Args, topic: &str) -> anyhow::Result<Figures> {
+async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) -> anyhow::Result<Figures> {
     let client = IggyClient::builder_from_connection_string(&format!(
-        "iggy://{}:{}@{}",
-        server.username, server.password, server.address
+        "iggy://{}:{}@{address}",
+        server.username, server.password
     ))?
     .build()?;
     client.connect().await?;
@@ -146,10 +192,30 @@ async fn native(server: &IggyServer, args: &Args, topic: &str) -> anyhow::Result
     let value = Bytes::from(vec![b'x'; args.record_bytes]);
     let batch = args.native_batch;
     let mut latencies = Vec::with_capacity(args.records);
+    let pids: Vec<u32> = server.pid().into_iter().collect();
+    let (mut produce_cpu, mut fetch_cpu) = (PhaseCpu::default(), PhaseCpu::default());
+    let cpu_start = Processes::take(&pids);
     let start = Instant::now();
     let mut sent_records = 0;
+    let paced_start = tokio::time::Instant::now();
     while sent_records < args.records {
-        let n = batch.min(args.records - sent_records);
+        // Paced: every 5 ms (librdkafka's linger.ms here) send what has come due since the last
+        // send, each message's latency counted from its due time. Unpaced: sends of `batch`.
+        let (n, due_times) = match args.rate {
+            None => (batch.min(args.records - sent_records), None),
+            Some(rate) => {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let elapsed_s = paced_start.elapsed().as_secs_f64();
+                let due = ((elapsed_s * rate) as usize).min(args.records);
+                if due <= sent_records {
+                    continue;
+                }
+                let dues: Vec<tokio::time::Instant> = (sent_records..due)
+                    .map(|i| paced_start + Duration::from_secs_f64(i as f64 / rate))
+                    .collect();
+                (due - sent_records, Some(dues))
+            }
+        };
         let mut messages: Vec<IggyMessage> = (0..n)
             .map(|_| IggyMessage::builder().payload(value.clone()).build().expect("message"))
             .collect();
@@ -157,12 +223,17 @@ async fn native(server: &IggyServer, args: &Args, topic: &str) -> anyhow::Result
         client
             .send_messages(&stream, &topic_id, &Partitioning::partition_id(0), &mut messages)
             .await?;
-        // Every message of a send is confirmed at once: each gets the send's latency.
-        latencies.extend(std::iter::repeat_n(sent.elapsed(), n));
+        // Every message of a send is confirmed at once.
+        match due_times {
+            None => latencies.extend(std::iter::repeat_n(sent.elapsed(), n)),
+            Some(dues) => latencies.extend(dues.iter().map(|due| due.elapsed())),
+        }
         sent_records += n;
     }
     let produce_s = start.elapsed().as_secs_f64();
+    produce_cpu.add_since(&cpu_start, &pids);
     let consumer = Consumer::new(Identifier::named("kig-native-reader")?);
+    let cpu_start = Processes::take(&pids);
     let start = Instant::now();
     let mut next = 0u64;
     while (next as usize) < args.records {
@@ -183,6 +254,7 @@ async fn native(server: &IggyServer, args: &Args, topic: &str) -> anyhow::Result
         next += polled.messages.len() as u64;
     }
     let fetch_s = start.elapsed().as_secs_f64();
+    fetch_cpu.add_since(&cpu_start, &pids);
     latencies.sort();
     let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)].as_secs_f64() * 1e3;
     Ok(Figures {
@@ -190,11 +262,29 @@ async fn native(server: &IggyServer, args: &Args, topic: &str) -> anyhow::Result
         p50_ms: pct(0.5),
         p99_ms: pct(0.99),
         fetch_s,
+        produce_cpu,
+        fetch_cpu,
     })
 }
 
-async fn gateway_on_iggy(server: &IggyServer, workload: &Workload) -> anyhow::Result<Figures> {
-    let backend = IggyBackend::connect(&server.address, &server.username, &server.password, 8).await?;
+/// The in-process gateway's options: the defaults, with the read-ahead budget asked for.
+fn gateway_options(read_ahead_bytes: Option<usize>) -> LocalOptions {
+    let mut options = LocalOptions::default();
+    options.limits.fetch_read_ahead_bytes = read_ahead_bytes;
+    options
+}
+
+async fn gateway_on_iggy(
+    server: &IggyServer,
+    address: &str,
+    workload: &Workload,
+    options: LocalOptions,
+) -> anyhow::Result<Figures> {
+    let workload = &Workload {
+        watch_pids: server.pid().into_iter().collect(),
+        ..workload.clone()
+    };
+    let backend = IggyBackend::connect(address, &server.username, &server.password, 8).await?;
     backend.ensure_stream("kafka").await?;
     backend
         .create_topic(
@@ -206,8 +296,9 @@ async fn gateway_on_iggy(server: &IggyServer, workload: &Workload) -> anyhow::Re
             },
         )
         .await?;
-    let gateway = LocalGateway::serve(Arc::new(backend), LocalOptions::default()).await?;
+    let gateway = LocalGateway::serve(Arc::new(backend), options).await?;
     let figures = run_workload(&gateway.endpoint.bootstrap, workload).await;
+    print_read_ahead("gateway on real Iggy", &gateway.gateway.read_ahead);
     gateway.stop().await;
     Ok(figures)
 }
@@ -226,12 +317,19 @@ async fn create_topic(bootstrap: &str, topic: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn gateway_embedded(workload: &Workload) -> anyhow::Result<Figures> {
-    let gateway = LocalGateway::start().await?;
+async fn gateway_embedded(workload: &Workload, options: LocalOptions) -> anyhow::Result<Figures> {
+    let gateway = LocalGateway::serve(kafka_iggy_conformance::endpoint::shared_backend(), options).await?;
     create_topic(&gateway.endpoint.bootstrap, &workload.topic).await?;
     let figures = run_workload(&gateway.endpoint.bootstrap, workload).await;
+    print_read_ahead("gateway, embedded", &gateway.gateway.read_ahead);
     gateway.stop().await;
     Ok(figures)
+}
+
+/// How often Fetches were served from reads made ahead (FETCH-READAHEAD-1).
+fn print_read_ahead(label: &str, read_ahead: &kafka_iggy_gateway::read_ahead::ReadAhead) {
+    let (started, served, unfinished) = read_ahead.counts();
+    eprintln!("{label}: reads made ahead {started}, Fetches served from one {served} ({unfinished} still under way when asked)");
 }
 
 fn find_tansu(args: &Args) -> Option<PathBuf> {
@@ -286,7 +384,11 @@ fn start_tansu(binary: &PathBuf) -> anyhow::Result<(Tansu, String)> {
 }
 
 async fn tansu(binary: &PathBuf, workload: &Workload) -> anyhow::Result<Figures> {
-    let (_tansu, address) = start_tansu(binary)?;
+    let (tansu, address) = start_tansu(binary)?;
+    let workload = &Workload {
+        watch_pids: vec![tansu.0.id()],
+        ..workload.clone()
+    };
     create_topic(&address, &workload.topic).await?;
     Ok(run_workload(&address, workload).await)
 }
@@ -320,6 +422,8 @@ async fn main() -> anyhow::Result<()> {
         rounds,
         round_records: args.records / rounds,
         record_bytes: args.record_bytes,
+        watch_pids: Vec::new(),
+        rate_per_s: args.rate,
     };
     let records = workload("x").records();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
@@ -327,6 +431,12 @@ async fn main() -> anyhow::Result<()> {
         "bench table: {records} records of {} B per row, one partition; librdkafka acks=all linger.ms=5; native sends and polls of {}; {cores} cores",
         args.record_bytes, args.native_batch
     );
+    if let Some(rate) = args.rate {
+        println!(
+            "produce paced at {:.3} M rec/s in every row (native: what came due, sent every 5 ms); latency from each record's due time",
+            rate / 1e6
+        );
+    }
     let needs_iggy = rows.iter().any(|r| matches!(r, Row::Native | Row::GatewayIggy));
     let server = if needs_iggy {
         match discover().await? {
@@ -339,8 +449,28 @@ async fn main() -> anyhow::Result<()> {
     } else {
         Err("not asked for".to_string())
     };
+    // The rows reach Iggy directly, or through a proxy that puts it a network hop away.
+    let proxy = match (&server, args.iggy_delay_ms) {
+        (Ok(server), delay_ms) if delay_ms > 0 => {
+            let upstream = tokio::net::lookup_host(&server.address)
+                .await?
+                .next()
+                .context("the Iggy server's address")?;
+            let proxy = DelayProxy::start(upstream, Duration::from_millis(delay_ms)).await?;
+            println!("Iggy reached through a proxy delaying each direction by {delay_ms} ms");
+            Some(proxy)
+        }
+        _ => None,
+    };
+    let iggy_address = match (&proxy, &server) {
+        (Some(proxy), _) => proxy.address.to_string(),
+        (None, Ok(server)) => server.address.clone(),
+        (None, Err(_)) => String::new(),
+    };
     let mut report = Report {
         records,
+        rate_per_s: args.rate,
+        iggy_delay_ms: args.iggy_delay_ms,
         record_bytes: args.record_bytes,
         native_batch: args.native_batch,
         cores,
@@ -353,18 +483,23 @@ async fn main() -> anyhow::Result<()> {
     for row in rows {
         let outcome: anyhow::Result<Figures> = match row {
             Row::Native => match &server {
-                Ok(server) => native(server, &args, &format!("native-{run_id}")).await,
+                Ok(server) => native(server, &iggy_address, &args, &format!("native-{run_id}")).await,
                 Err(why) => Err(anyhow::anyhow!("no Iggy server: {why}")),
             },
             Row::GatewayIggy => match &server {
-                Ok(server) => gateway_on_iggy(server, &workload("iggy")).await,
+                Ok(server) => {
+                    let options = gateway_options(args.read_ahead_bytes);
+                    gateway_on_iggy(server, &iggy_address, &workload("iggy"), options).await
+                }
                 Err(why) => Err(anyhow::anyhow!("no Iggy server: {why}")),
             },
-            Row::GatewayEmbedded => gateway_embedded(&workload("embedded")).await,
+            Row::GatewayEmbedded => {
+                gateway_embedded(&workload("embedded"), gateway_options(args.read_ahead_bytes)).await
+            }
             Row::Tansu => match find_tansu(&args) {
                 Some(binary) => tansu(&binary, &workload("tansu")).await,
                 None => Err(anyhow::anyhow!(
-                    "no tansu binary (TANSU_BIN, PATH or ~/.cargo/bin; `cargo install tansu` builds it)"
+                    "no tansu binary (TANSU_BIN, PATH or ~/.cargo/bin; `cargo install tansu --version 0.6.0 --locked --features dynostore` builds it with its in-memory storage)"
                 )),
             },
         };
@@ -383,6 +518,9 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     }
+    for m in &report.rows {
+        print_cpu(m, records, cores);
+    }
     let find = |row: Row| report.rows.iter().find(|m| m.row == row);
     for (over, under) in [
         (Row::GatewayIggy, Row::Native),
@@ -398,6 +536,20 @@ async fn main() -> anyhow::Result<()> {
                 under.label()
             );
             report.ratios.push((over, under, produce, fetch));
+        }
+    }
+    if let (Some(rate), Some(native)) = (args.rate, find(Row::Native)) {
+        for row in [Row::GatewayIggy, Row::GatewayEmbedded] {
+            if let Some(m) = find(row) {
+                println!(
+                    "latency at {:.3} M rec/s: {} p99 {:.2} ms, native p99 {:.2} ms: added {:.2} ms",
+                    rate / 1e6,
+                    row.label(),
+                    m.produce_p99_ms,
+                    native.produce_p99_ms,
+                    m.produce_p99_ms - native.produce_p99_ms
+                );
+            }
         }
     }
     if let Some(dir) = args.json.parent() {

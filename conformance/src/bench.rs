@@ -1,6 +1,7 @@
 //! Workloads `make bench` measures (not tests: they print figures and assert nothing about
 //! speed): librdkafka producing and fetching 1 KiB records through any Kafka endpoint.
 
+use crate::cpu::{CpuUse, Processes};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -15,12 +16,31 @@ pub const RECORDS: usize = ROUNDS * ROUND_RECORDS;
 pub const RECORD_BYTES: usize = 1024;
 pub const TOPIC: &str = "bench";
 
-/// Seconds spent producing and fetching, and produce latency percentiles.
+/// Seconds spent producing and fetching, produce latency percentiles, and the CPU time each
+/// phase cost: this process's threads by kind, and the watched processes' (a server) summed.
 pub struct Figures {
     pub produce_s: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub fetch_s: f64,
+    pub produce_cpu: PhaseCpu,
+    pub fetch_cpu: PhaseCpu,
+}
+
+/// CPU time of one phase: this process's threads by kind, and the watched processes'.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct PhaseCpu {
+    pub own: CpuUse,
+    pub others: CpuUse,
+}
+
+impl PhaseCpu {
+    /// Adds the CPU used since `start` by this process and the processes `start` watched.
+    pub fn add_since(&mut self, start: &Processes, pids: &[u32]) {
+        let (own, others) = Processes::take(pids).since(start);
+        self.own.add(&own);
+        self.others.add(&others);
+    }
 }
 
 /// What one librdkafka run produces and reads back: `rounds` rounds of `round_records` records
@@ -31,6 +51,11 @@ pub struct Workload {
     pub rounds: usize,
     pub round_records: usize,
     pub record_bytes: usize,
+    /// Other processes whose CPU time each phase counts (the server behind the endpoint).
+    pub watch_pids: Vec<u32>,
+    /// Produce at this many records per second instead of as fast as the client queues them
+    /// (the latency run of docs/performance.md); `None`: unpaced.
+    pub rate_per_s: Option<f64>,
 }
 
 impl Workload {
@@ -41,6 +66,8 @@ impl Workload {
             rounds: ROUNDS,
             round_records: ROUND_RECORDS,
             record_bytes: RECORD_BYTES,
+            watch_pids: Vec::new(),
+            rate_per_s: None,
         }
     }
 
@@ -54,16 +81,32 @@ pub async fn run(bootstrap: &str) -> Figures {
     run_workload(bootstrap, &Workload::standard()).await
 }
 
-/// Produces and reads back `workload` through `bootstrap`.
-pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
-    let (topic, rounds, round_records) = (workload.topic.as_str(), workload.rounds, workload.round_records);
-    let producer: FutureProducer = ClientConfig::new()
+/// The benches' librdkafka producer: acks=all (its default), linger.ms=5, a queue that holds a
+/// whole round.
+pub fn producer(bootstrap: &str) -> FutureProducer {
+    ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "5")
         .set("queue.buffering.max.messages", "1000000")
         .set("message.timeout.ms", "60000")
         .create()
-        .expect("producer");
+        .expect("producer")
+}
+
+/// The offset a delivery was acknowledged at; a failed delivery fails the bench.
+async fn delivered_offset(delivery: rdkafka::producer::DeliveryFuture) -> i64 {
+    delivery
+        .await
+        .expect("not cancelled")
+        .map_err(|(e, _)| e)
+        .expect("delivered")
+        .offset
+}
+
+/// Produces and reads back `workload` through `bootstrap`.
+pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
+    let (topic, rounds, round_records) = (workload.topic.as_str(), workload.rounds, workload.round_records);
+    let producer = producer(bootstrap);
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", "bench")
@@ -74,34 +117,24 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
     warm_up(&producer, &consumer, topic, &value).await;
     let mut latencies = Vec::with_capacity(workload.records());
     let (mut produce_s, mut fetch_s) = (0.0, 0.0);
+    let (mut produce_cpu, mut fetch_cpu) = (PhaseCpu::default(), PhaseCpu::default());
+    let pids = &workload.watch_pids;
     for round in 0..rounds {
+        let cpu_start = Processes::take(pids);
         let start = Instant::now();
-        let mut pending = Vec::with_capacity(round_records);
-        for i in 0..round_records {
-            let key = (round * round_records + i).to_string();
-            let record = FutureRecord::to(topic).key(&key).payload(&value).partition(0);
-            let sent = Instant::now();
-            let delivery = producer.send_result(record).map_err(|(e, _)| e).expect("queued");
-            pending.push((sent, delivery));
-        }
-        let mut first_offset = None;
-        // One partition: deliveries complete in order, so awaiting in order sees each completion.
-        for (sent, delivery) in pending {
-            let delivered = delivery
-                .await
-                .expect("not cancelled")
-                .map_err(|(e, _)| e)
-                .expect("delivered");
-            first_offset.get_or_insert(delivered.offset);
-            latencies.push(sent.elapsed());
-        }
+        let first_offset = match workload.rate_per_s {
+            None => produce_unpaced(&producer, workload, round, &value, &mut latencies).await,
+            Some(rate) => produce_paced(&producer, workload, round, &value, rate, &mut latencies).await,
+        };
         produce_s += start.elapsed().as_secs_f64();
+        produce_cpu.add_since(&cpu_start, pids);
 
         let mut assignment = TopicPartitionList::new();
         assignment
             .add_partition_offset(topic, 0, Offset::Offset(first_offset.expect("a record")))
             .expect("partition");
         consumer.assign(&assignment).expect("assigned");
+        let cpu_start = Processes::take(pids);
         let start = Instant::now();
         let mut seen = 0;
         while seen < round_records {
@@ -116,6 +149,7 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
             );
         }
         fetch_s += start.elapsed().as_secs_f64();
+        fetch_cpu.add_since(&cpu_start, pids);
         // Not assigned while the next round is produced: otherwise the consumer follows the
         // produce, ends it parked in a long-poll Fetch at the high watermark, and the next
         // assign waits out that Fetch's max wait (500 ms) on the clock.
@@ -128,7 +162,80 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
         p50_ms: pct(0.50),
         p99_ms: pct(0.99),
         fetch_s,
+        produce_cpu,
+        fetch_cpu,
     }
+}
+
+/// Queues a round's records as fast as librdkafka takes them, then awaits each delivery; returns
+/// the first record's offset and adds each record's queued-to-acknowledged time to `latencies`.
+async fn produce_unpaced(
+    producer: &FutureProducer,
+    workload: &Workload,
+    round: usize,
+    value: &[u8],
+    latencies: &mut Vec<Duration>,
+) -> Option<i64> {
+    let round_records = workload.round_records;
+    let mut pending = Vec::with_capacity(round_records);
+    for i in 0..round_records {
+        let key = (round * round_records + i).to_string();
+        let record = FutureRecord::to(&workload.topic).key(&key).payload(value).partition(0);
+        let sent = Instant::now();
+        let delivery = producer.send_result(record).map_err(|(e, _)| e).expect("queued");
+        pending.push((sent, delivery));
+    }
+    let mut first_offset = None;
+    // One partition: deliveries complete in order, so awaiting in order sees each completion.
+    for (sent, delivery) in pending {
+        let offset = delivered_offset(delivery).await;
+        first_offset.get_or_insert(offset);
+        latencies.push(sent.elapsed());
+    }
+    first_offset
+}
+
+/// Queues a round's records at `rate` records per second (record `i` is due `i / rate` seconds
+/// after the round starts; tokio's timer wakes the pacer each millisecond, so records due within
+/// one go out together) while a second task awaits each delivery as it completes.
+async fn produce_paced(
+    producer: &FutureProducer,
+    workload: &Workload,
+    round: usize,
+    value: &[u8],
+    rate: f64,
+    latencies: &mut Vec<Duration>,
+) -> Option<i64> {
+    let round_records = workload.round_records;
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let waiter = tokio::spawn(async move {
+        let mut first_offset = None;
+        let mut measured = Vec::new();
+        while let Some((sent, delivery)) = rx.recv().await {
+            let sent: Instant = sent;
+            let offset = delivered_offset(delivery).await;
+            first_offset.get_or_insert(offset);
+            measured.push(sent.elapsed());
+        }
+        (first_offset, measured)
+    });
+    let start = tokio::time::Instant::now();
+    for i in 0..round_records {
+        let due = start + Duration::from_secs_f64(i as f64 / rate);
+        if due > tokio::time::Instant::now() {
+            tokio::time::sleep_until(due).await;
+        }
+        let key = (round * round_records + i).to_string();
+        let record = FutureRecord::to(&workload.topic).key(&key).payload(value).partition(0);
+        let sent = Instant::now();
+        let delivery = producer.send_result(record).map_err(|(e, _)| e).expect("queued");
+        tx.send((sent, delivery))
+            .expect("the waiter runs until the sender is dropped");
+    }
+    drop(tx);
+    let (first_offset, measured) = waiter.await.expect("the waiter does not panic");
+    latencies.extend(measured);
+    first_offset
 }
 
 /// One record produced and read back, untimed: both clients connect, learn the partition's

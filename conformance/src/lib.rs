@@ -16,6 +16,8 @@
 pub mod bench;
 pub mod cases;
 pub mod compat;
+pub mod cpu;
+pub mod delay_proxy;
 pub mod differential;
 pub mod endpoint;
 pub mod native;

@@ -54,6 +54,16 @@ impl Drop for Guard {
     }
 }
 
+impl IggyServer {
+    /// The server's process id when this run started it (benches count its CPU time).
+    pub fn pid(&self) -> Option<u32> {
+        match &self._guard {
+            Guard::Process { child, .. } => Some(child.id()),
+            _ => None,
+        }
+    }
+}
+
 /// A directory removed on drop.
 struct TempDir(PathBuf);
 
