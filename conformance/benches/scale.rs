@@ -2,8 +2,8 @@
 //! embedded backend, with 1, 8 and 64 client connections producing (and as many reading back),
 //! topics of 1, 16 and 256 partitions, and records of 100 B, 1 KiB and 64 KiB. For each cell:
 //! produce and fetch throughput, produce latency p50/p99 (queued to acknowledged), and the
-//! gateway's peak resident memory. Producers connect and fetch the topic's metadata before the clock
-//! starts. Every cell has a fixed amount of data and a deadline, so the
+//! gateway's peak resident memory. Producers connect, fetch the topic's metadata and deliver one
+//! record elsewhere before the clock starts. Every cell has a fixed amount of data and a deadline, so the
 //! run stops by itself; a cell past its deadline is reported as such. Prints figures and writes
 //! JSON; asserts nothing. Build the gateway first: `cargo build --release -p kafka-iggy-gateway`.
 
@@ -131,15 +131,28 @@ fn admin(bootstrap: &str) -> anyhow::Result<AdminClient<DefaultClientContext>> {
     Ok(ClientConfig::new().set("bootstrap.servers", bootstrap).create()?)
 }
 
-/// A producer connected to the gateway, with `topic`'s metadata already fetched, so a cell's
-/// clock measures producing and not librdkafka's start-up (64 of them start at once in a cell).
-fn connected_producer(bootstrap: &str, topic: &str) -> FutureProducer {
-    let producer = kafka_iggy_conformance::bench::producer(bootstrap);
+/// A topic each producer writes one record to before a cell's clock starts.
+const WARM_UP_TOPIC: &str = "scale-warm-up";
+
+/// A producer connected to the gateway, with `topic`'s metadata fetched and one record delivered
+/// (to [`WARM_UP_TOPIC`], so the cell's topic holds only the cell's records): a cell's clock then
+/// measures producing, not librdkafka's start-up, which opens a second connection to the broker
+/// it learns from the metadata at its first produce (64 of them start at once in a cell).
+async fn connected_producer(bootstrap: String, topic: String) -> anyhow::Result<FutureProducer> {
+    let producer = kafka_iggy_conformance::bench::producer(&bootstrap);
+    let asking = producer.clone();
+    tokio::task::spawn_blocking(move || asking.client().fetch_metadata(Some(&topic), Duration::from_secs(30)))
+        .await??;
     producer
-        .client()
-        .fetch_metadata(Some(topic), Duration::from_secs(30))
-        .expect("the topic's metadata");
-    producer
+        .send(
+            FutureRecord::<(), [u8]>::to(WARM_UP_TOPIC)
+                .payload(b"warm-up")
+                .partition(0),
+            Duration::from_secs(30),
+        )
+        .await
+        .map_err(|(e, _)| anyhow::anyhow!("the warm-up record: {e}"))?;
+    Ok(producer)
 }
 
 async fn produce(
@@ -253,12 +266,12 @@ async fn cell(
     let connecting: Vec<_> = (0..connections)
         .map(|_| {
             let (bootstrap, topic) = (bootstrap.to_string(), topic.clone());
-            tokio::task::spawn_blocking(move || connected_producer(&bootstrap, &topic))
+            tokio::spawn(connected_producer(bootstrap, topic))
         })
         .collect();
     let mut connected = Vec::with_capacity(connections);
     for producer in connecting {
-        connected.push(producer.await?);
+        connected.push(producer.await??);
     }
     let cpu_start = Processes::take(&[pid]);
     let start = Instant::now();
@@ -355,6 +368,13 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let (gateway, bootstrap) = start_gateway()?;
     let pid = gateway.0.id();
+    let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    for r in admin(&bootstrap)?
+        .create_topics(&[NewTopic::new(WARM_UP_TOPIC, 1, TopicReplication::Fixed(1))], &options)
+        .await?
+    {
+        r.map_err(|(t, e)| anyhow::anyhow!("creating {t}: {e}"))?;
+    }
     println!(
         "scale matrix: gateway (embedded) at {bootstrap}; per cell at most {} records, {} MiB of values, {} s",
         args.cell_records,
