@@ -110,6 +110,11 @@ impl ReadAhead {
         let Some(budget) = &self.budget else {
             return;
         };
+        // A limit of 0 would reserve nothing yet still keep one whole message (KIP-74): such a
+        // read is never made ahead, so every read held is paid for in the budget.
+        if limits.max_bytes == 0 {
+            return;
+        }
         let key = Self::key(session, stream, topic, partition, offset);
         let bytes = u32::try_from(limits.max_bytes).unwrap_or(u32::MAX);
         let mut entries = self.entries();
@@ -330,6 +335,12 @@ mod tests {
         assert!(ahead.take(session, STREAM, TOPIC, 0, 0).await.is_some());
         ahead.start(session, STREAM, TOPIC, 0, 5, limits(800));
         assert_eq!(ahead.len(), 1, "taking the first read returned its bytes to the budget");
+        ahead.start(session, STREAM, TOPIC, 0, 7, limits(0));
+        assert_eq!(
+            ahead.len(),
+            1,
+            "a read of 0 bytes would hold a message outside the budget"
+        );
 
         let off = gateway_with(10, 0).await;
         off.read_ahead
