@@ -1,15 +1,18 @@
-//! Reads made ahead of a consumer's next Fetch (FETCH-READAHEAD-1). Once a Fetch has served a
-//! partition up to offset `e` and the partition holds more, the read from `e + 1` and the
-//! partition's watermarks are asked at once, while the response is still on its way. A consumer
-//! keeps one Fetch in flight per broker and asks for exactly `e + 1` next, so it finds that read
-//! done or under way, instead of waiting for an Iggy round trip after its request arrives.
+//! Reads made ahead of a consumer's next Fetch (FETCH-READAHEAD-1). Once a Fetch has read a
+//! partition up to offset `r` and the partition holds more, the read from `r + 1` and the
+//! partition's watermarks are asked at once, before the response is even built. When the
+//! response then serves only up to `e < r` (its byte limit cut it short), the messages read but
+//! not served, `e + 1 ..= r`, are kept with that read, so what is held starts exactly where the
+//! consumer's next Fetch will ask. A consumer keeps one Fetch in flight per broker and asks for
+//! exactly `e + 1` next, so it finds that read done or under way, instead of waiting for an Iggy
+//! round trip after its request arrives, and the server's read overlaps the gateway's building.
 //!
 //! What is read ahead is bounded in bytes over the whole gateway (LIMIT-READ-AHEAD-1) and in
 //! entries, is kept for [`READ_AHEAD_TTL`] at most, and is served only to the principal whose
 //! session read it, for the same partition and offset, once.
 
 use crate::auth::sessions::Session;
-use crate::backend::{Backend, BackendError, ReadLimits, Watermarks};
+use crate::backend::{stored_bytes, Backend, BackendError, ReadLimits, Watermarks};
 use iggy_common::IggyMessage;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,17 +46,28 @@ struct Key {
     offset: u64,
 }
 
-/// A read under way or done. Dropping it stops the read and returns its bytes to the budget.
-struct Entry {
+/// A read started ahead and not yet kept: [`ReadAhead::keep`] decides which offset it is held
+/// for once the Fetch that started it knows what it served. Dropping it stops the read and
+/// returns its bytes to the budget.
+pub(crate) struct PendingRead {
+    key: Key,
     started: Instant,
     task: JoinHandle<ReadAheadResult>,
-    _bytes: OwnedSemaphorePermit,
+    bytes: OwnedSemaphorePermit,
 }
 
-impl Drop for Entry {
+impl Drop for PendingRead {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+/// A read held for a Fetch: the messages the previous Fetch read but did not serve, then the
+/// read under way from where that Fetch's read ended.
+struct Entry {
+    read: PendingRead,
+    /// Consecutive messages from the entry's key offset up to the read's first offset.
+    carried: Vec<IggyMessage>,
 }
 
 /// The reads made ahead, gateway-wide.
@@ -97,7 +111,99 @@ impl ReadAhead {
     }
 
     /// Starts reading `partition` from `offset` in `session`, unless reading ahead is off, the
-    /// same read is already held, or the budget or the table is full (LIMIT-READ-AHEAD-1).
+    /// same read is already held, or the budget or the table is full (LIMIT-READ-AHEAD-1). The
+    /// read is held only once [`ReadAhead::keep`] is given it.
+    pub(crate) fn begin<B: Backend>(
+        &self,
+        session: &Session<B>,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        limits: ReadLimits,
+    ) -> Option<PendingRead> {
+        let budget = self.budget.as_ref()?;
+        // A limit of 0 would reserve nothing yet still keep one whole message (KIP-74): such a
+        // read is never made ahead, so every read held is paid for in the budget.
+        if limits.max_bytes == 0 {
+            return None;
+        }
+        let key = Self::key(session, stream, topic, partition, offset);
+        let bytes = u32::try_from(limits.max_bytes).unwrap_or(u32::MAX);
+        let mut entries = self.entries();
+        if entries.contains_key(&key) {
+            return None;
+        }
+        // Before giving up on room, drop what waited past its time.
+        let mut permit = budget.clone().try_acquire_many_owned(bytes).ok();
+        if permit.is_none() || entries.len() >= MAX_READS_AHEAD {
+            let now = Instant::now();
+            entries.retain(|_, entry| now.duration_since(entry.read.started) < READ_AHEAD_TTL);
+            if permit.is_none() {
+                permit = budget.clone().try_acquire_many_owned(bytes).ok();
+            }
+        }
+        let full = entries.len() >= MAX_READS_AHEAD;
+        drop(entries);
+        let Some(permit) = permit.filter(|_| !full) else {
+            // LIMIT-READ-AHEAD-1: nothing is read ahead; the next Fetch reads as usual.
+            crate::metrics::metrics().limit_hit("LIMIT-READ-AHEAD-1");
+            return None;
+        };
+        let backend = session.backend.clone();
+        let (stream, topic) = (key.stream.clone(), key.topic.clone());
+        let task = tokio::spawn(async move {
+            let (marks, read) = backend
+                .read_with_watermarks(&stream, &topic, partition, offset, limits)
+                .await;
+            ReadAheadResult { marks, read }
+        });
+        self.started.fetch_add(1, Ordering::Relaxed);
+        Some(PendingRead {
+            key,
+            started: Instant::now(),
+            task,
+            bytes: permit,
+        })
+    }
+
+    /// Holds `pending` for the Fetch from `next_offset`, with `carried`: the messages from
+    /// `next_offset` up to where the pending read starts, which the Fetch that began it read but
+    /// did not serve. Their bytes are taken from the budget too; without room, or when the
+    /// table is full or already holds that read, nothing is held (LIMIT-READ-AHEAD-1).
+    pub(crate) fn keep(&self, pending: PendingRead, next_offset: u64, carried: Vec<IggyMessage>) {
+        let Some(budget) = &self.budget else {
+            return;
+        };
+        let mut pending = pending;
+        let carried_bytes: u64 = carried.iter().map(stored_bytes).sum();
+        if carried_bytes > 0 {
+            let extra = u32::try_from(carried_bytes)
+                .ok()
+                .and_then(|bytes| budget.clone().try_acquire_many_owned(bytes).ok());
+            let Some(extra) = extra else {
+                crate::metrics::metrics().limit_hit("LIMIT-READ-AHEAD-1");
+                return;
+            };
+            pending.bytes.merge(extra);
+        }
+        let key = Key {
+            offset: next_offset,
+            ..pending.key.clone()
+        };
+        let mut entries = self.entries();
+        if entries.contains_key(&key) {
+            return;
+        }
+        if entries.len() >= MAX_READS_AHEAD {
+            crate::metrics::metrics().limit_hit("LIMIT-READ-AHEAD-1");
+            return;
+        }
+        entries.insert(key, Entry { read: pending, carried });
+    }
+
+    /// [`ReadAhead::begin`] and [`ReadAhead::keep`] with nothing carried.
+    #[cfg(test)]
     pub(crate) fn start<B: Backend>(
         &self,
         session: &Session<B>,
@@ -107,57 +213,16 @@ impl ReadAhead {
         offset: u64,
         limits: ReadLimits,
     ) {
-        let Some(budget) = &self.budget else {
-            return;
-        };
-        // A limit of 0 would reserve nothing yet still keep one whole message (KIP-74): such a
-        // read is never made ahead, so every read held is paid for in the budget.
-        if limits.max_bytes == 0 {
-            return;
+        if let Some(pending) = self.begin(session, stream, topic, partition, offset, limits) {
+            self.keep(pending, offset, Vec::new());
         }
-        let key = Self::key(session, stream, topic, partition, offset);
-        let bytes = u32::try_from(limits.max_bytes).unwrap_or(u32::MAX);
-        let mut entries = self.entries();
-        if entries.contains_key(&key) {
-            return;
-        }
-        // Before giving up on room, drop what waited past its time.
-        let mut permit = budget.clone().try_acquire_many_owned(bytes).ok();
-        if permit.is_none() || entries.len() >= MAX_READS_AHEAD {
-            let now = Instant::now();
-            entries.retain(|_, entry| now.duration_since(entry.started) < READ_AHEAD_TTL);
-            if permit.is_none() {
-                permit = budget.clone().try_acquire_many_owned(bytes).ok();
-            }
-        }
-        let Some(permit) = permit.filter(|_| entries.len() < MAX_READS_AHEAD) else {
-            // LIMIT-READ-AHEAD-1: nothing is read ahead; the next Fetch reads as usual.
-            crate::metrics::metrics().limit_hit("LIMIT-READ-AHEAD-1");
-            return;
-        };
-        let backend = session.backend.clone();
-        let (stream, topic) = (key.stream.clone(), key.topic.clone());
-        let task = tokio::spawn(async move {
-            let (marks, read) = tokio::join!(
-                backend.watermarks(&stream, &topic, partition),
-                backend.read(&stream, &topic, partition, offset, limits)
-            );
-            ReadAheadResult { marks, read }
-        });
-        self.started.fetch_add(1, Ordering::Relaxed);
-        entries.insert(
-            key,
-            Entry {
-                started: Instant::now(),
-                task,
-                _bytes: permit,
-            },
-        );
     }
 
     /// The read ahead of `partition` from `offset` for `session`'s principal, awaited, when one
-    /// was made less than [`READ_AHEAD_TTL`] ago and found both the watermarks and at least one
-    /// message; otherwise `None`, and the caller reads as usual.
+    /// was made less than [`READ_AHEAD_TTL`] ago, found the watermarks and holds at least one
+    /// message from `offset` on; otherwise `None`, and the caller reads as usual. The messages
+    /// are the ones carried, then the read's own when they follow on without a gap (a read that
+    /// failed or started later, because retention removed messages, serves what was carried).
     pub(crate) async fn take<B>(
         &self,
         session: &Session<B>,
@@ -169,21 +234,29 @@ impl ReadAhead {
         self.budget.as_ref()?;
         let key = Self::key(session, stream, topic, partition, offset);
         let mut entry = self.entries().remove(&key)?;
-        if entry.started.elapsed() >= READ_AHEAD_TTL {
+        if entry.read.started.elapsed() >= READ_AHEAD_TTL {
             return None;
         }
-        let unfinished = !entry.task.is_finished();
-        let result = (&mut entry.task).await.ok()?;
-        match (&result.marks, &result.read) {
-            (Ok(_), Ok(messages)) if !messages.is_empty() => {
-                self.served.fetch_add(1, Ordering::Relaxed);
-                if unfinished {
-                    self.served_unfinished.fetch_add(1, Ordering::Relaxed);
-                }
-                Some(result)
+        let unfinished = !entry.read.task.is_finished();
+        let ReadAheadResult { marks, read } = (&mut entry.read.task).await.ok()?;
+        marks.as_ref().ok()?;
+        let mut messages = std::mem::take(&mut entry.carried);
+        if let Ok(read) = read {
+            if read.first().map(|m| m.header.offset) == Some(entry.read.key.offset) {
+                messages.extend(read);
             }
-            _ => None,
         }
+        if messages.first().map(|m| m.header.offset) != Some(offset) {
+            return None;
+        }
+        self.served.fetch_add(1, Ordering::Relaxed);
+        if unfinished {
+            self.served_unfinished.fetch_add(1, Ordering::Relaxed);
+        }
+        Some(ReadAheadResult {
+            marks,
+            read: Ok(messages),
+        })
     }
 
     /// Reads made ahead that a Fetch was served from, since start.
@@ -304,6 +377,48 @@ mod tests {
         assert_eq!(result.marks.expect("watermarks").high_watermark, 10);
         assert!(ahead.take(session, STREAM, TOPIC, 0, 3).await.is_none(), "served twice");
         assert!(ahead.is_empty());
+    }
+
+    #[tokio::test]
+    async fn fetch_readahead_1_what_a_fetch_read_but_did_not_serve_is_served_before_the_read_from_its_end() {
+        let gateway = gateway_with(10, 1 << 20).await;
+        let session = &gateway.default_session;
+        let ahead = &gateway.read_ahead;
+        // A Fetch read offsets 2..=5 and served 2..=3: the read ahead starts at 6, carrying 4 and 5.
+        let mut read = session
+            .backend
+            .read(STREAM, TOPIC, 0, 2, limits(400))
+            .await
+            .expect("read");
+        assert_eq!(read.len(), 4);
+        let carried = read.split_off(2);
+        let pending = ahead
+            .begin(session, STREAM, TOPIC, 0, 6, limits(1_000))
+            .expect("room to read ahead");
+        ahead.keep(pending, 4, carried);
+        assert!(ahead.take(session, STREAM, TOPIC, 0, 6).await.is_none(), "held for 4, not 6");
+        let result = ahead.take(session, STREAM, TOPIC, 0, 4).await.expect("held for 4");
+        let offsets: Vec<u64> = result.read.expect("read").iter().map(|m| m.header.offset).collect();
+        assert_eq!(offsets, (4..10).collect::<Vec<u64>>(), "carried, then the read from 6");
+    }
+
+    #[tokio::test]
+    async fn limit_read_ahead_1_carried_messages_are_held_only_within_the_budget() {
+        // 500 bytes: the read's 400-byte limit fits, the 200 carried bytes on top do not.
+        let gateway = gateway_with(10, 500).await;
+        let session = &gateway.default_session;
+        let ahead = &gateway.read_ahead;
+        let carried = session.backend.read(STREAM, TOPIC, 0, 4, limits(200)).await.expect("read");
+        assert_eq!(carried.len(), 2);
+        let pending = ahead
+            .begin(session, STREAM, TOPIC, 0, 6, limits(400))
+            .expect("room for the read");
+        ahead.keep(pending, 4, carried);
+        assert!(ahead.is_empty(), "nothing is held past the budget");
+        assert!(
+            ahead.begin(session, STREAM, TOPIC, 0, 6, limits(500)).is_some(),
+            "and the dropped read gave its bytes back"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -61,7 +61,7 @@ fn stored(value_bytes: usize) -> Vec<IggyMessage> {
 
 /// What one Fetch of a partition does with the messages it read.
 fn read_path(messages: &[IggyMessage]) -> Option<Bytes> {
-    let mut builder = FetchBatchBuilder::new();
+    let mut builder = FetchBatchBuilder::with_capacity(FETCH_BYTES);
     for m in messages {
         let (record, _form) = message_to_record(m);
         if !builder.push_within(m.header.offset, &record, FETCH_BYTES) {

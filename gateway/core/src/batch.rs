@@ -416,27 +416,52 @@ fn decode_record_body(body: &Bytes) -> Result<Record, DecodeError> {
     })
 }
 
-fn nullable_len(bytes: &Option<Bytes>) -> usize {
+/// A record's fields, borrowed: what [`encode_record_view`] writes. The Fetch path encodes
+/// records it maps from stored messages without first assembling an owned [`Record`].
+#[derive(Debug, Clone, Copy)]
+pub struct RecordView<'a> {
+    pub attributes: i8,
+    pub timestamp_delta: i64,
+    pub offset_delta: i32,
+    pub key: Option<&'a [u8]>,
+    pub value: Option<&'a [u8]>,
+    pub headers: &'a [RecordHeader],
+}
+
+impl Record {
+    pub fn view(&self) -> RecordView<'_> {
+        RecordView {
+            attributes: self.attributes,
+            timestamp_delta: self.timestamp_delta,
+            offset_delta: self.offset_delta,
+            key: self.key.as_deref(),
+            value: self.value.as_deref(),
+            headers: &self.headers,
+        }
+    }
+}
+
+fn nullable_len(bytes: Option<&[u8]>) -> usize {
     match bytes {
         None => varint_len(-1),
         Some(b) => varint_len(b.len() as i32) + b.len(),
     }
 }
 
-fn record_body_len(record: &Record) -> usize {
+fn record_body_len(record: &RecordView<'_>) -> usize {
     1 + varlong_len(record.timestamp_delta)
         + varint_len(record.offset_delta)
-        + nullable_len(&record.key)
-        + nullable_len(&record.value)
+        + nullable_len(record.key)
+        + nullable_len(record.value)
         + varint_len(record.headers.len() as i32)
         + record
             .headers
             .iter()
-            .map(|h| varint_len(h.name.len() as i32) + h.name.len() + nullable_len(&h.value))
+            .map(|h| varint_len(h.name.len() as i32) + h.name.len() + nullable_len(h.value.as_deref()))
             .sum::<usize>()
 }
 
-fn write_nullable(out: &mut BytesMut, bytes: &Option<Bytes>) {
+fn write_nullable(out: &mut BytesMut, bytes: Option<&[u8]>) {
     match bytes {
         None => write_varint(out, -1),
         Some(b) => {
@@ -448,24 +473,34 @@ fn write_nullable(out: &mut BytesMut, bytes: &Option<Bytes>) {
 
 /// Appends one record (length prefix included) to `out`.
 pub fn encode_record(out: &mut BytesMut, record: &Record) {
+    encode_record_view(out, &record.view());
+}
+
+/// Appends one record given by its borrowed fields (length prefix included) to `out`.
+pub fn encode_record_view(out: &mut BytesMut, record: &RecordView<'_>) {
     let body_len = record_body_len(record);
     out.reserve(body_len + 5);
     write_varint(out, body_len as i32);
     out.put_i8(record.attributes);
     write_varlong(out, record.timestamp_delta);
     write_varint(out, record.offset_delta);
-    write_nullable(out, &record.key);
-    write_nullable(out, &record.value);
+    write_nullable(out, record.key);
+    write_nullable(out, record.value);
     write_varint(out, record.headers.len() as i32);
-    for header in &record.headers {
+    for header in record.headers {
         write_varint(out, header.name.len() as i32);
         out.put_slice(&header.name);
-        write_nullable(out, &header.value);
+        write_nullable(out, header.value.as_deref());
     }
 }
 
 /// The encoded size of `record`, length prefix included.
 pub fn encoded_record_len(record: &Record) -> usize {
+    encoded_record_view_len(&record.view())
+}
+
+/// The encoded size of a record given by its borrowed fields, length prefix included.
+pub fn encoded_record_view_len(record: &RecordView<'_>) -> usize {
     let body = record_body_len(record);
     varint_len(body as i32) + body
 }
@@ -487,8 +522,22 @@ pub fn encode_batch(batch: &RecordBatch) -> Result<Bytes, DecodeError> {
 
 /// Frames an already-encoded records section with a batch header, length and CRC.
 pub fn write_batch(header: &BatchHeader, records_count: i32, section: &[u8]) -> Bytes {
-    let total = BATCH_HEADER_LEN + section.len();
-    let mut out = BytesMut::with_capacity(total);
+    let mut out = BytesMut::with_capacity(BATCH_HEADER_LEN + section.len());
+    out.put_bytes(0, BATCH_HEADER_LEN);
+    out.put_slice(section);
+    seal_batch(&mut out, header, records_count);
+    out.freeze()
+}
+
+/// Fills in the header of a batch whose first [`BATCH_HEADER_LEN`] bytes were left for it and
+/// whose records section follows, then its length and CRC32C. Lets a batch be encoded in place,
+/// records first, without copying the records section into a second buffer.
+///
+/// # Panics
+/// If `batch` is shorter than [`BATCH_HEADER_LEN`].
+pub fn seal_batch(batch: &mut [u8], header: &BatchHeader, records_count: i32) {
+    let total = batch.len();
+    let mut out = &mut batch[..BATCH_HEADER_LEN];
     out.put_i64(header.base_offset);
     out.put_i32((total - LOG_OVERHEAD) as i32);
     out.put_i32(header.partition_leader_epoch);
@@ -502,10 +551,8 @@ pub fn write_batch(header: &BatchHeader, records_count: i32, section: &[u8]) -> 
     out.put_i16(header.producer_epoch);
     out.put_i32(header.base_sequence);
     out.put_i32(records_count);
-    out.put_slice(section);
-    let crc = crc32c::crc32c(&out[CRC_START..]);
-    out[17..21].copy_from_slice(&crc.to_be_bytes());
-    out.freeze()
+    let crc = crc32c::crc32c(&batch[CRC_START..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
 }
 
 #[cfg(test)]

@@ -3,11 +3,11 @@
 //! computed CRC32C. Built one record at a time so the caller can stop at a byte limit.
 
 use crate::batch::{
-    encode_record, encoded_record_len, write_batch, BatchAttributes, BatchHeader, Record, BATCH_HEADER_LEN,
+    encode_record_view, encoded_record_view_len, seal_batch, BatchAttributes, BatchHeader, RecordView, BATCH_HEADER_LEN,
 };
 use crate::compression::Compression;
 use crate::mapping::KafkaRecord;
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
 /// No producer, as Kafka writes for a non-idempotent batch.
 pub const NO_PRODUCER_ID: i64 = -1;
@@ -16,19 +16,42 @@ pub const NO_SEQUENCE: i32 = -1;
 /// The gateway has no leader epochs; -1 tells clients not to validate against one.
 pub const NO_PARTITION_LEADER_EPOCH: i32 = -1;
 
-/// Accumulates records at increasing offsets into one batch.
-#[derive(Debug, Default)]
+/// Accumulates records at increasing offsets into one batch, encoded in place: the header's
+/// bytes are left at the front of the buffer and filled in by [`FetchBatchBuilder::finish`], so
+/// the records are written once and never copied into a second buffer.
+#[derive(Debug)]
 pub struct FetchBatchBuilder {
     base: Option<(i64, i64)>,
     max_timestamp: i64,
     last_offset_delta: i32,
     count: i32,
-    records: BytesMut,
+    /// [`BATCH_HEADER_LEN`] bytes for the header, then the records.
+    batch: BytesMut,
+}
+
+impl Default for FetchBatchBuilder {
+    fn default() -> Self {
+        Self::with_capacity(0)
+    }
 }
 
 impl FetchBatchBuilder {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A builder whose buffer holds `records_bytes` of records before it grows. The caller bounds
+    /// it (by the byte limit it will push within): this allocates what it is given.
+    pub fn with_capacity(records_bytes: usize) -> Self {
+        let mut batch = BytesMut::with_capacity(BATCH_HEADER_LEN + records_bytes);
+        batch.put_bytes(0, BATCH_HEADER_LEN);
+        Self {
+            base: None,
+            max_timestamp: 0,
+            last_offset_delta: 0,
+            count: 0,
+            batch,
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -44,19 +67,19 @@ impl FetchBatchBuilder {
         if self.is_empty() {
             0
         } else {
-            BATCH_HEADER_LEN + self.records.len()
+            self.batch.len()
         }
     }
 
-    fn to_batch_record(&self, offset: i64, record: &KafkaRecord) -> Record {
+    fn view<'a>(&self, offset: i64, record: &'a KafkaRecord) -> RecordView<'a> {
         let (base_offset, base_timestamp) = self.base.unwrap_or((offset, record.timestamp_ms));
-        Record {
+        RecordView {
             attributes: 0,
             timestamp_delta: record.timestamp_ms.wrapping_sub(base_timestamp),
             offset_delta: (offset - base_offset) as i32,
-            key: record.key.clone(),
-            value: record.value.clone(),
-            headers: record.headers.clone(),
+            key: record.key.as_deref(),
+            value: record.value.as_deref(),
+            headers: &record.headers,
         }
     }
 
@@ -65,9 +88,8 @@ impl FetchBatchBuilder {
     /// Returns whether it was added. Offsets must increase by less than 2^31 within a batch.
     pub fn push_within(&mut self, offset: u64, record: &KafkaRecord, limit_bytes: usize) -> bool {
         let offset = offset as i64;
-        let batch_record = self.to_batch_record(offset, record);
-        let added = encoded_record_len(&batch_record);
-        let new_len = BATCH_HEADER_LEN + self.records.len() + added;
+        let view = self.view(offset, record);
+        let new_len = self.batch.len() + encoded_record_view_len(&view);
         if !self.is_empty() && new_len > limit_bytes {
             return false;
         }
@@ -76,14 +98,14 @@ impl FetchBatchBuilder {
             self.max_timestamp = record.timestamp_ms;
         }
         self.max_timestamp = self.max_timestamp.max(record.timestamp_ms);
-        self.last_offset_delta = batch_record.offset_delta;
+        self.last_offset_delta = view.offset_delta;
         self.count += 1;
-        encode_record(&mut self.records, &batch_record);
+        encode_record_view(&mut self.batch, &view);
         true
     }
 
     /// The finished batch, or `None` when no record was added.
-    pub fn finish(self) -> Option<Bytes> {
+    pub fn finish(mut self) -> Option<Bytes> {
         let (base_offset, base_timestamp) = self.base?;
         let header = BatchHeader {
             base_offset,
@@ -96,7 +118,8 @@ impl FetchBatchBuilder {
             producer_epoch: NO_PRODUCER_EPOCH,
             base_sequence: NO_SEQUENCE,
         };
-        Some(write_batch(&header, self.count, &self.records))
+        seal_batch(&mut self.batch, &header, self.count);
+        Some(self.batch.freeze())
     }
 }
 
@@ -154,5 +177,27 @@ mod tests {
     #[test]
     fn empty_builder_writes_no_batch() {
         assert!(FetchBatchBuilder::new().finish().is_none());
+    }
+
+    /// The batch encoded in place, whatever capacity it started with, is byte for byte what the
+    /// batch codec writes for the same header and records.
+    #[test]
+    fn fetch_batch_1_the_batch_built_in_place_is_the_codecs_encoding() {
+        let records = [rec(2_000, b"a"), rec(1_500, b"bb"), rec(2_500, b"ccc")];
+        for capacity in [0, 7, 1 << 10] {
+            let mut b = FetchBatchBuilder::with_capacity(capacity);
+            for (i, r) in records.iter().enumerate() {
+                assert!(b.push_within(10 + i as u64, r, usize::MAX));
+            }
+            let built = b.finish().unwrap();
+            let decoded = decode_batches(&built, &mut DecompressionBudget::new(0))
+                .unwrap()
+                .remove(0);
+            assert_eq!(
+                crate::batch::encode_batch(&decoded).unwrap(),
+                built,
+                "capacity {capacity}"
+            );
+        }
     }
 }

@@ -30,7 +30,7 @@
 //! password holding `@`, `:` or `?` would not survive it. The effect is the same (auto-login on
 //! every connect).
 
-use super::{Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks};
+use super::{stored_bytes, Backend, READ_AHEAD_LOG_START_MAX_AGE, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks};
 use crate::auth::credentials::{Credentials as GatewayCredentials, Principal, SecretKind};
 use iggy::prelude::{
     AutoLogin, Client, ClientWrapper, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Credentials, Identifier,
@@ -46,6 +46,7 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
+use tokio::time::Instant;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -262,11 +263,6 @@ fn high_watermark(messages_count: u64, current_offset: u64) -> u64 {
     }
 }
 
-/// Payload and user-header bytes of a message, as the model counts them.
-fn message_size(m: &IggyMessage) -> u64 {
-    (m.payload.len() + m.user_headers.as_ref().map_or(0, |h| h.len())) as u64
-}
-
 /// The first poll of a read asks for this many messages when the partition's message size is
 /// not known yet: small messages fill a Fetch in a few polls, and large ones do not drag
 /// megabytes past the byte limit over the wire.
@@ -295,6 +291,43 @@ impl MessageSizes {
         }
         sizes.insert((stream.to_string(), topic.to_string(), partition), average);
     }
+}
+
+/// Per partition, the log start offset the last `watermarks` call found and when, so a read made
+/// ahead can report it without asking again while it is younger than
+/// [`READ_AHEAD_LOG_START_MAX_AGE`]; bounded as [`MessageSizes`] is.
+#[derive(Default)]
+struct LogStarts(Mutex<HashMap<(String, String, u32), (u64, Instant)>>);
+
+impl LogStarts {
+    fn fresh(&self, stream: &str, topic: &str, partition: u32) -> Option<u64> {
+        let starts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let (start, at) = starts.get(&(stream.to_string(), topic.to_string(), partition))?;
+        (at.elapsed() < READ_AHEAD_LOG_START_MAX_AGE).then_some(*start)
+    }
+
+    fn remember(&self, stream: &str, topic: &str, partition: u32, log_start_offset: u64) {
+        let mut starts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if starts.len() >= REMEMBERED_SIZES {
+            starts.clear();
+        }
+        starts.insert(
+            (stream.to_string(), topic.to_string(), partition),
+            (log_start_offset, Instant::now()),
+        );
+    }
+}
+
+/// The watermarks of a read that found `kept` from a partition whose log started at
+/// `log_start_offset` a moment ago, given the partition's last offset as the read's last poll
+/// reported it: `None` when the read found nothing (an empty partition's last offset reads as
+/// 0, as one holding a single message does, so only a full `watermarks` call tells them apart).
+fn read_watermarks(log_start_offset: u64, last_offset: u64, kept: &[IggyMessage]) -> Option<Watermarks> {
+    let last_kept = kept.last()?.header.offset;
+    Some(Watermarks {
+        log_start_offset,
+        high_watermark: last_offset.max(last_kept) + 1,
+    })
 }
 
 /// One read's progress over several polls. Iggy's poll takes a count, not a byte limit; asking
@@ -352,7 +385,7 @@ impl ChunkedRead {
     fn take(&mut self, polled: Vec<IggyMessage>, asked: u32) {
         self.done = (polled.len() as u32) < asked;
         for message in polled {
-            let size = message_size(&message);
+            let size = stored_bytes(&message);
             if !self.kept.is_empty() && self.kept_bytes + size > self.limits.max_bytes {
                 self.done = true;
                 return;
@@ -384,6 +417,7 @@ struct Inner {
     healing: AtomicBool,
     reader: Consumer,
     sizes: MessageSizes,
+    log_starts: LogStarts,
 }
 
 impl Inner {
@@ -478,6 +512,18 @@ impl Inner {
         strategy: PollingStrategy,
         count: u32,
     ) -> Result<Vec<IggyMessage>, IggyError> {
+        Ok(self.poll_at(stream, topic, partition, strategy, count).await?.0)
+    }
+
+    /// A poll's messages and the partition's last offset, as the server answered them.
+    async fn poll_at(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        strategy: PollingStrategy,
+        count: u32,
+    ) -> Result<(Vec<IggyMessage>, u64), IggyError> {
         let (s, t) = (name(stream)?, name(topic)?);
         let polled = self
             .pooled(|c| {
@@ -489,7 +535,7 @@ impl Inner {
                 }
             })
             .await?;
-        Ok(polled.messages)
+        Ok((polled.messages, polled.current_offset))
     }
 
     /// Reconnects disconnected clients, pool and per-`ClientId`, one at a time.
@@ -614,6 +660,7 @@ impl IggyBackend {
             healing: AtomicBool::new(false),
             reader: Consumer::new(name(READER_CONSUMER)?),
             sizes: MessageSizes::default(),
+            log_starts: LogStarts::default(),
         });
         let keeper = tokio::spawn(keeper(Arc::downgrade(&inner)));
         Ok(Self { inner, keeper })
@@ -622,6 +669,35 @@ impl IggyBackend {
     /// The number of pooled clients.
     pub fn pool_size(&self) -> usize {
         self.inner.pool.len()
+    }
+
+    /// A read in as many polls as its limits take, and the partition's last offset as the last
+    /// poll reported it.
+    async fn read_chunked(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        limits: ReadLimits,
+    ) -> Result<(Vec<IggyMessage>, u64), BackendError> {
+        // A count of 0 polls nothing: the SDK refuses a poll of 0 messages; the model answers empty.
+        let expected_size = self.inner.sizes.get(stream, topic, partition);
+        let mut read = ChunkedRead::new(limits, expected_size);
+        let mut last_offset = 0;
+        loop {
+            let count = read.next_count();
+            if count == 0 {
+                if !read.kept.is_empty() {
+                    self.inner.sizes.remember(stream, topic, partition, read.average());
+                }
+                return Ok((read.kept, last_offset));
+            }
+            let from = PollingStrategy::offset(read.next_offset(offset));
+            let (polled, partition_last) = self.inner.poll_at(stream, topic, partition, from, count).await?;
+            last_offset = partition_last;
+            read.take(polled, count);
+        }
     }
 }
 
@@ -781,20 +857,32 @@ impl Backend for IggyBackend {
         offset: u64,
         limits: ReadLimits,
     ) -> Result<Vec<IggyMessage>, BackendError> {
-        // A count of 0 polls nothing: the SDK refuses a poll of 0 messages; the model answers empty.
-        let expected_size = self.inner.sizes.get(stream, topic, partition);
-        let mut read = ChunkedRead::new(limits, expected_size);
-        loop {
-            let count = read.next_count();
-            if count == 0 {
-                if !read.kept.is_empty() {
-                    self.inner.sizes.remember(stream, topic, partition, read.average());
-                }
-                return Ok(read.kept);
-            }
-            let from = PollingStrategy::offset(read.next_offset(offset));
-            let polled = self.inner.poll(stream, topic, partition, from, count).await?;
-            read.take(polled, count);
+        Ok(self.read_chunked(stream, topic, partition, offset, limits).await?.0)
+    }
+
+    /// FETCH-READAHEAD-1: a poll answers the partition's last offset with its messages, so a read
+    /// that finds messages needs no `get_topic` for the high watermark, only a log start offset
+    /// asked less than [`READ_AHEAD_LOG_START_MAX_AGE`] ago. Otherwise both are asked at once.
+    async fn read_with_watermarks(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        limits: ReadLimits,
+    ) -> (Result<Watermarks, BackendError>, Result<Vec<IggyMessage>, BackendError>) {
+        let Some(log_start_offset) = self.inner.log_starts.fresh(stream, topic, partition) else {
+            return tokio::join!(
+                self.watermarks(stream, topic, partition),
+                self.read(stream, topic, partition, offset, limits)
+            );
+        };
+        match self.read_chunked(stream, topic, partition, offset, limits).await {
+            Ok((kept, last_offset)) => match read_watermarks(log_start_offset, last_offset, &kept) {
+                Some(marks) => (Ok(marks), Ok(kept)),
+                None => (self.watermarks(stream, topic, partition).await, Ok(kept)),
+            },
+            Err(e) => (self.watermarks(stream, topic, partition).await, Err(e)),
         }
     }
 
@@ -824,6 +912,7 @@ impl Backend for IggyBackend {
                 .await?;
             first.first().map_or(high_watermark, |m| m.header.offset)
         };
+        self.inner.log_starts.remember(stream, topic, partition, log_start_offset);
         Ok(Watermarks {
             log_start_offset,
             high_watermark,
@@ -1024,6 +1113,40 @@ impl ConsumerOffsets for IggyBackend {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// FETCH-READAHEAD-1: the read's own answer gives the high watermark, never below what it
+    /// found, and a read that found nothing gives none (a full `watermarks` call is needed).
+    #[test]
+    fn fetch_readahead_1_the_high_watermark_comes_from_the_polls_last_offset() {
+        let kept = |offsets: &[u64]| -> Vec<IggyMessage> {
+            offsets
+                .iter()
+                .map(|&o| {
+                    let mut m = msg(b"x");
+                    m.header.offset = o;
+                    m
+                })
+                .collect()
+        };
+        let marks = read_watermarks(3, 40, &kept(&[10, 11])).expect("found messages");
+        assert_eq!((marks.log_start_offset, marks.high_watermark), (3, 41));
+        let marks = read_watermarks(0, 0, &kept(&[0])).expect("found one message");
+        assert_eq!(marks.high_watermark, 1, "one message at offset 0: last offset 0, watermark 1");
+        assert_eq!(read_watermarks(0, 0, &[]), None);
+    }
+
+    /// FETCH-READAHEAD-1: a log start is reported without asking again only while it is younger
+    /// than the read-ahead's own age limit.
+    #[tokio::test(start_paused = true)]
+    async fn fetch_readahead_1_a_remembered_log_start_is_used_only_while_fresh() {
+        let starts = LogStarts::default();
+        assert_eq!(starts.fresh("s", "t", 0), None);
+        starts.remember("s", "t", 0, 7);
+        assert_eq!(starts.fresh("s", "t", 0), Some(7));
+        assert_eq!(starts.fresh("s", "t", 1), None, "another partition");
+        tokio::time::advance(READ_AHEAD_LOG_START_MAX_AGE).await;
+        assert_eq!(starts.fresh("s", "t", 0), None, "too old");
+    }
     use bytes::Bytes;
     use std::collections::BTreeMap;
 
@@ -1117,7 +1240,7 @@ mod tests {
         let with_headers = msg_with_header(b"aaaa", b"vv");
         let header_bytes = with_headers.user_headers.as_ref().map_or(0, |h| h.len()) as u64;
         assert!(header_bytes > 0);
-        assert_eq!(message_size(&with_headers), 4 + header_bytes);
+        assert_eq!(stored_bytes(&with_headers), 4 + header_bytes);
         let headed_then_plain = |i| {
             if i == 0 {
                 msg_with_header(b"aaaa", b"vv")

@@ -101,6 +101,27 @@ impl<B: Backend> Backend for Metered<B> {
         timed("watermarks", self.inner.watermarks(stream, topic, partition)).await
     }
 
+    async fn read_with_watermarks(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        limits: ReadLimits,
+    ) -> (Result<Watermarks, BackendError>, Result<Vec<IggyMessage>, BackendError>) {
+        let started = Instant::now();
+        let (marks, read) = self
+            .inner
+            .read_with_watermarks(stream, topic, partition, offset, limits)
+            .await;
+        let failed = marks.is_err() || read.is_err();
+        metrics().record_backend_call("read_with_watermarks", started.elapsed(), failed);
+        if let Ok(messages) = &read {
+            metrics().add_fetched_records(messages.len());
+        }
+        (marks, read)
+    }
+
     async fn offset_for_timestamp(
         &self,
         stream: &str,
@@ -238,6 +259,7 @@ pub const OPERATIONS: &[&str] = &[
     "append",
     "read",
     "watermarks",
+    "read_with_watermarks",
     "offset_for_timestamp",
     "create_consumer_group",
     "delete_consumer_group",

@@ -14,6 +14,16 @@ use crate::auth::credentials::{Credentials, Principal};
 use iggy_common::IggyMessage;
 use std::future::Future;
 
+/// A message's payload and user-header bytes: what Iggy's size limits and the gateway's read
+/// limits count.
+pub fn stored_bytes(message: &IggyMessage) -> u64 {
+    (message.payload.len() + message.user_headers.as_ref().map_or(0, |h| h.len())) as u64
+}
+
+/// How old a log start offset a read made ahead may report (FETCH-READAHEAD-1): as old as the
+/// read itself may be when it is served.
+pub const READ_AHEAD_LOG_START_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What CreateTopics asks of a topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TopicSpec {
@@ -121,6 +131,27 @@ pub trait Backend: ConsumerOffsets + Send + Sync + 'static {
         topic: &str,
         partition: u32,
     ) -> impl Future<Output = Result<Watermarks, BackendError>> + Send;
+
+    /// What a read made ahead of a Fetch needs (FETCH-READAHEAD-1): the partition's watermarks
+    /// and the messages from `offset` on, within `limits`. The default asks both at once. A
+    /// backend whose read answers the high watermark itself may take it from there, with a log
+    /// start offset it was told less than [`READ_AHEAD_LOG_START_MAX_AGE`] before, and so save a
+    /// round trip.
+    fn read_with_watermarks(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        limits: ReadLimits,
+    ) -> impl Future<Output = (Result<Watermarks, BackendError>, Result<Vec<IggyMessage>, BackendError>)> + Send {
+        async move {
+            tokio::join!(
+                self.watermarks(stream, topic, partition),
+                self.read(stream, topic, partition, offset, limits)
+            )
+        }
+    }
 
     /// The first retained message whose server timestamp is at or after `timestamp_us`:
     /// its offset and server timestamp.

@@ -5,7 +5,7 @@
 //! end is read ahead for the consumer's next Fetch (FETCH-READAHEAD-1, `read_ahead.rs`).
 
 use crate::auth::sessions::Session;
-use crate::backend::{Backend, ReadLimits, Watermarks};
+use crate::backend::{stored_bytes, Backend, ReadLimits, Watermarks};
 use crate::config::IggyTarget;
 use crate::error_map;
 use crate::gateway::Gateway;
@@ -136,12 +136,36 @@ async fn read_partition<B: Backend>(
     if slot.offset == marks.high_watermark as i64 || skip_read {
         return data;
     }
-    let messages = match read {
+    let mut messages = match read {
         Ok(messages) => messages,
         Err(e) => return partition_error(slot.partition, error_map::backend_error(&e, &context()), Some(marks)),
     };
-    let mut builder = FetchBatchBuilder::new();
-    let mut last_served = None;
+    // FETCH-READAHEAD-1: the partition holds more than this read found, so the consumer's next
+    // Fetch will ask for it; read on from the end of this read now, while this response is
+    // built and sent.
+    let read_end = messages.last().map_or(slot.offset as u64, |m| m.header.offset + 1);
+    let read_ahead = |gateway: &Gateway<B>| {
+        let ahead_limits = ReadLimits {
+            max_bytes: slot.max_bytes.min(gateway.config.limits.fetch_max_bytes) as u64,
+            ..limits
+        };
+        let (stream, topic) = (&target.stream, &target.topic);
+        gateway
+            .read_ahead
+            .begin(session, stream, topic, partition, read_end, ahead_limits)
+    };
+    let mut pending = if read_end < marks.high_watermark {
+        read_ahead(gateway)
+    } else {
+        None
+    };
+    // Room for what was read, up to the limit, so the batch is written without regrowing.
+    let stored: usize = messages
+        .iter()
+        .map(|m| RECORD_OVERHEAD_BYTES + stored_bytes(m) as usize)
+        .sum();
+    let mut builder = FetchBatchBuilder::with_capacity(stored.min(limit));
+    let mut served = 0;
     for message in &messages {
         let (record, form) = message_to_record(message);
         if let ReadForm::Malformed(reason) = &form {
@@ -155,35 +179,33 @@ async fn read_partition<B: Backend>(
         if !builder.push_within(message.header.offset, &record, limit) {
             break;
         }
-        last_served = Some(message.header.offset);
+        served += 1;
     }
     // KIP-74: only the response's first batch may exceed the limits.
-    if !first_in_response && builder.encoded_len() > limit {
-        return data;
+    let fits = first_in_response || builder.encoded_len() <= limit;
+    if !fits {
+        served = 0;
     }
-    // FETCH-READAHEAD-1: more is retained past what this response serves, so the consumer's
-    // next Fetch will ask for it; start that read now, with this partition's own byte limit.
-    if let Some(last) = last_served {
-        if last + 1 < marks.high_watermark {
-            let ahead_limits = ReadLimits {
-                max_bytes: slot.max_bytes.min(gateway.config.limits.fetch_max_bytes) as u64,
-                ..limits
-            };
-            gateway.read_ahead.start(
-                session,
-                &target.stream,
-                &target.topic,
-                partition,
-                last + 1,
-                ahead_limits,
-            );
-        }
+    // FETCH-READAHEAD-1: what was read but not served is held with a read from its end (begun
+    // only now if the read had reached the end), so what is held starts at the offset the
+    // consumer asks for next.
+    if pending.is_none() && served < messages.len() {
+        pending = read_ahead(gateway);
     }
-    match builder.finish() {
+    if let Some(pending) = pending {
+        let next = messages.get(served).map_or(read_end, |m| m.header.offset);
+        let carried = messages.split_off(served);
+        gateway.read_ahead.keep(pending, next, carried);
+    }
+    match builder.finish().filter(|_| fits) {
         Some(batch) => data.with_records(Some(batch)),
         None => data,
     }
 }
+
+/// A record's encoding beyond its stored payload and headers (length, attributes, deltas, key
+/// and value lengths), about; only sizes the batch buffer.
+const RECORD_OVERHEAD_BYTES: usize = 16;
 
 /// The partitions a Fetch names, each once (LIMIT-FETCH-DUPLICATES-1: a partition named twice
 /// is read and answered once, as Kafka's fetch map keeps one entry per partition), with the
