@@ -396,7 +396,10 @@ mod tests {
             .begin(session, STREAM, TOPIC, 0, 6, limits(1_000))
             .expect("room to read ahead");
         ahead.keep(pending, 4, carried);
-        assert!(ahead.take(session, STREAM, TOPIC, 0, 6).await.is_none(), "held for 4, not 6");
+        assert!(
+            ahead.take(session, STREAM, TOPIC, 0, 6).await.is_none(),
+            "held for 4, not 6"
+        );
         let result = ahead.take(session, STREAM, TOPIC, 0, 4).await.expect("held for 4");
         let offsets: Vec<u64> = result.read.expect("read").iter().map(|m| m.header.offset).collect();
         assert_eq!(offsets, (4..10).collect::<Vec<u64>>(), "carried, then the read from 6");
@@ -408,7 +411,11 @@ mod tests {
         let gateway = gateway_with(10, 500).await;
         let session = &gateway.default_session;
         let ahead = &gateway.read_ahead;
-        let carried = session.backend.read(STREAM, TOPIC, 0, 4, limits(200)).await.expect("read");
+        let carried = session
+            .backend
+            .read(STREAM, TOPIC, 0, 4, limits(200))
+            .await
+            .expect("read");
         assert_eq!(carried.len(), 2);
         let pending = ahead
             .begin(session, STREAM, TOPIC, 0, 6, limits(400))

@@ -30,7 +30,10 @@
 //! password holding `@`, `:` or `?` would not survive it. The effect is the same (auto-login on
 //! every connect).
 
-use super::{stored_bytes, Backend, READ_AHEAD_LOG_START_MAX_AGE, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks};
+use super::{
+    stored_bytes, Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks,
+    READ_AHEAD_LOG_START_MAX_AGE,
+};
 use crate::auth::credentials::{Credentials as GatewayCredentials, Principal, SecretKind};
 use iggy::prelude::{
     AutoLogin, Client, ClientWrapper, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Credentials, Identifier,
@@ -46,9 +49,9 @@ use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
-use tokio::time::Instant;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
+use tokio::time::Instant;
 
 /// How often a waiting Fetch is woken without an append of this gateway's. Iggy has no push
 /// notification of new messages, so messages written by other producers (native Iggy clients,
@@ -276,7 +279,7 @@ const REMEMBERED_SIZES: usize = 16_384;
 /// the next read's first poll asks for about what its byte limit holds: one round trip per
 /// Fetch instead of two when sizes are steady.
 #[derive(Default)]
-struct MessageSizes(Mutex<HashMap<(String, String, u32), u64>>);
+struct MessageSizes(Mutex<HashMap<PartitionKey, u64>>);
 
 impl MessageSizes {
     fn get(&self, stream: &str, topic: &str, partition: u32) -> Option<u64> {
@@ -297,7 +300,10 @@ impl MessageSizes {
 /// ahead can report it without asking again while it is younger than
 /// [`READ_AHEAD_LOG_START_MAX_AGE`]; bounded as [`MessageSizes`] is.
 #[derive(Default)]
-struct LogStarts(Mutex<HashMap<(String, String, u32), (u64, Instant)>>);
+struct LogStarts(Mutex<HashMap<PartitionKey, (u64, Instant)>>);
+
+/// Stream, topic and partition.
+type PartitionKey = (String, String, u32);
 
 impl LogStarts {
     fn fresh(&self, stream: &str, topic: &str, partition: u32) -> Option<u64> {
@@ -912,7 +918,9 @@ impl Backend for IggyBackend {
                 .await?;
             first.first().map_or(high_watermark, |m| m.header.offset)
         };
-        self.inner.log_starts.remember(stream, topic, partition, log_start_offset);
+        self.inner
+            .log_starts
+            .remember(stream, topic, partition, log_start_offset);
         Ok(Watermarks {
             log_start_offset,
             high_watermark,
@@ -1131,7 +1139,10 @@ mod tests {
         let marks = read_watermarks(3, 40, &kept(&[10, 11])).expect("found messages");
         assert_eq!((marks.log_start_offset, marks.high_watermark), (3, 41));
         let marks = read_watermarks(0, 0, &kept(&[0])).expect("found one message");
-        assert_eq!(marks.high_watermark, 1, "one message at offset 0: last offset 0, watermark 1");
+        assert_eq!(
+            marks.high_watermark, 1,
+            "one message at offset 0: last offset 0, watermark 1"
+        );
         assert_eq!(read_watermarks(0, 0, &[]), None);
     }
 
