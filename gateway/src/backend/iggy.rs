@@ -510,19 +510,8 @@ impl Inner {
         }
     }
 
-    async fn poll(
-        &self,
-        stream: &str,
-        topic: &str,
-        partition: u32,
-        strategy: PollingStrategy,
-        count: u32,
-    ) -> Result<Vec<IggyMessage>, IggyError> {
-        Ok(self.poll_at(stream, topic, partition, strategy, count).await?.0)
-    }
-
     /// A poll's messages and the partition's last offset, as the server answered them.
-    async fn poll_at(
+    async fn poll(
         &self,
         stream: &str,
         topic: &str,
@@ -700,7 +689,7 @@ impl IggyBackend {
                 return Ok((read.kept, last_offset));
             }
             let from = PollingStrategy::offset(read.next_offset(offset));
-            let (polled, partition_last) = self.inner.poll_at(stream, topic, partition, from, count).await?;
+            let (polled, partition_last) = self.inner.poll(stream, topic, partition, from, count).await?;
             last_offset = partition_last;
             read.take(polled, count);
         }
@@ -912,7 +901,7 @@ impl Backend for IggyBackend {
         } else if p.messages_count >= high_watermark {
             0
         } else {
-            let first = self
+            let (first, _) = self
                 .inner
                 .poll(stream, topic, partition, PollingStrategy::offset(0), 1)
                 .await?;
@@ -934,7 +923,7 @@ impl Backend for IggyBackend {
         partition: u32,
         timestamp_us: u64,
     ) -> Result<Option<(u64, u64)>, BackendError> {
-        let messages = self
+        let (messages, _) = self
             .inner
             .poll(
                 stream,
