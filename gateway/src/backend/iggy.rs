@@ -31,8 +31,8 @@
 //! every connect).
 
 use super::{
-    stored_bytes, Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks,
-    READ_AHEAD_LOG_START_MAX_AGE,
+    stored_bytes, watermarks_and_read, Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo,
+    TopicSpec, Watermarks, READ_AHEAD_LOG_START_MAX_AGE,
 };
 use crate::auth::credentials::{Credentials as GatewayCredentials, Principal, SecretKind};
 use iggy::prelude::{
@@ -867,10 +867,7 @@ impl Backend for IggyBackend {
         limits: ReadLimits,
     ) -> (Result<Watermarks, BackendError>, Result<Vec<IggyMessage>, BackendError>) {
         let Some(log_start_offset) = self.inner.log_starts.fresh(stream, topic, partition) else {
-            return tokio::join!(
-                self.watermarks(stream, topic, partition),
-                self.read(stream, topic, partition, offset, limits)
-            );
+            return watermarks_and_read(self, stream, topic, partition, offset, limits).await;
         };
         match self.read_chunked(stream, topic, partition, offset, limits).await {
             Ok((kept, last_offset)) => match read_watermarks(log_start_offset, last_offset, &kept) {

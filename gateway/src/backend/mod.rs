@@ -24,6 +24,23 @@ pub fn stored_bytes(message: &IggyMessage) -> u64 {
 /// read itself may be when it is served.
 pub const READ_AHEAD_LOG_START_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// A partition's watermarks and a read from `offset`, asked at once so the caller waits for one
+/// backend round trip instead of two; the read is judged against the watermarks afterwards,
+/// exactly as if it had been made after them.
+pub async fn watermarks_and_read<B: Backend + ?Sized>(
+    backend: &B,
+    stream: &str,
+    topic: &str,
+    partition: u32,
+    offset: u64,
+    limits: ReadLimits,
+) -> (Result<Watermarks, BackendError>, Result<Vec<IggyMessage>, BackendError>) {
+    tokio::join!(
+        backend.watermarks(stream, topic, partition),
+        backend.read(stream, topic, partition, offset, limits)
+    )
+}
+
 /// What CreateTopics asks of a topic.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TopicSpec {
@@ -145,12 +162,7 @@ pub trait Backend: ConsumerOffsets + Send + Sync + 'static {
         offset: u64,
         limits: ReadLimits,
     ) -> impl Future<Output = (Result<Watermarks, BackendError>, Result<Vec<IggyMessage>, BackendError>)> + Send {
-        async move {
-            tokio::join!(
-                self.watermarks(stream, topic, partition),
-                self.read(stream, topic, partition, offset, limits)
-            )
-        }
+        watermarks_and_read(self, stream, topic, partition, offset, limits)
     }
 
     /// The first retained message whose server timestamp is at or after `timestamp_us`:

@@ -5,7 +5,7 @@
 //! end is read ahead for the consumer's next Fetch (FETCH-READAHEAD-1, `read_ahead.rs`).
 
 use crate::auth::sessions::Session;
-use crate::backend::{stored_bytes, Backend, ReadLimits, Watermarks};
+use crate::backend::{stored_bytes, watermarks_and_read, Backend, ReadLimits, Watermarks};
 use crate::config::IggyTarget;
 use crate::error_map;
 use crate::gateway::Gateway;
@@ -87,11 +87,11 @@ async fn read_partition<B: Backend>(
         max_messages: MAX_MESSAGES_PER_READ,
         max_bytes: limit as u64,
     };
+    let (stream, topic) = (&target.stream, &target.topic);
     // FETCH-READAHEAD-1: the previous Fetch may have started this very read.
     let ahead = if skip_read {
         None
     } else {
-        let (stream, topic) = (&target.stream, &target.topic);
         gateway
             .read_ahead
             .take(session, stream, topic, partition, slot.offset as u64)
@@ -99,23 +99,11 @@ async fn read_partition<B: Backend>(
     };
     let (marks, read) = match ahead {
         Some(ahead) => (ahead.marks, ahead.read),
-        // The watermarks and the read are asked at once, so a Fetch waits for one backend round
-        // trip instead of two; the read is judged against the watermarks afterwards, exactly as
-        // if it had been made after them.
-        None => {
-            tokio::join!(
-                session.backend.watermarks(&target.stream, &target.topic, partition),
-                async {
-                    if skip_read {
-                        return Ok(Vec::new());
-                    }
-                    session
-                        .backend
-                        .read(&target.stream, &target.topic, partition, slot.offset as u64, limits)
-                        .await
-                }
-            )
-        }
+        None if skip_read => (
+            session.backend.watermarks(stream, topic, partition).await,
+            Ok(Vec::new()),
+        ),
+        None => watermarks_and_read(&*session.backend, stream, topic, partition, slot.offset as u64, limits).await,
     };
     let mut marks = match marks {
         Ok(marks) => marks,
@@ -144,21 +132,16 @@ async fn read_partition<B: Backend>(
     // Fetch will ask for it; read on from the end of this read now, while this response is
     // built and sent.
     let read_end = messages.last().map_or(slot.offset as u64, |m| m.header.offset + 1);
-    let read_ahead = |gateway: &Gateway<B>| {
+    let read_ahead = || {
         let ahead_limits = ReadLimits {
             max_bytes: slot.max_bytes.min(gateway.config.limits.fetch_max_bytes) as u64,
             ..limits
         };
-        let (stream, topic) = (&target.stream, &target.topic);
         gateway
             .read_ahead
             .begin(session, stream, topic, partition, read_end, ahead_limits)
     };
-    let mut pending = if read_end < marks.high_watermark {
-        read_ahead(gateway)
-    } else {
-        None
-    };
+    let mut pending = (read_end < marks.high_watermark).then(read_ahead).flatten();
     // Room for what was read, up to the limit, so the batch is written without regrowing.
     let stored: usize = messages
         .iter()
@@ -190,7 +173,7 @@ async fn read_partition<B: Backend>(
     // only now if the read had reached the end), so what is held starts at the offset the
     // consumer asks for next.
     if pending.is_none() && served < messages.len() {
-        pending = read_ahead(gateway);
+        pending = read_ahead();
     }
     if let Some(pending) = pending {
         let next = messages.get(served).map_or(read_end, |m| m.header.offset);
