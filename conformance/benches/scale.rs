@@ -3,12 +3,16 @@
 //! topics of 1, 16 and 256 partitions, and records of 100 B, 1 KiB and 64 KiB. For each cell:
 //! produce and fetch throughput, produce latency p50/p99 (queued to acknowledged), and the
 //! gateway's peak resident memory. Producers connect, fetch the topic's metadata and deliver one
-//! record elsewhere before the clock starts. Every cell has a fixed amount of data and a deadline, so the
+//! record elsewhere before the produce clock starts, and are dropped only after it stops; readers
+//! connect and fetch the metadata before the fetch clock starts. So each clock measures the
+//! gateway's work and the clients' sending and reading, not librdkafka's start-up and teardown.
+//! Every cell has a fixed amount of data and a deadline, so the
 //! run stops by itself; a cell past its deadline is reported as such. Prints figures and writes
 //! JSON; asserts nothing. Build the gateway first: `cargo build --release -p kafka-iggy-gateway`.
 
 use clap::Parser;
 use kafka_iggy_conformance::cpu::Processes;
+use kafka_iggy_conformance::ops_scrape;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -19,8 +23,9 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 #[derive(Parser, Debug)]
 #[command(about = "The gateway's scale matrix: connections x partitions x record sizes")]
@@ -32,10 +37,10 @@ struct Args {
     #[arg(long, value_delimiter = ',', default_values_t = [100usize, 1024, 65536])]
     record_bytes: Vec<usize>,
     /// Bytes of record values per cell (fewer records for larger ones)...
-    #[arg(long, default_value_t = 16 << 20)]
+    #[arg(long, default_value_t = 64 << 20)]
     cell_bytes: usize,
     /// ...and at most this many records.
-    #[arg(long, default_value_t = 40_000)]
+    #[arg(long, default_value_t = 200_000)]
     cell_records: usize,
     /// A cell not done by then is abandoned and reported as such.
     #[arg(long, default_value_t = 60)]
@@ -64,6 +69,10 @@ struct Cell {
     /// CPU time per record produced: the gateway process's, and this process's (the clients').
     produce_gateway_cpu_us: f64,
     produce_clients_cpu_us: f64,
+    /// Records the gateway appended per Iggy append (one per partition of a Produce request),
+    /// and per Produce request: how finely the clients' batching cut the cell's records.
+    records_per_append: f64,
+    records_per_produce_request: f64,
     load_1m: f64,
     /// Set when the cell hit its deadline; its figures are then partial.
     incomplete: Option<String>,
@@ -89,8 +98,40 @@ fn load_1m() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// The gateway process, killed on drop.
-struct Gateway(Child);
+/// The gateway's counts of what it appended, from its `/metrics` (docs/operating.md).
+#[derive(Clone, Copy)]
+struct Appends {
+    records: f64,
+    appends: f64,
+    requests: f64,
+}
+
+impl Appends {
+    async fn scrape(ops: std::net::SocketAddr) -> anyhow::Result<Appends> {
+        let (status, scrape) = ops_scrape::get(ops, "/metrics").await?;
+        anyhow::ensure!(status == 200, "/metrics answered {status}");
+        Ok(Appends {
+            records: ops_scrape::sum(&scrape, "kafka_iggy_gateway_produced_records_total", ""),
+            appends: ops_scrape::sum(
+                &scrape,
+                "kafka_iggy_gateway_backend_call_duration_seconds_count",
+                "operation=\"append\"",
+            ),
+            requests: ops_scrape::sum(&scrape, "kafka_iggy_gateway_requests_total", "api=\"Produce\""),
+        })
+    }
+
+    fn since(self, start: &Appends) -> Appends {
+        Appends {
+            records: self.records - start.records,
+            appends: self.appends - start.appends,
+            requests: self.requests - start.requests,
+        }
+    }
+}
+
+/// The gateway process, killed on drop, and its operations listener.
+struct Gateway(Child, std::net::SocketAddr);
 
 impl Drop for Gateway {
     fn drop(&mut self) {
@@ -108,16 +149,18 @@ fn start_gateway() -> anyhow::Result<(Gateway, String)> {
     );
     // A port chosen here: the gateway advertises its configured address.
     let address = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.to_string();
+    let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
     let log_path = std::env::temp_dir().join(format!("kig-scale-{}.log", std::process::id()));
     let log = std::fs::File::create(&log_path)?;
     let child = Command::new(&binary)
         .args(["--listen", &address, "--backend", "embedded", "--instance-id", "7"])
         .args(["--max-frame-size", "8388608"])
+        .args(["--metrics-listen", &ops.to_string()])
         .stdout(log.try_clone()?)
         .stderr(log)
         .stdin(Stdio::null())
         .spawn()?;
-    let gateway = Gateway(child);
+    let gateway = Gateway(child, ops);
     let start = Instant::now();
     // Readiness of a process this run started: its log line, bounded.
     while !std::fs::read_to_string(&log_path).is_ok_and(|t| t.contains("listening on")) {
@@ -155,6 +198,9 @@ async fn connected_producer(bootstrap: String, topic: String) -> anyhow::Result<
     Ok(producer)
 }
 
+/// Queues `records` records round robin over the partitions, then awaits each delivery; returns
+/// each record's queued-to-acknowledged time, and the producer, so that it is dropped only after
+/// the cell's clock stops, and off the runtime ([`drop_off_runtime`]).
 async fn produce(
     producer: FutureProducer,
     topic: String,
@@ -162,7 +208,7 @@ async fn produce(
     from: usize,
     records: usize,
     value: Arc<Vec<u8>>,
-) -> Vec<Duration> {
+) -> (Vec<Duration>, FutureProducer) {
     let mut pending = Vec::with_capacity(records);
     for i in from..from + records {
         let partition = (i % partitions as usize) as i32;
@@ -190,37 +236,77 @@ async fn produce(
             latencies.push(sent.elapsed());
         }
     }
-    latencies
+    (latencies, producer)
 }
 
-/// Reads `partitions` from offset 0 until `expected` records arrived or `stop` is set.
-fn consume(
-    bootstrap: &str,
-    topic: &str,
-    partitions: Vec<i32>,
-    expected: u64,
+/// Drops librdkafka clients on a blocking thread. Dropping a `FutureProducer` joins its polling
+/// thread, which polls in 100 ms slices, and then flushes: done inside a task, that blocks a
+/// runtime worker for 100 ms or more, and every other producer's delivery wake-ups wait behind
+/// it. Before this, a producer dropped at the end of its task made 8 and 64 connections look
+/// 4–40× slower than one (docs/performance.md, scale matrix).
+async fn drop_off_runtime<T: Send + 'static>(clients: Vec<T>) {
+    let _ = tokio::task::spawn_blocking(move || drop(clients)).await;
+}
+
+/// What the readers of a cell share.
+struct Reader {
+    /// Records read by all of them, and how many there are to read.
     seen: Arc<AtomicU64>,
+    expected: u64,
+    /// Told when `seen` reaches `expected`: the fetch clock stops.
+    all_seen: Arc<Notify>,
+    /// Set when the cell is over, read or not.
     stop: Arc<AtomicBool>,
-) {
-    if partitions.is_empty() {
-        return;
-    }
+    /// Where the readers, connected, meet the cell before its fetch clock starts.
+    ready: Arc<Barrier>,
+}
+
+/// Reads `partitions` from offset 0 until the readers have all the records or `stop` is set. The
+/// consumer connects and learns the topic's metadata before it meets the others at `ready`, where
+/// the cell's fetch clock starts: assigned before it knows the partition's leader, librdkafka waits
+/// out its 500 ms offset-query timer before the first ListOffsets, which the clock would count as
+/// fetching (it did, before: every cell's fetch took 0.5 s or more, whatever its size). It starts
+/// at offset 0, the start of the cell's new topic, rather than asking for the beginning: with many
+/// partitions their ListOffsets answers come one by one, and a Fetch sent while only drained
+/// partitions are ready waits out its 500 ms long poll before the others are fetched, a client's
+/// start-up again, not reading.
+fn consume(bootstrap: &str, topic: &str, partitions: Vec<i32>, reader: Reader) {
+    let Reader {
+        seen,
+        expected,
+        all_seen,
+        stop,
+        ready,
+    } = reader;
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", "scale")
         .set("enable.auto.commit", "false")
+        // librdkafka stops fetching a partition whose prefetch queue holds queued.min.messages
+        // (100,000) and by default looks again only 1 s later: a reader of 16 partitions of
+        // 100 B records fills that in its first Fetch and then sat idle for most of the cell.
+        // That pause is the client's, whatever the broker; 10 ms keeps it out of the measure.
+        .set("fetch.queue.backoff.ms", "10")
         .create()
         .expect("consumer");
+    let known = consumer.fetch_metadata(Some(topic), Duration::from_secs(30));
+    ready.wait();
+    if let Err(e) = known {
+        eprintln!("a consumer could not fetch the metadata of {topic}: {e}");
+        return;
+    }
     let mut assignment = TopicPartitionList::new();
     for p in partitions {
         assignment
-            .add_partition_offset(topic, p, Offset::Beginning)
+            .add_partition_offset(topic, p, Offset::Offset(0))
             .expect("partition");
     }
     consumer.assign(&assignment).expect("assigned");
     while seen.load(Ordering::Relaxed) < expected && !stop.load(Ordering::Relaxed) {
         if let Some(Ok(_)) = consumer.poll(Duration::from_millis(100)) {
-            seen.fetch_add(1, Ordering::Relaxed);
+            if seen.fetch_add(1, Ordering::Relaxed) + 1 == expected {
+                all_seen.notify_one();
+            }
         }
     }
 }
@@ -229,6 +315,7 @@ async fn cell(
     args: &Args,
     bootstrap: &str,
     pid: u32,
+    ops: std::net::SocketAddr,
     connections: usize,
     partitions: u32,
     record_bytes: usize,
@@ -273,6 +360,7 @@ async fn cell(
     for producer in connecting {
         connected.push(producer.await??);
     }
+    let appends_start = Appends::scrape(ops).await?;
     let cpu_start = Processes::take(&[pid]);
     let start = Instant::now();
     let producers: Vec<_> = connected
@@ -301,9 +389,14 @@ async fn cell(
     .await;
     let produce_s = start.elapsed().as_secs_f64();
     let (clients_cpu, gateway_cpu) = Processes::take(&[pid]).since(&cpu_start);
+    let appends = Appends::scrape(ops).await?.since(&appends_start);
     let mut incomplete = None;
     let mut latencies: Vec<Duration> = match produced {
-        Ok(all) => all.into_iter().flatten().collect(),
+        Ok(all) => {
+            let (latencies, producers): (Vec<_>, Vec<_>) = all.into_iter().unzip();
+            drop_off_runtime(producers).await;
+            latencies.into_iter().flatten().collect()
+        }
         Err(_) => {
             aborts.iter().for_each(|a| a.abort());
             incomplete = Some(format!("produce not done within {deadline:?}"));
@@ -312,18 +405,36 @@ async fn cell(
     };
     let seen = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
-    let start = Instant::now();
-    let readers: Vec<_> = (0..connections)
+    let all_seen = Arc::new(Notify::new());
+    // One reader per connection that has partitions to read (64 readers of one partition: one).
+    let assignments: Vec<Vec<i32>> = (0..connections)
         .map(|c| {
-            let mine: Vec<i32> = (0..partitions as i32)
+            (0..partitions as i32)
                 .filter(|p| *p as usize % connections == c)
-                .collect();
-            let (bootstrap, topic, seen, stop) = (bootstrap.to_string(), topic.clone(), seen.clone(), stop.clone());
-            std::thread::spawn(move || consume(&bootstrap, &topic, mine, records as u64, seen, stop))
+                .collect()
+        })
+        .filter(|mine: &Vec<i32>| !mine.is_empty())
+        .collect();
+    let ready = Arc::new(Barrier::new(assignments.len() + 1));
+    let readers: Vec<_> = assignments
+        .into_iter()
+        .map(|mine| {
+            let reader = Reader {
+                seen: seen.clone(),
+                expected: records as u64,
+                all_seen: all_seen.clone(),
+                stop: stop.clone(),
+                ready: ready.clone(),
+            };
+            let (bootstrap, topic) = (bootstrap.to_string(), topic.clone());
+            std::thread::spawn(move || consume(&bootstrap, &topic, mine, reader))
         })
         .collect();
-    while seen.load(Ordering::Relaxed) < records as u64 && start.elapsed() < deadline && incomplete.is_none() {
-        tokio::time::sleep(Duration::from_millis(5)).await;
+    // The readers are connected and know the topic: the fetch clock starts here.
+    let _ = tokio::task::spawn_blocking(move || ready.wait()).await;
+    let start = Instant::now();
+    if incomplete.is_none() {
+        let _ = tokio::time::timeout(deadline, all_seen.notified()).await;
     }
     let fetch_s = start.elapsed().as_secs_f64();
     let fetched = seen.load(Ordering::Relaxed);
@@ -331,11 +442,13 @@ async fn cell(
         incomplete = Some(format!("fetched {fetched} of {records} within {deadline:?}"));
     }
     stop.store(true, Ordering::Relaxed);
-    for r in readers {
-        let _ = r.join();
-    }
     sampling.store(false, Ordering::Relaxed);
-    let _ = sampler.join();
+    // Joined off the runtime: a consumer closes as its thread ends, which blocks.
+    let _ = tokio::task::spawn_blocking(move || {
+        readers.into_iter().for_each(|r| drop(r.join()));
+        drop(sampler.join());
+    })
+    .await;
     let _ = admin.delete_topics(&[&topic], &options).await;
     latencies.sort();
     let pct = |p: f64| {
@@ -358,6 +471,8 @@ async fn cell(
         gateway_peak_rss_mib: peak_kib.load(Ordering::Relaxed) as f64 / 1024.0,
         produce_gateway_cpu_us: gateway_cpu.total().as_secs_f64() * 1e6 / records as f64,
         produce_clients_cpu_us: clients_cpu.total().as_secs_f64() * 1e6 / records as f64,
+        records_per_append: appends.records / appends.appends,
+        records_per_produce_request: appends.records / appends.requests,
         load_1m: load_1m(),
         incomplete,
     })
@@ -367,7 +482,7 @@ async fn cell(
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let (gateway, bootstrap) = start_gateway()?;
-    let pid = gateway.0.id();
+    let (pid, ops) = (gateway.0.id(), gateway.1);
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
     for r in admin(&bootstrap)?
         .create_topics(&[NewTopic::new(WARM_UP_TOPIC, 1, TopicReplication::Fixed(1))], &options)
@@ -381,15 +496,15 @@ async fn main() -> anyhow::Result<()> {
         args.cell_bytes >> 20,
         args.cell_deadline_s
     );
-    println!("| conns | parts | record | records | produce rec/s | MB/s | p50 ms | p99 ms | produce CPU µs/rec: gateway, clients | fetch rec/s | MB/s | peak RSS MiB | load |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| conns | parts | record | records | produce rec/s | MB/s | p50 ms | p99 ms | produce CPU µs/rec: gateway, clients | records per append, per request | fetch rec/s | MB/s | peak RSS MiB | load |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut cells = Vec::new();
     for &record_bytes in &args.record_bytes {
         for &partitions in &args.partitions {
             for &connections in &args.connections {
-                let c = cell(&args, &bootstrap, pid, connections, partitions, record_bytes).await?;
+                let c = cell(&args, &bootstrap, pid, ops, connections, partitions, record_bytes).await?;
                 println!(
-                    "| {} | {} | {} B | {} | {:.0} | {:.1} | {:.2} | {:.2} | {:.2}, {:.2} | {:.0} | {:.1} | {:.0} | {:.1} |{}",
+                    "| {} | {} | {} B | {} | {:.0} | {:.1} | {:.2} | {:.2} | {:.2}, {:.2} | {:.1}, {:.0} | {:.0} | {:.1} | {:.0} | {:.1} |{}",
                     c.connections,
                     c.partitions,
                     c.record_bytes,
@@ -400,6 +515,8 @@ async fn main() -> anyhow::Result<()> {
                     c.produce_p99_ms,
                     c.produce_gateway_cpu_us,
                     c.produce_clients_cpu_us,
+                    c.records_per_append,
+                    c.records_per_produce_request,
                     c.fetch_records_per_s,
                     c.fetch_mb_per_s,
                     c.gateway_peak_rss_mib,

@@ -11,6 +11,7 @@
 //! - [`results`]: what a run found, case by case, as the JSON report holds it.
 //! - [`compat`]: the compatibility tier, librdkafka's own tests against the gateway.
 //! - [`report`]: the run as JUnit XML, JSON and a Markdown matrix.
+//! - [`ops_scrape`]: a gateway's operations listener read from outside (`/metrics`, probes).
 //! - [`traceability`]: the spec's rules traced to cases, tests and code; the conformance matrix.
 
 pub mod bench;
@@ -21,6 +22,7 @@ pub mod delay_proxy;
 pub mod differential;
 pub mod endpoint;
 pub mod native;
+pub mod ops_scrape;
 pub mod profile;
 pub mod provision;
 pub mod real_iggy;

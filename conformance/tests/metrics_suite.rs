@@ -6,6 +6,7 @@
 
 use kafka_iggy_conformance::cases::{group_admin_cases, group_cases, wire_cases};
 use kafka_iggy_conformance::endpoint::{Endpoint, LocalGateway};
+use kafka_iggy_conformance::ops_scrape::{self, get};
 use kafka_iggy_conformance::results::Status;
 use kafka_iggy_conformance::runner::{self, Filter};
 use kafka_iggy_gateway::ops_http::{serve_ops, GatewayOps};
@@ -68,26 +69,9 @@ async fn proxy(listener: TcpListener, target: String, seen: Seen) {
     }
 }
 
-/// One HTTP/1.1 GET: the status code and the body.
-async fn get(addr: std::net::SocketAddr, path: &str) -> anyhow::Result<(u16, String)> {
-    let mut stream = TcpStream::connect(addr).await?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).await?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).await?;
-    let status = response.get(9..12).unwrap_or_default().parse()?;
-    let (_, body) = response.split_once("\r\n\r\n").unwrap_or_default();
-    Ok((status, body.to_string()))
-}
-
 /// The sum of `kafka_iggy_gateway_requests_total` over every version of `api`.
 fn requests_of(scrape: &str, api: &str) -> f64 {
-    let label = format!("api=\"{api}\"");
-    scrape
-        .lines()
-        .filter(|l| l.starts_with("kafka_iggy_gateway_requests_total{") && l.contains(&label))
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-        .sum()
+    ops_scrape::sum(scrape, "kafka_iggy_gateway_requests_total", &format!("api=\"{api}\""))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
