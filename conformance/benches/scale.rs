@@ -23,7 +23,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
@@ -69,6 +69,11 @@ struct Cell {
     /// CPU time per record produced: the gateway process's, and this process's (the clients').
     produce_gateway_cpu_us: f64,
     produce_clients_cpu_us: f64,
+    /// Records the gateway read per Fetch request (long polls that found nothing included).
+    records_per_fetch_request: f64,
+    /// The same CPU time, for each record fetched.
+    fetch_gateway_cpu_us: f64,
+    fetch_clients_cpu_us: f64,
     /// Records the gateway appended per Iggy append (one per partition of a Produce request),
     /// and per Produce request: how finely the clients' batching cut the cell's records.
     records_per_append: f64,
@@ -98,34 +103,43 @@ fn load_1m() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// The gateway's counts of what it appended, from its `/metrics` (docs/operating.md).
+/// What the gateway counted, from its `/metrics` (docs/operating.md): records appended and read,
+/// Iggy appends, and Produce and Fetch requests.
 #[derive(Clone, Copy)]
-struct Appends {
-    records: f64,
+struct Counted {
+    produced: f64,
     appends: f64,
-    requests: f64,
+    produce_requests: f64,
+    fetched: f64,
+    fetch_requests: f64,
 }
 
-impl Appends {
-    async fn scrape(ops: std::net::SocketAddr) -> anyhow::Result<Appends> {
+impl Counted {
+    async fn scrape(ops: std::net::SocketAddr) -> anyhow::Result<Counted> {
         let (status, scrape) = ops_scrape::get(ops, "/metrics").await?;
         anyhow::ensure!(status == 200, "/metrics answered {status}");
-        Ok(Appends {
-            records: ops_scrape::sum(&scrape, "kafka_iggy_gateway_produced_records_total", ""),
+        let requests =
+            |api: &str| ops_scrape::sum(&scrape, "kafka_iggy_gateway_requests_total", &format!("api=\"{api}\""));
+        Ok(Counted {
+            produced: ops_scrape::sum(&scrape, "kafka_iggy_gateway_produced_records_total", ""),
             appends: ops_scrape::sum(
                 &scrape,
                 "kafka_iggy_gateway_backend_call_duration_seconds_count",
                 "operation=\"append\"",
             ),
-            requests: ops_scrape::sum(&scrape, "kafka_iggy_gateway_requests_total", "api=\"Produce\""),
+            produce_requests: requests("Produce"),
+            fetched: ops_scrape::sum(&scrape, "kafka_iggy_gateway_fetched_records_total", ""),
+            fetch_requests: requests("Fetch"),
         })
     }
 
-    fn since(self, start: &Appends) -> Appends {
-        Appends {
-            records: self.records - start.records,
+    fn since(self, start: &Counted) -> Counted {
+        Counted {
+            produced: self.produced - start.produced,
             appends: self.appends - start.appends,
-            requests: self.requests - start.requests,
+            produce_requests: self.produce_requests - start.produce_requests,
+            fetched: self.fetched - start.fetched,
+            fetch_requests: self.fetch_requests - start.fetch_requests,
         }
     }
 }
@@ -253,17 +267,21 @@ struct Reader {
     /// Records read by all of them, and how many there are to read.
     seen: Arc<AtomicU64>,
     expected: u64,
-    /// Told when `seen` reaches `expected`: the fetch clock stops.
+    /// When `seen` reached `expected`, set by the reader that read the last record (the fetch
+    /// clock's end, taken there rather than when the cell's task next runs), and the wake-up.
+    all_seen_at: Arc<OnceLock<Instant>>,
     all_seen: Arc<Notify>,
     /// Set when the cell is over, read or not.
     stop: Arc<AtomicBool>,
-    /// Where the readers, connected, meet the cell before its fetch clock starts.
+    /// Met three times: once connected; then to start together once the cell has started its
+    /// clock (so that no reader runs before the clock does); and last, done, once the cell has
+    /// read the threads' CPU time (an ended thread's time is no longer counted).
     ready: Arc<Barrier>,
 }
 
 /// Reads `partitions` from offset 0 until the readers have all the records or `stop` is set. The
-/// consumer connects and learns the topic's metadata before it meets the others at `ready`, where
-/// the cell's fetch clock starts: assigned before it knows the partition's leader, librdkafka waits
+/// consumer connects and learns the topic's metadata before it meets the others at `ready`, and
+/// starts when the cell's fetch clock has: assigned before it knows the partition's leader, librdkafka waits
 /// out its 500 ms offset-query timer before the first ListOffsets, which the clock would count as
 /// fetching (it did, before: every cell's fetch took 0.5 s or more, whatever its size). It starts
 /// at offset 0, the start of the cell's new topic, rather than asking for the beginning: with many
@@ -274,6 +292,7 @@ fn consume(bootstrap: &str, topic: &str, partitions: Vec<i32>, reader: Reader) {
     let Reader {
         seen,
         expected,
+        all_seen_at,
         all_seen,
         stop,
         ready,
@@ -291,24 +310,28 @@ fn consume(bootstrap: &str, topic: &str, partitions: Vec<i32>, reader: Reader) {
         .expect("consumer");
     let known = consumer.fetch_metadata(Some(topic), Duration::from_secs(30));
     ready.wait();
-    if let Err(e) = known {
-        eprintln!("a consumer could not fetch the metadata of {topic}: {e}");
-        return;
-    }
-    let mut assignment = TopicPartitionList::new();
-    for p in partitions {
-        assignment
-            .add_partition_offset(topic, p, Offset::Offset(0))
-            .expect("partition");
-    }
-    consumer.assign(&assignment).expect("assigned");
-    while seen.load(Ordering::Relaxed) < expected && !stop.load(Ordering::Relaxed) {
-        if let Some(Ok(_)) = consumer.poll(Duration::from_millis(100)) {
-            if seen.fetch_add(1, Ordering::Relaxed) + 1 == expected {
-                all_seen.notify_one();
+    ready.wait();
+    match known {
+        Err(e) => eprintln!("a consumer could not fetch the metadata of {topic}: {e}"),
+        Ok(_) => {
+            let mut assignment = TopicPartitionList::new();
+            for p in partitions {
+                assignment
+                    .add_partition_offset(topic, p, Offset::Offset(0))
+                    .expect("partition");
+            }
+            consumer.assign(&assignment).expect("assigned");
+            while seen.load(Ordering::Relaxed) < expected && !stop.load(Ordering::Relaxed) {
+                if let Some(Ok(_)) = consumer.poll(Duration::from_millis(100)) {
+                    if seen.fetch_add(1, Ordering::Relaxed) + 1 == expected {
+                        let _ = all_seen_at.set(Instant::now());
+                        all_seen.notify_one();
+                    }
+                }
             }
         }
     }
+    ready.wait();
 }
 
 async fn cell(
@@ -360,7 +383,7 @@ async fn cell(
     for producer in connecting {
         connected.push(producer.await??);
     }
-    let appends_start = Appends::scrape(ops).await?;
+    let produce_counted = Counted::scrape(ops).await?;
     let cpu_start = Processes::take(&[pid]);
     let start = Instant::now();
     let producers: Vec<_> = connected
@@ -389,7 +412,7 @@ async fn cell(
     .await;
     let produce_s = start.elapsed().as_secs_f64();
     let (clients_cpu, gateway_cpu) = Processes::take(&[pid]).since(&cpu_start);
-    let appends = Appends::scrape(ops).await?.since(&appends_start);
+    let produced_counted = Counted::scrape(ops).await?.since(&produce_counted);
     let mut incomplete = None;
     let mut latencies: Vec<Duration> = match produced {
         Ok(all) => {
@@ -406,6 +429,7 @@ async fn cell(
     let seen = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(AtomicBool::new(false));
     let all_seen = Arc::new(Notify::new());
+    let all_seen_at = Arc::new(OnceLock::new());
     // One reader per connection that has partitions to read (64 readers of one partition: one).
     let assignments: Vec<Vec<i32>> = (0..connections)
         .map(|c| {
@@ -422,6 +446,7 @@ async fn cell(
             let reader = Reader {
                 seen: seen.clone(),
                 expected: records as u64,
+                all_seen_at: all_seen_at.clone(),
                 all_seen: all_seen.clone(),
                 stop: stop.clone(),
                 ready: ready.clone(),
@@ -430,21 +455,38 @@ async fn cell(
             std::thread::spawn(move || consume(&bootstrap, &topic, mine, reader))
         })
         .collect();
-    // The readers are connected and know the topic: the fetch clock starts here.
-    let _ = tokio::task::spawn_blocking(move || ready.wait()).await;
-    let start = Instant::now();
+    let fetch_counted = Counted::scrape(ops).await?;
+    // Once the readers are connected and know the topic, the fetch clock starts, on the thread
+    // that releases them: a task on the runtime could be scheduled after the readers had run (64
+    // of them and their librdkafka threads share two cores with it).
+    let releasing = ready.clone();
+    let (fetch_cpu_start, start) = tokio::task::spawn_blocking(move || {
+        let ready = releasing;
+        ready.wait();
+        let clock = (Processes::take(&[pid]), Instant::now());
+        ready.wait();
+        clock
+    })
+    .await?;
     if incomplete.is_none() {
         let _ = tokio::time::timeout(deadline, all_seen.notified()).await;
     }
-    let fetch_s = start.elapsed().as_secs_f64();
+    let fetch_s = all_seen_at
+        .get()
+        .map_or_else(|| start.elapsed(), |at| *at - start)
+        .as_secs_f64();
+    let (fetch_clients_cpu, fetch_gateway_cpu) = Processes::take(&[pid]).since(&fetch_cpu_start);
+    let fetched_counted = Counted::scrape(ops).await?.since(&fetch_counted);
     let fetched = seen.load(Ordering::Relaxed);
     if fetched < records as u64 && incomplete.is_none() {
         incomplete = Some(format!("fetched {fetched} of {records} within {deadline:?}"));
     }
     stop.store(true, Ordering::Relaxed);
     sampling.store(false, Ordering::Relaxed);
-    // Joined off the runtime: a consumer closes as its thread ends, which blocks.
+    // Off the runtime: the readers are let go, and a consumer closes as its thread ends, which
+    // blocks.
     let _ = tokio::task::spawn_blocking(move || {
+        ready.wait();
         readers.into_iter().for_each(|r| drop(r.join()));
         drop(sampler.join());
     })
@@ -471,8 +513,11 @@ async fn cell(
         gateway_peak_rss_mib: peak_kib.load(Ordering::Relaxed) as f64 / 1024.0,
         produce_gateway_cpu_us: gateway_cpu.total().as_secs_f64() * 1e6 / records as f64,
         produce_clients_cpu_us: clients_cpu.total().as_secs_f64() * 1e6 / records as f64,
-        records_per_append: appends.records / appends.appends,
-        records_per_produce_request: appends.records / appends.requests,
+        records_per_append: produced_counted.produced / produced_counted.appends,
+        fetch_gateway_cpu_us: fetch_gateway_cpu.total().as_secs_f64() * 1e6 / fetched.max(1) as f64,
+        fetch_clients_cpu_us: fetch_clients_cpu.total().as_secs_f64() * 1e6 / fetched.max(1) as f64,
+        records_per_produce_request: produced_counted.produced / produced_counted.produce_requests,
+        records_per_fetch_request: fetched_counted.fetched / fetched_counted.fetch_requests,
         load_1m: load_1m(),
         incomplete,
     })
@@ -496,15 +541,15 @@ async fn main() -> anyhow::Result<()> {
         args.cell_bytes >> 20,
         args.cell_deadline_s
     );
-    println!("| conns | parts | record | records | produce rec/s | MB/s | p50 ms | p99 ms | produce CPU µs/rec: gateway, clients | records per append, per request | fetch rec/s | MB/s | peak RSS MiB | load |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| conns | parts | record | records | produce rec/s | MB/s | p50 ms | p99 ms | produce CPU µs/rec: gateway, clients | records per append, per request | fetch rec/s | MB/s | fetch CPU µs/rec: gateway, clients | records per Fetch | peak RSS MiB | load |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let mut cells = Vec::new();
     for &record_bytes in &args.record_bytes {
         for &partitions in &args.partitions {
             for &connections in &args.connections {
                 let c = cell(&args, &bootstrap, pid, ops, connections, partitions, record_bytes).await?;
                 println!(
-                    "| {} | {} | {} B | {} | {:.0} | {:.1} | {:.2} | {:.2} | {:.2}, {:.2} | {:.1}, {:.0} | {:.0} | {:.1} | {:.0} | {:.1} |{}",
+                    "| {} | {} | {} B | {} | {:.0} | {:.1} | {:.2} | {:.2} | {:.2}, {:.2} | {:.1}, {:.0} | {:.0} | {:.1} | {:.2}, {:.2} | {:.0} | {:.0} | {:.1} |{}",
                     c.connections,
                     c.partitions,
                     c.record_bytes,
@@ -519,6 +564,9 @@ async fn main() -> anyhow::Result<()> {
                     c.records_per_produce_request,
                     c.fetch_records_per_s,
                     c.fetch_mb_per_s,
+                    c.fetch_gateway_cpu_us,
+                    c.fetch_clients_cpu_us,
+                    c.records_per_fetch_request,
                     c.gateway_peak_rss_mib,
                     c.load_1m,
                     c.incomplete
