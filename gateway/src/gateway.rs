@@ -18,6 +18,7 @@ use crate::protocol::api::serves;
 use crate::protocol::entries::Entries;
 use crate::protocol::legacy;
 use crate::protocol::request::{decode_body, encode_response, parse_request, peek_header, Request, RequestError};
+use crate::protocol::response_frame::{encode_response_segments, ResponseFrame};
 use crate::read_ahead::ReadAhead;
 use bytes::Bytes;
 use kafka_protocol::messages::ApiKey;
@@ -62,12 +63,12 @@ pub struct Gateway<B> {
 #[derive(Debug)]
 pub enum Reply {
     /// A response frame body (header and body, without the size prefix).
-    Frame(Bytes),
+    Frame(ResponseFrame),
     /// Nothing: Produce with acks=0.
     Nothing,
     /// A frame, after which the connection closes: a failed authentication
     /// (AUTH-SASL-FAIL-1).
-    FrameThenClose(Bytes),
+    FrameThenClose(ResponseFrame),
 }
 
 impl<B: Backend> Gateway<B> {
@@ -192,7 +193,7 @@ impl<B: Backend> Gateway<B> {
             // PROTO-APIVERSIONS-1 (KIP-511): the header may not even parse; answer in v0.
             let body = handlers::api_versions::unsupported_version();
             return encode_response(correlation_id, 0, &body, 0)
-                .map(Reply::Frame)
+                .map(|frame| Reply::Frame(frame.into()))
                 .map_err(|e| RequestError::Encode {
                     key: ApiKey::ApiVersions,
                     version: 0,
@@ -231,14 +232,15 @@ impl<B: Backend> Gateway<B> {
         };
         // PROTO-ENCODE-1: a response that does not encode closes the connection with a log line;
         // it never panics the connection task.
+        let encode_error = |e: anyhow::Error| RequestError::Encode {
+            key,
+            version,
+            reason: format!("{e:#}"),
+        };
         let reply = |body: &dyn ErasedEncodable| {
             body.encode_frame(correlation_id, header_version, version)
-                .map(Reply::Frame)
-                .map_err(|e| RequestError::Encode {
-                    key,
-                    version,
-                    reason: format!("{e:#}"),
-                })
+                .map(|frame| Reply::Frame(frame.into()))
+                .map_err(encode_error)
         };
         match key {
             // PROTO-LEGACY-1: versions kafka-protocol no longer decodes.
@@ -253,7 +255,18 @@ impl<B: Backend> Gateway<B> {
                     None => Ok(Reply::Nothing),
                 }
             }
-            ApiKey::Fetch => reply(&handlers::fetch::handle(self, session(), self.decode(&request)?, version).await),
+            ApiKey::Fetch => {
+                let response = handlers::fetch::handle(self, session(), self.decode(&request)?, version).await;
+                // FETCH-WRITE-1: the record batches go out from their own buffers.
+                let batches: Vec<Bytes> = response
+                    .responses
+                    .iter()
+                    .flat_map(|topic| topic.partitions.iter().filter_map(|p| p.records.clone()))
+                    .collect();
+                encode_response_segments(correlation_id, header_version, &response, version, &batches)
+                    .map(Reply::Frame)
+                    .map_err(encode_error)
+            }
             ApiKey::ListOffsets => {
                 reply(&handlers::list_offsets::handle(self, session(), self.decode(&request)?, version).await)
             }

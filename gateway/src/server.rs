@@ -12,7 +12,8 @@
 use crate::backend::Backend;
 use crate::gateway::{Gateway, Reply};
 use crate::metrics::metrics;
-use crate::protocol::frame::{read_admitted_frame, write_frame, FrameError};
+use crate::protocol::frame::{read_admitted_frame, FrameError};
+use crate::protocol::response_frame::write_response;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -270,7 +271,7 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
                 break;
             }
         };
-        match tokio::time::timeout(config.write_timeout, write_frame(&mut stream, &body)).await {
+        match tokio::time::timeout(config.write_timeout, write_response(&mut stream, &body)).await {
             Ok(Ok(())) => metrics().add_sent_bytes(body.len() + 4),
             Ok(Err(e)) => {
                 tracing::debug!("connection write failed: {e}");

@@ -55,9 +55,10 @@ fn frame<T: Encodable>(key: ApiKey, version: i16, body: &T) -> Bytes {
 
 /// The response body of an answered frame, decoded at `version`.
 fn answer<T: Decodable>(reply: Result<Reply, RequestError>, key: ApiKey, version: i16) -> T {
-    let Reply::Frame(mut bytes) = reply.expect("answered, not closed") else {
+    let Reply::Frame(frame) = reply.expect("answered, not closed") else {
         panic!("no response");
     };
+    let mut bytes = frame.to_bytes();
     ResponseHeader::decode(&mut bytes, key.response_header_version(version)).unwrap();
     T::decode(&mut bytes, version).unwrap()
 }

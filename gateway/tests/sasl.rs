@@ -101,12 +101,13 @@ fn produce_code(response: &ProduceResponse) -> i16 {
 async fn auth_sasl_gate_1_nothing_but_api_versions_and_sasl_before_authentication() {
     let g = gateway();
     let mut c = g.new_connection(peer());
-    let Ok(Reply::Frame(mut bytes)) = g
+    let Ok(Reply::Frame(answered)) = g
         .handle(frame(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()), &mut c)
         .await
     else {
         panic!("ApiVersions is answered before authentication");
     };
+    let mut bytes = answered.to_bytes();
     // ApiVersions answers with response header v0 whatever its version (PROTO-HEADER-1).
     ResponseHeader::decode(&mut bytes, 0).unwrap();
     let versions = ApiVersionsResponse::decode(&mut bytes, 3).unwrap();

@@ -90,7 +90,8 @@ impl Session {
             .block_on(async { tokio::time::timeout(REQUEST_TIMEOUT, self.gateway.handle_frame(frame)).await });
         match answer {
             // A gateway without SASL answers SaslAuthenticate ILLEGAL_SASL_STATE and closes.
-            Ok(Ok(Reply::Frame(body) | Reply::FrameThenClose(body))) => {
+            Ok(Ok(Reply::Frame(frame) | Reply::FrameThenClose(frame))) => {
+                let body = frame.to_bytes();
                 // PROTO-HEADER-1: every response starts with the request's correlation id.
                 let correlation_id = correlation_id.expect("a frame with a header");
                 assert!(body.len() >= 4, "response of {} bytes", body.len());

@@ -148,7 +148,7 @@ pub async fn handle_raw<B: Backend>(
     frame: Bytes,
 ) -> Result<Reply, RequestError> {
     match authenticate(gateway, connection, &frame).await {
-        Ok(_) => Ok(Reply::Frame(Bytes::new())),
+        Ok(_) => Ok(Reply::Frame(Bytes::new().into())),
         Err(told) => Err(RequestError::NotAuthenticated(format!(
             "bare SASL PLAIN frame after SaslHandshake v0: {told} (AUTH-SASL-FAIL-1)"
         ))),

@@ -4,7 +4,7 @@
 use bytes::{Bytes, BytesMut};
 use std::future::Future;
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
@@ -90,13 +90,6 @@ where
     Ok(Some((body.freeze(), permits)))
 }
 
-/// Writes one frame: the size prefix then the body.
-pub async fn write_frame<W: AsyncWrite + Unpin>(writer: &mut W, body: &[u8]) -> std::io::Result<()> {
-    writer.write_all(&(body.len() as i32).to_be_bytes()).await?;
-    writer.write_all(body).await?;
-    writer.flush().await
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,9 +117,14 @@ mod tests {
 
     #[tokio::test]
     async fn frames_round_trip_and_end_cleanly() {
+        use crate::protocol::response_frame::{write_response, ResponseFrame};
         let mut buf = Vec::new();
-        write_frame(&mut buf, b"hello").await.unwrap();
-        write_frame(&mut buf, b"x").await.unwrap();
+        write_response(&mut buf, &ResponseFrame::from(Bytes::from_static(b"hello")))
+            .await
+            .unwrap();
+        write_response(&mut buf, &ResponseFrame::from(Bytes::from_static(b"x")))
+            .await
+            .unwrap();
         let mut r = &buf[..];
         assert_eq!(
             &read_frame(&mut r, 1024, Duration::from_secs(1)).await.unwrap().unwrap()[..],

@@ -5,3 +5,4 @@ pub mod entries;
 pub mod frame;
 pub mod legacy;
 pub mod request;
+pub mod response_frame;

@@ -26,9 +26,10 @@ pub fn frame<T: Encodable>(key: ApiKey, version: i16, body: &T) -> Bytes {
 /// The response body of `reply`: a frame that echoes the correlation id and holds nothing after
 /// the body.
 pub fn answer<T: Decodable>(reply: Result<Reply, RequestError>, key: ApiKey, version: i16) -> T {
-    let Reply::Frame(mut bytes) = reply.expect("answered, not closed") else {
+    let Reply::Frame(frame) = reply.expect("answered, not closed") else {
         panic!("no response");
     };
+    let mut bytes = frame.to_bytes();
     let header = ResponseHeader::decode(&mut bytes, key.response_header_version(version)).unwrap();
     assert_eq!(header.correlation_id, CORRELATION_ID);
     let body = T::decode(&mut bytes, version).unwrap();

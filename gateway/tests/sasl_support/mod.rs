@@ -9,6 +9,7 @@ use kafka_iggy_gateway::clock::TokioClock;
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
 use kafka_iggy_gateway::gateway::{Gateway, Reply};
 use kafka_iggy_gateway::protocol::request::RequestError;
+use kafka_iggy_gateway::protocol::response_frame::ResponseFrame;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use std::net::IpAddr;
@@ -45,7 +46,8 @@ pub fn frame<T: Encodable>(key: ApiKey, version: i16, body: &T) -> Bytes {
     out.freeze()
 }
 
-pub fn decode<T: Decodable>(mut bytes: Bytes, key: ApiKey, version: i16) -> T {
+pub fn decode<T: Decodable>(frame: ResponseFrame, key: ApiKey, version: i16) -> T {
+    let mut bytes = frame.to_bytes();
     ResponseHeader::decode(&mut bytes, key.response_header_version(version)).unwrap();
     T::decode(&mut bytes, version).unwrap()
 }
