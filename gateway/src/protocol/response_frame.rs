@@ -85,15 +85,7 @@ pub fn encode_response_segments<T: Encodable>(
 
 /// Writes one frame: the size prefix, then the segments, as few writes as the stream allows.
 pub async fn write_response<W: AsyncWrite + Unpin>(writer: &mut W, frame: &ResponseFrame) -> std::io::Result<()> {
-    let mut buf = FrameBuf {
-        prefix: (frame.len as i32).to_be_bytes(),
-        prefix_written: 0,
-        segments: &frame.segments,
-        index: 0,
-        offset: 0,
-        remaining: frame.len + 4,
-    };
-    writer.write_all_buf(&mut buf).await?;
+    writer.write_all_buf(&mut FrameBuf::new(frame)).await?;
     writer.flush().await
 }
 
@@ -226,6 +218,19 @@ struct FrameBuf<'a> {
     index: usize,
     offset: usize,
     remaining: usize,
+}
+
+impl<'a> FrameBuf<'a> {
+    fn new(frame: &'a ResponseFrame) -> Self {
+        FrameBuf {
+            prefix: (frame.len as i32).to_be_bytes(),
+            prefix_written: 0,
+            segments: &frame.segments,
+            index: 0,
+            offset: 0,
+            remaining: frame.len + 4,
+        }
+    }
 }
 
 impl Buf for FrameBuf<'_> {
@@ -420,14 +425,8 @@ mod tests {
             Bytes::from_static(b"world"),
         ];
         let frame = ResponseFrame { len: 11, segments };
-        let mut buf = FrameBuf {
-            prefix: (frame.len as i32).to_be_bytes(),
-            prefix_written: 0,
-            segments: &frame.segments,
-            index: 0,
-            offset: 0,
-            remaining: 15,
-        };
+        let mut buf = FrameBuf::new(&frame);
+        assert_eq!(buf.remaining(), 15);
         buf.advance(6);
         let mut slices = [IoSlice::new(&[]); 8];
         let n = buf.chunks_vectored(&mut slices);
