@@ -1,6 +1,8 @@
 //! A response frame held as segments (FETCH-WRITE-1): built without copying the large byte
 //! strings a response carries (a Fetch's record batches, already built in their own buffers),
-//! and written with the size prefix in front, by vectored writes where the stream has them.
+//! and written with the size prefix in front, by vectored writes where the stream has them
+//! (tokio hands at most 64 slices to one; TLS copies the plaintext into its own records anyway,
+//! so there it saves one copy, not every copy).
 //!
 //! Encoding a Fetch response into one buffer copied every fetched byte once more, into a buffer
 //! as large as the response (up to `fetch_max_bytes`), freshly allocated and page-faulted per
@@ -105,13 +107,16 @@ impl<'a> SegmentedBuf<'a> {
             .filter(|b| b.len() >= BY_REFERENCE_MIN_BYTES)
             .collect();
         by_reference.sort_by_key(|b| b.as_ptr() as usize);
+        // One entry per address: of two strings that start at the same byte, the one kept is
+        // referenced and the other, longer or shorter, does not match and is copied.
         by_reference.dedup_by_key(|b| b.as_ptr() as usize);
         let referenced: usize = by_reference.iter().map(|b| b.len()).sum();
         SegmentedBuf {
             done: Vec::with_capacity(2 * by_reference.len() + 1),
             done_len: 0,
-            // What is copied: the response less the strings taken by reference (each at most
-            // once; one written twice would be copied the second time and the head grows).
+            // What is copied: the response less the strings taken by reference, each counted
+            // once (a string the response holds twice is referenced twice; the head is then
+            // larger than it needs, never too small).
             head: BytesMut::with_capacity(total.saturating_sub(referenced)),
             by_reference,
         }
@@ -160,8 +165,9 @@ impl<'a> SegmentedBuf<'a> {
     }
 }
 
-// SAFETY: every method hands on to the head, a `BytesMut`, whose own implementation upholds the
-// contract; `put_slice` only chooses between appending to the head and adding a segment.
+// SAFETY: `remaining_mut`, `chunk_mut` and `advance_mut` hand on to the head, a `BytesMut`,
+// whose own implementation upholds the contract, so a chunk and its advance always name the same
+// memory; `put_slice`, safe code, either appends to the head or adds a segment after it.
 unsafe impl BufMut for SegmentedBuf<'_> {
     fn remaining_mut(&self) -> usize {
         self.head.remaining_mut()
@@ -201,6 +207,9 @@ impl ByteBufMut for SegmentedBuf<'_> {
     }
 
     fn range(&mut self, r: Range<usize>) -> &mut [u8] {
+        if r.is_empty() {
+            return &mut [];
+        }
         if r.start < self.done_len {
             self.flatten();
         }
@@ -415,6 +424,60 @@ mod tests {
         let mut expected = (frame.len() as i32).to_be_bytes().to_vec();
         expected.extend_from_slice(&frame.to_bytes());
         assert_eq!(written, expected);
+    }
+
+    #[test]
+    fn fetch_write_1_a_batch_the_response_holds_twice_is_referenced_twice() {
+        let big = batch(BY_REFERENCE_MIN_BYTES, 8);
+        let batches = vec![Some(big.clone()), Some(big.clone())];
+        let response = fetch_response(&batches);
+        let frame = encode_response_segments(2, 1, &response, 12, std::slice::from_ref(&big)).expect("encodes");
+        let referenced = frame.segments().iter().filter(|s| s.as_ptr() == big.as_ptr()).count();
+        assert_eq!(referenced, 2);
+        assert_eq!(frame.to_bytes(), encode_response(2, 1, &response, 12).unwrap());
+    }
+
+    /// A stream without vectored writes that takes at most 1,000 bytes a call: `write_all_buf`
+    /// then walks the frame through `chunk` and `advance`, as over TLS or turmoil.
+    struct Trickle(Vec<u8>);
+
+    impl AsyncWrite for Trickle {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            let n = buf.len().min(1000);
+            self.0.extend_from_slice(&buf[..n]);
+            std::task::Poll::Ready(Ok(n))
+        }
+
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn fetch_write_1_a_stream_without_vectored_writes_gets_the_same_frame() {
+        let batches = mixed_batches();
+        let own: Vec<Bytes> = batches.iter().flatten().cloned().collect();
+        let frame = encode_response_segments(4, 1, &fetch_response(&batches), 12, &own).expect("encodes");
+        let mut trickle = Trickle(Vec::new());
+        assert!(!trickle.is_write_vectored());
+        write_response(&mut trickle, &frame).await.expect("written");
+        let mut expected = (frame.len() as i32).to_be_bytes().to_vec();
+        expected.extend_from_slice(&frame.to_bytes());
+        assert_eq!(trickle.0, expected);
     }
 
     #[test]
