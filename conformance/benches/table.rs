@@ -61,6 +61,11 @@ struct Args {
     /// Messages per native send and per native poll.
     #[arg(long, default_value_t = 1000)]
     native_batch: usize,
+    /// The native row polls through a second connection of its own instead of the one it sent
+    /// through. The server hands accepted connections to its shards in turn, so the second
+    /// lands on another shard than the first: this measures a read forwarded between shards.
+    #[arg(long)]
+    native_poll_second_connection: bool,
     /// Rows to measure (all by default), in the order given.
     #[arg(long, value_enum, value_delimiter = ',')]
     only: Vec<Row>,
@@ -118,6 +123,7 @@ struct Report {
     iggy_delay_ms: u64,
     record_bytes: usize,
     native_batch: usize,
+    native_poll_second_connection: bool,
     cores: usize,
     rows: Vec<Measured>,
     skipped: Vec<Skipped>,
@@ -232,12 +238,25 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
     }
     let produce_s = start.elapsed().as_secs_f64();
     produce_cpu.add_since(&cpu_start, &pids);
+    let second_client = match args.native_poll_second_connection {
+        true => {
+            let second = IggyClient::builder_from_connection_string(&format!(
+                "iggy://{}:{}@{address}",
+                server.username, server.password
+            ))?
+            .build()?;
+            second.connect().await?;
+            Some(second)
+        }
+        false => None,
+    };
+    let poller = second_client.as_ref().unwrap_or(&client);
     let consumer = Consumer::new(Identifier::named("kig-native-reader")?);
     let cpu_start = Processes::take(&pids);
     let start = Instant::now();
     let mut next = 0u64;
     while (next as usize) < args.records {
-        let polled = client
+        let polled = poller
             .poll_messages(
                 &stream,
                 &topic_id,
@@ -431,6 +450,9 @@ async fn main() -> anyhow::Result<()> {
         "bench table: {records} records of {} B per row, one partition; librdkafka acks=all linger.ms=5; native sends and polls of {}; {cores} cores",
         args.record_bytes, args.native_batch
     );
+    if args.native_poll_second_connection {
+        println!("native row: polls through a second connection (another server shard than its sends)");
+    }
     if let Some(rate) = args.rate {
         println!(
             "produce paced at {:.3} M rec/s in every row (native: what came due, sent every 5 ms); latency from each record's due time",
@@ -473,6 +495,7 @@ async fn main() -> anyhow::Result<()> {
         iggy_delay_ms: args.iggy_delay_ms,
         record_bytes: args.record_bytes,
         native_batch: args.native_batch,
+        native_poll_second_connection: args.native_poll_second_connection,
         cores,
         rows: Vec::new(),
         skipped: Vec::new(),
