@@ -429,6 +429,15 @@ fn print_row(m: &Measured, record_bytes: usize) {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    // The in-process gateways log only when asked, to standard error, e.g. one Fetch's timeline
+    // with RUST_LOG=kafka_iggy_gateway::read_ahead=trace (docs/performance.md, round 5).
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init();
+    }
     let rows = if args.only.is_empty() {
         vec![Row::Native, Row::GatewayIggy, Row::GatewayEmbedded, Row::Tansu]
     } else {

@@ -152,16 +152,26 @@ impl ReadAhead {
         };
         let backend = session.backend.clone();
         let (stream, topic) = (key.stream.clone(), key.topic.clone());
+        let started = Instant::now();
         let task = tokio::spawn(async move {
+            // Both figures are one Fetch's timeline on a slow backend (docs/performance.md,
+            // round 5): how long the spawned read waited for a worker, then how long it took.
+            let queued = started.elapsed();
             let (marks, read) = backend
                 .read_with_watermarks(&stream, &topic, partition, offset, limits)
                 .await;
+            tracing::trace!(
+                %stream, %topic, partition, offset,
+                queued_us = queued.as_micros() as u64,
+                read_us = started.elapsed().saturating_sub(queued).as_micros() as u64,
+                "read made ahead finished"
+            );
             ReadAheadResult { marks, read }
         });
         self.started.fetch_add(1, Ordering::Relaxed);
         Some(PendingRead {
             key,
-            started: Instant::now(),
+            started,
             task,
             bytes: permit,
         })
@@ -238,7 +248,13 @@ impl ReadAhead {
             return None;
         }
         let unfinished = !entry.read.task.is_finished();
+        let asked = Instant::now();
         let ReadAheadResult { marks, read } = (&mut entry.read.task).await.ok()?;
+        tracing::trace!(
+            %stream, %topic, partition, offset,
+            waited_us = asked.elapsed().as_micros() as u64,
+            "Fetch takes a read made ahead"
+        );
         marks.as_ref().ok()?;
         let mut messages = std::mem::take(&mut entry.carried);
         if let Ok(read) = read {
