@@ -18,6 +18,7 @@ use crate::trace::Trace;
 use bytes::BytesMut;
 use iggy_common::{IggyError, IggyMessage};
 use kafka_iggy_gateway::auth::credentials::{Credentials, Principal, SecretKind};
+use kafka_iggy_gateway::backend::append_signal::AppendSignal;
 use kafka_iggy_gateway::backend::{
     Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks,
 };
@@ -25,7 +26,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::watch;
 use turmoil::net::TcpStream;
 
 /// How often a waiting Fetch looks again for appends made through another gateway.
@@ -42,7 +42,7 @@ struct Shared {
     request_timeout: Duration,
     idle: Mutex<Vec<Connection>>,
     next_request: AtomicU64,
-    appends: watch::Sender<u64>,
+    appends: AppendSignal,
     trace: Trace,
 }
 
@@ -63,7 +63,7 @@ impl RemoteBackend {
                 request_timeout,
                 idle: Mutex::new(Vec::new()),
                 next_request: AtomicU64::new(1),
-                appends: watch::Sender::new(0),
+                appends: AppendSignal::default(),
                 trace,
             }),
             user: 0,
@@ -239,7 +239,7 @@ impl Backend for RemoteBackend {
         };
         match self.call(op).await? {
             Outcome::Offset(base) => {
-                self.shared.appends.send_modify(|g| *g += 1);
+                self.shared.appends.bump();
                 Ok(base)
             }
             other => Err(unexpected(other)),
@@ -300,13 +300,12 @@ impl Backend for RemoteBackend {
     }
 
     fn append_generation(&self) -> u64 {
-        *self.shared.appends.borrow()
+        self.shared.appends.generation()
     }
 
     async fn wait_for_append(&self, seen: u64) {
-        let mut rx = self.shared.appends.subscribe();
         // Another gateway's appends are only seen by reading again: wake at the next poll tick.
-        let _ = tokio::time::timeout(APPEND_POLL, rx.wait_for(|g| *g != seen)).await;
+        let _ = tokio::time::timeout(APPEND_POLL, self.shared.appends.changed_from(seen)).await;
     }
 }
 

@@ -17,6 +17,7 @@
 //! Deterministic for a given clock and call order: nothing here reads the time but the
 //! injected clock, and nothing is random.
 
+use super::append_signal::AppendSignal;
 use super::permissions;
 use super::users::Users;
 use super::{Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks};
@@ -29,7 +30,6 @@ use iggy_common::{
 use kig_core::timestamps::fits_one_send;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
-use tokio::sync::watch;
 
 /// `partition.consumer_offsets_max`'s default.
 pub const DEFAULT_CONSUMER_OFFSETS_MAX: usize = 4096;
@@ -256,7 +256,7 @@ struct Shared {
     model: Mutex<Model>,
     clock: Arc<dyn Clock>,
     config: EmbeddedConfig,
-    appends: watch::Sender<u64>,
+    appends: AppendSignal,
     /// Feeds the randomness of personal access tokens, so the model stays deterministic.
     tokens_minted: std::sync::atomic::AtomicU64,
 }
@@ -283,7 +283,7 @@ impl EmbeddedBackend {
                 }),
                 clock,
                 config,
-                appends: watch::Sender::new(0),
+                appends: AppendSignal::default(),
                 tokens_minted: std::sync::atomic::AtomicU64::new(0),
             }),
             user: root,
@@ -592,7 +592,7 @@ impl Backend for EmbeddedBackend {
             }
             base
         };
-        self.shared.appends.send_modify(|g| *g += 1);
+        self.shared.appends.bump();
         // OFFSET-BASE-1: stored either way; only the confirmation may be missing.
         Ok(self.shared.config.send_confirmations.then_some(base))
     }
@@ -665,13 +665,11 @@ impl Backend for EmbeddedBackend {
     }
 
     fn append_generation(&self) -> u64 {
-        *self.shared.appends.borrow()
+        self.shared.appends.generation()
     }
 
     async fn wait_for_append(&self, seen: u64) {
-        let mut rx = self.shared.appends.subscribe();
-        // The sender lives as long as `self`, so wait_for only ends when the value moves.
-        let _ = rx.wait_for(|g| *g != seen).await;
+        self.shared.appends.changed_from(seen).await;
     }
 }
 

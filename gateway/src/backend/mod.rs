@@ -1,6 +1,7 @@
 //! The backend port: exactly the Iggy operations the gateway needs, shaped so the Iggy SDK fits
 //! it. Names are Iggy names (stream, topic); partitions are 0-based on both sides.
 
+pub mod append_signal;
 pub mod embedded;
 mod error;
 pub mod iggy;
