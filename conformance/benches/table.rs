@@ -174,14 +174,20 @@ fn print_cpu(m: &Measured, records: usize, cores: usize) {
     }
 }
 
-/// The pinned SDK on the same server: sends of `batch` messages, then polls of `batch` by offset.
-async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) -> anyhow::Result<Figures> {
+/// One connection of the pinned SDK to the server, logged in.
+async fn native_client(server: &IggyServer, address: &str) -> anyhow::Result<IggyClient> {
     let client = IggyClient::builder_from_connection_string(&format!(
         "iggy://{}:{}@{address}",
         server.username, server.password
     ))?
     .build()?;
     client.connect().await?;
+    Ok(client)
+}
+
+/// The pinned SDK on the same server: sends of `batch` messages, then polls of `batch` by offset.
+async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) -> anyhow::Result<Figures> {
+    let client = native_client(server, address).await?;
     let stream = Identifier::named("kig-native-bench")?;
     let topic_id = Identifier::named(topic)?;
     let _ = client.create_stream("kig-native-bench").await;
@@ -239,15 +245,7 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
     let produce_s = start.elapsed().as_secs_f64();
     produce_cpu.add_since(&cpu_start, &pids);
     let second_client = match args.native_poll_second_connection {
-        true => {
-            let second = IggyClient::builder_from_connection_string(&format!(
-                "iggy://{}:{}@{address}",
-                server.username, server.password
-            ))?
-            .build()?;
-            second.connect().await?;
-            Some(second)
-        }
+        true => Some(native_client(server, address).await?),
         false => None,
     };
     let poller = second_client.as_ref().unwrap_or(&client);
