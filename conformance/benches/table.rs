@@ -244,9 +244,10 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
     }
     let produce_s = start.elapsed().as_secs_f64();
     produce_cpu.add_since(&cpu_start, &pids);
-    let second_client = match args.native_poll_second_connection {
-        true => Some(native_client(server, address).await?),
-        false => None,
+    let second_client = if args.native_poll_second_connection {
+        Some(native_client(server, address).await?)
+    } else {
+        None
     };
     let poller = second_client.as_ref().unwrap_or(&client);
     let consumer = Consumer::new(Identifier::named("kig-native-reader")?);

@@ -56,7 +56,7 @@ mod tests {
         assert_eq!(signal.generation(), 1);
     }
 
-    /// The regression: with `watch`, the three waiters below woke in an order drawn from the
+    /// The regression: with `watch`, the six waiters below woke in an order drawn from the
     /// runtime's OS-seeded random numbers, so a simulation seed did not decide its history.
     #[tokio::test]
     async fn proto_determinism_1_waiters_wake_in_the_order_they_began_waiting() {
