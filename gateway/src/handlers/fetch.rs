@@ -234,6 +234,11 @@ async fn resolved_slots<B: Backend>(gateway: &Gateway<B>, session: &Session<B>, 
     })
 }
 
+/// Whether any partition of a pass answered an error.
+fn any_error(topics: &[FetchableTopicResponse]) -> bool {
+    topics.iter().flat_map(|t| &t.partitions).any(|p| p.error_code != 0)
+}
+
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
@@ -255,28 +260,32 @@ pub async fn handle<B: Backend>(
     let deadline = tokio::time::Instant::now() + wait;
     // Take the generation before reading, so an append during the pass is not missed.
     let mut generation = gateway.backend.append_generation();
-    // FETCH-RESOLVE-1: the first pass is read while the topics are looked up, on the targets the
-    // topic mapping names (as if every topic existed with the partitions asked for), so a Fetch
-    // costs one backend round trip, not two. It stands only when the lookup gives every slot that
-    // same target; otherwise it is discarded and the pass is read again on the looked-up slots.
+    // FETCH-RESOLVE-1: the first pass is read on the targets the topic mapping names, as if every
+    // topic existed with the partitions asked for, and with no lookup: a pass that answered every
+    // partition without an error has shown what the lookup would (each topic and partition exists
+    // and this session may read it), so a Fetch costs one backend round trip, not two. Only a pass
+    // with an error has its topics looked up; it stands when the lookup gives every slot the same
+    // target, and is otherwise read again on the looked-up slots.
     let guessed = slots_of(&request, |i, partition| {
         if partition < 0 {
             return Err(ResponseError::UnknownTopicOrPartition.code());
         }
         Ok(gateway.config.topics.resolve(request.topics[i].topic.0.as_str()))
     });
-    let (slots, guessed_pass) = tokio::join!(
-        resolved_slots(gateway, session, &request),
-        read_pass(gateway, session, &request, &guessed)
-    );
-    let mut pass = (slots == guessed).then_some(guessed_pass);
+    let guessed_pass = read_pass(gateway, session, &request, &guessed).await;
+    let (slots, mut pass) = if any_error(&guessed_pass.0) {
+        let slots = resolved_slots(gateway, session, &request).await;
+        let pass = (slots == guessed).then_some(guessed_pass);
+        (slots, pass)
+    } else {
+        (guessed, Some(guessed_pass))
+    };
     loop {
         let (topics, bytes) = match pass.take() {
             Some(pass) => pass,
             None => read_pass(gateway, session, &request, &slots).await,
         };
-        let any_error = topics.iter().flat_map(|t| &t.partitions).any(|p| p.error_code != 0);
-        if bytes >= min_bytes || any_error || tokio::time::Instant::now() >= deadline {
+        if bytes >= min_bytes || any_error(&topics) || tokio::time::Instant::now() >= deadline {
             return FetchResponse::default().with_responses(topics);
         }
         if tokio::time::timeout_at(deadline, gateway.backend.wait_for_append(generation))
