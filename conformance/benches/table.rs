@@ -8,14 +8,14 @@ use anyhow::{bail, Context};
 use bytes::Bytes;
 use clap::{Parser, ValueEnum};
 use iggy::prelude::{
-    Client, Consumer, Identifier, IggyClient, IggyMessage, MessageClient, Partitioning, PollingStrategy, StreamClient,
-    TopicClient, TopicCreateOptions,
+    Consumer, Identifier, IggyMessage, MessageClient, Partitioning, PollingStrategy, StreamClient, TopicClient,
+    TopicCreateOptions,
 };
 use kafka_iggy_conformance::bench::{run_workload, Figures, PhaseCpu, Workload};
 use kafka_iggy_conformance::cpu::Processes;
 use kafka_iggy_conformance::delay_proxy::DelayProxy;
 use kafka_iggy_conformance::endpoint::{LocalGateway, LocalOptions};
-use kafka_iggy_conformance::real_iggy::{discover, Discovery, IggyServer};
+use kafka_iggy_conformance::real_iggy::{discover_with_env, parse_env_pair, Discovery, IggyServer};
 use kafka_iggy_gateway::backend::iggy::IggyBackend;
 use kafka_iggy_gateway::backend::{Backend, TopicSpec};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -87,6 +87,10 @@ struct Args {
     /// proxy, for the native and gateway-on-Iggy rows alike (0: direct).
     #[arg(long, default_value_t = 0)]
     iggy_delay_ms: u64,
+    /// `KEY=VALUE` added to the environment of an Iggy server this run starts (repeatable), such
+    /// as `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432` (docs/performance.md, round 6).
+    #[arg(long = "iggy-server-env", value_parser = parse_env_pair)]
+    iggy_server_env: Vec<(String, String)>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -124,6 +128,8 @@ struct Report {
     record_bytes: usize,
     native_batch: usize,
     native_poll_second_connection: bool,
+    /// What was added to the environment of a server this run started.
+    iggy_server_env: Vec<(String, String)>,
     cores: usize,
     rows: Vec<Measured>,
     skipped: Vec<Skipped>,
@@ -174,20 +180,9 @@ fn print_cpu(m: &Measured, records: usize, cores: usize) {
     }
 }
 
-/// One connection of the pinned SDK to the server, logged in.
-async fn native_client(server: &IggyServer, address: &str) -> anyhow::Result<IggyClient> {
-    let client = IggyClient::builder_from_connection_string(&format!(
-        "iggy://{}:{}@{address}",
-        server.username, server.password
-    ))?
-    .build()?;
-    client.connect().await?;
-    Ok(client)
-}
-
 /// The pinned SDK on the same server: sends of `batch` messages, then polls of `batch` by offset.
 async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) -> anyhow::Result<Figures> {
-    let client = native_client(server, address).await?;
+    let client = server.sdk_client_at(address).await?;
     let stream = Identifier::named("kig-native-bench")?;
     let topic_id = Identifier::named(topic)?;
     let _ = client.create_stream("kig-native-bench").await;
@@ -245,7 +240,7 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
     let produce_s = start.elapsed().as_secs_f64();
     produce_cpu.add_since(&cpu_start, &pids);
     let second_client = if args.native_poll_second_connection {
-        Some(native_client(server, address).await?)
+        Some(server.sdk_client_at(address).await?)
     } else {
         None
     };
@@ -469,9 +464,12 @@ async fn main() -> anyhow::Result<()> {
     }
     let needs_iggy = rows.iter().any(|r| matches!(r, Row::Native | Row::GatewayIggy));
     let server = if needs_iggy {
-        match discover().await? {
+        match discover_with_env(args.iggy_server_env.clone()).await? {
             Discovery::Found(server) => {
                 println!("Iggy server: {}", server.how);
+                for (key, value) in &args.iggy_server_env {
+                    println!("Iggy server environment (if started here): {key}={value}");
+                }
                 Ok(server)
             }
             Discovery::Skipped(why) => Err(why),
@@ -504,6 +502,7 @@ async fn main() -> anyhow::Result<()> {
         record_bytes: args.record_bytes,
         native_batch: args.native_batch,
         native_poll_second_connection: args.native_poll_second_connection,
+        iggy_server_env: args.iggy_server_env.clone(),
         cores,
         rows: Vec::new(),
         skipped: Vec::new(),

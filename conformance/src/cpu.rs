@@ -10,7 +10,7 @@ use std::time::Duration;
 /// CPU time per thread of one process at one moment.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    /// (thread id) -> (thread kind, ns on a CPU).
+    /// (thread id) -> (thread name, ns on a CPU).
     threads: HashMap<u32, (String, u64)>,
 }
 
@@ -42,7 +42,7 @@ impl Snapshot {
                 .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()));
             let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
             if let Some(ns) = on_cpu_ns {
-                threads.insert(tid, (kind_of(&comm), ns));
+                threads.insert(tid, (comm.trim().to_string(), ns));
             }
         }
         Self { threads }
@@ -51,12 +51,24 @@ impl Snapshot {
     /// CPU time per thread kind since `earlier`. A thread that started since counts whole; one
     /// that ended since is not seen (its time is lost, so figures are lower bounds).
     pub fn since(&self, earlier: &Snapshot) -> CpuUse {
-        let mut by_kind = BTreeMap::new();
-        for (tid, (kind, ns)) in &self.threads {
-            let before = earlier.threads.get(tid).map_or(0, |(_, ns)| *ns);
-            *by_kind.entry(kind.clone()).or_insert(0) += ns.saturating_sub(before);
+        CpuUse {
+            ns_by_kind: self.grouped_since(earlier, kind_of),
         }
-        CpuUse { ns_by_kind: by_kind }
+    }
+
+    /// CPU time per thread name since `earlier`, each thread apart (`shard-0` and `shard-1` are
+    /// two entries), with the same lower-bound caveat as [`Snapshot::since`].
+    pub fn by_thread_since(&self, earlier: &Snapshot) -> BTreeMap<String, u64> {
+        self.grouped_since(earlier, str::to_string)
+    }
+
+    fn grouped_since(&self, earlier: &Snapshot, group_of: impl Fn(&str) -> String) -> BTreeMap<String, u64> {
+        let mut by_group = BTreeMap::new();
+        for (tid, (name, ns)) in &self.threads {
+            let before = earlier.threads.get(tid).map_or(0, |(_, ns)| *ns);
+            *by_group.entry(group_of(name)).or_insert(0) += ns.saturating_sub(before);
+        }
+        by_group
     }
 }
 

@@ -283,6 +283,17 @@ pub const GATEWAY_POOL_SIZE: usize = 4;
 pub const DEFAULT_STREAM: &str = "kafka";
 
 impl IggyServer {
+    /// A plain SDK client of its own, connected and logged in to this server's account, through
+    /// `address` (the server's, or a proxy's in front of it). Each is one new TCP connection.
+    pub async fn sdk_client_at(&self, address: &str) -> anyhow::Result<iggy::prelude::IggyClient> {
+        let connection = format!("iggy://{}:{}@{address}", self.username, self.password);
+        let client = iggy::prelude::IggyClient::builder_from_connection_string(&connection)?.build()?;
+        iggy::prelude::Client::connect(&client)
+            .await
+            .with_context(|| format!("connecting an SDK client to {address}"))?;
+        Ok(client)
+    }
+
     /// A gateway's backend on this server: its own pool of logged-in SDK clients, and the default
     /// stream ensured, as a gateway process does when it starts.
     pub async fn gateway_backend(&self) -> anyhow::Result<IggyBackend> {
@@ -305,6 +316,13 @@ impl BackendSource for IggyServer {
 
 /// Looks for a server in the documented order.
 pub async fn discover() -> anyhow::Result<Discovery> {
+    discover_with_env(Vec::new()).await
+}
+
+/// [`discover`], with `server_env` added to the environment of a server this run starts (a
+/// bench's server settings, such as its shard count or its allocator's tunables); a server found
+/// at `IGGY_ADDR` or in a container runs as it was started.
+pub async fn discover_with_env(server_env: Vec<(String, String)>) -> anyhow::Result<Discovery> {
     if let Some(address) = env("IGGY_ADDR") {
         let (username, password) = credentials();
         let mut server = IggyServer::external(address, username, password);
@@ -312,7 +330,7 @@ pub async fn discover() -> anyhow::Result<Discovery> {
         return Ok(Discovery::Found(server));
     }
     if let Some(binary) = find_binary() {
-        return spawn(binary, Vec::new()).map(Discovery::Found);
+        return spawn(binary, server_env).map(Discovery::Found);
     }
     if docker_answers() {
         return container().await.map(Discovery::Found);
@@ -321,6 +339,14 @@ pub async fn discover() -> anyhow::Result<Discovery> {
         "no server: IGGY_ADDR is unset, no iggy-server binary (IGGY_SERVER_BIN or PATH), and no Docker daemon answers"
             .into(),
     ))
+}
+
+/// A `KEY=VALUE` of a bench's `--iggy-server-env`.
+pub fn parse_env_pair(pair: &str) -> Result<(String, String), String> {
+    match pair.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_string(), value.to_string())),
+        _ => Err(format!("{pair:?} is not KEY=VALUE")),
+    }
 }
 
 /// Whether a skip must fail the run.
