@@ -119,11 +119,16 @@ compat-quick: setup
 # row without its server or binary says why), the server's cost per 1 MiB read through the SDK
 # backend (skipped, with why, without a server), the gateway against librdkafka's mock broker, the
 # scale matrix (target/bench/scale.json) and the hostile run. BENCH_ARGS go to the table.
+# The environment of an Iggy server the benches start (docs/performance.md, round 6): glibc's
+# malloc otherwise maps each large read buffer afresh, and the server's per-read CPU then swings
+# up to four times between server processes on this machine. Empty: the server's defaults.
+IGGY_SERVER_ENV ?= GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=536870912
+IGGY_SERVER_ENV_ARGS := $(if $(IGGY_SERVER_ENV),--iggy-server-env $(IGGY_SERVER_ENV))
 bench: setup
 	cargo bench -p kig-core --bench core
 	cargo bench -p kig-core --bench fetch_read
-	cargo bench -p kafka-iggy-conformance --bench table -- $(BENCH_ARGS)
-	cargo bench -p kafka-iggy-conformance --bench iggy_read
+	cargo bench -p kafka-iggy-conformance --bench table -- $(IGGY_SERVER_ENV_ARGS) $(BENCH_ARGS)
+	cargo bench -p kafka-iggy-conformance --bench iggy_read -- $(IGGY_SERVER_ENV_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench gateway
 	cargo build --release -p kafka-iggy-gateway
 	cargo bench -p kafka-iggy-conformance --bench scale
