@@ -30,6 +30,11 @@ use std::time::Instant;
 const READ_BYTES: u64 = 1 << 20;
 /// At most this many messages per read, as the gateway's Fetch asks.
 const READ_MESSAGES: u32 = 10_000;
+/// A Fetch-sized read, as the gateway's backend is asked for one.
+const READ_LIMITS: ReadLimits = ReadLimits {
+    max_messages: READ_MESSAGES,
+    max_bytes: READ_BYTES,
+};
 /// Messages per poll and per send in the shard probe: the table's native row's batch.
 const PROBE_BATCH: usize = 1_000;
 
@@ -87,10 +92,6 @@ async fn main() -> anyhow::Result<()> {
     let pid = server.pid();
     let backend = server.gateway_backend().await?;
     shard_probe(&server, &backend, &args, pid).await?;
-    let limits = ReadLimits {
-        max_messages: READ_MESSAGES,
-        max_bytes: READ_BYTES,
-    };
     println!(
         "iggy read probe: {} messages of {} B per topic, reads of {READ_BYTES} B, server CPU from {}",
         args.messages,
@@ -103,34 +104,11 @@ async fn main() -> anyhow::Result<()> {
     );
     for &batch in &args.send_batches {
         let topic = format!("iggy-read-probe-{batch}");
-        let spec = TopicSpec {
-            partitions: 1,
-            message_expiry_us: None,
-        };
-        backend.create_topic(DEFAULT_STREAM, &topic, spec).await?;
-        let mut sent = 0;
-        while sent < args.messages {
-            let n = batch.max(1).min(args.messages - sent);
-            let messages = (0..n)
-                .map(|_| {
-                    IggyMessage::builder()
-                        .payload(vec![b'x'; args.message_bytes].into())
-                        .build()
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            backend.append(DEFAULT_STREAM, &topic, 0, messages).await?;
-            sent += n;
-        }
+        fill_topic(&backend, &topic, false, batch, &args).await?;
         for round in 0..args.rounds {
             let before = Snapshot::take(pid);
             let started = Instant::now();
-            let (mut offset, mut reads) = (0u64, 0usize);
-            while offset < args.messages as u64 {
-                let read = backend.read(DEFAULT_STREAM, &topic, 0, offset, limits).await?;
-                let Some(last) = read.last() else { break };
-                offset = last.header.offset + 1;
-                reads += 1;
-            }
+            let reads = read_through(&backend, &topic, args.messages).await?;
             let wall_ms = started.elapsed().as_secs_f64() * 1e3 / reads.max(1) as f64;
             println!(
                 "sends of {batch:5}, round {round}: {reads} reads, wall {wall_ms:.2} ms/read, server CPU {} ms/read",
@@ -150,10 +128,11 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// One topic of the shard probe: `messages` records of `bytes` each, keyed as the table's
-/// producer keys them, stored plain (payload only) or mapped (MAP-KEY-1's `kafka.key` header and
-/// an origin timestamp, byte for byte what the gateway appends), in sends of [`PROBE_BATCH`].
-async fn fill_probe_topic(backend: &IggyBackend, topic: &str, mapped: bool, args: &Args) -> anyhow::Result<()> {
+/// A fresh one-partition topic of `args.messages` records of `args.message_bytes` each, keyed as
+/// the table's producer keys them, stored plain (payload only) or mapped (MAP-KEY-1's
+/// `kafka.key` header and an origin timestamp, byte for byte what the gateway appends), in sends
+/// of `batch`.
+async fn fill_topic(backend: &IggyBackend, topic: &str, mapped: bool, batch: usize, args: &Args) -> anyhow::Result<()> {
     let spec = TopicSpec {
         partitions: 1,
         message_expiry_us: None,
@@ -162,7 +141,7 @@ async fn fill_probe_topic(backend: &IggyBackend, topic: &str, mapped: bool, args
     let value = bytes::Bytes::from(vec![b'x'; args.message_bytes]);
     let mut sent = 0;
     while sent < args.messages {
-        let n = PROBE_BATCH.min(args.messages - sent);
+        let n = batch.max(1).min(args.messages - sent);
         let mut messages = Vec::with_capacity(n);
         for i in sent..sent + n {
             let message = if mapped {
@@ -231,15 +210,10 @@ enum Through<'a> {
 }
 
 /// Reads the whole topic through the gateway's backend, as a Fetch of 1 MiB does; the reads made.
-async fn read_through(
-    backend: &IggyBackend,
-    topic: &str,
-    messages: usize,
-    limits: ReadLimits,
-) -> anyhow::Result<usize> {
+async fn read_through(backend: &IggyBackend, topic: &str, messages: usize) -> anyhow::Result<usize> {
     let (mut next, mut reads) = (0u64, 0usize);
     while (next as usize) < messages {
-        let read = backend.read(DEFAULT_STREAM, topic, 0, next, limits).await?;
+        let read = backend.read(DEFAULT_STREAM, topic, 0, next, READ_LIMITS).await?;
         let Some(last) = read.last() else {
             anyhow::bail!("read at {next} came back empty");
         };
@@ -257,7 +231,14 @@ async fn shard_probe(server: &IggyServer, backend: &IggyBackend, args: &Args, pi
     }
     let contents = [("plain", false), ("mapped", true)];
     for (content, mapped) in contents {
-        fill_probe_topic(backend, &format!("iggy-shard-probe-{content}"), mapped, args).await?;
+        fill_topic(
+            backend,
+            &format!("iggy-shard-probe-{content}"),
+            mapped,
+            PROBE_BATCH,
+            args,
+        )
+        .await?;
     }
     let mut clients = Vec::with_capacity(args.shard_probe_connections);
     for _ in 0..args.shard_probe_connections {
@@ -270,10 +251,6 @@ async fn shard_probe(server: &IggyServer, backend: &IggyBackend, args: &Args, pi
         args.message_bytes,
         clients.len()
     );
-    let limits = ReadLimits {
-        max_messages: READ_MESSAGES,
-        max_bytes: READ_BYTES,
-    };
     for round in 0..args.rounds {
         // The SDK connections, then the gateway's backends reading 1 MiB at a time.
         let clients = clients.iter().map(Through::Client);
@@ -285,7 +262,7 @@ async fn shard_probe(server: &IggyServer, backend: &IggyBackend, args: &Args, pi
                 let started = Instant::now();
                 let polls = match through {
                     Through::Client(client) => poll_through(client, &topic, args.messages).await?,
-                    Through::Backend(backend) => read_through(backend, &topic, args.messages, limits).await?,
+                    Through::Backend(backend) => read_through(backend, &topic, args.messages).await?,
                 };
                 let wall_ms = started.elapsed().as_secs_f64() * 1e3 / polls.max(1) as f64;
                 let split = pid.map_or("unknown (external server)".to_string(), |_| {
