@@ -13,6 +13,7 @@ use iggy_common::{
     HeaderKey, HeaderKind, HeaderValue, IggyError, IggyMessage, MAX_PAYLOAD_SIZE, MAX_USER_HEADERS_SIZE,
 };
 use std::collections::BTreeMap;
+use stored_headers::{stored_headers, StoredHeader};
 use thiserror::Error;
 
 /// Every header name the gateway reserves starts with this (MAP-RESERVED-1).
@@ -271,16 +272,16 @@ pub fn record_timestamp_ms(message: &IggyMessage) -> i64 {
     (us / MICROS_PER_MILLI as u64) as i64
 }
 
-fn native_record(timestamp_ms: i64, message: &IggyMessage, headers: &BTreeMap<HeaderKey, HeaderValue>) -> KafkaRecord {
+fn native_record(timestamp_ms: i64, message: &IggyMessage, headers: &[StoredHeader]) -> KafkaRecord {
     KafkaRecord {
         timestamp_ms,
         key: None,
         value: Some(message.payload.clone()),
         headers: headers
             .iter()
-            .map(|(k, v)| RecordHeader {
-                name: Bytes::copy_from_slice(k.as_bytes()),
-                value: Some(v.value()),
+            .map(|h| RecordHeader {
+                name: h.name.clone(),
+                value: Some(h.value.clone()),
             })
             .collect(),
     }
@@ -290,13 +291,15 @@ fn native_record(timestamp_ms: i64, message: &IggyMessage, headers: &BTreeMap<He
 /// first, then placeholder, then plain, then native.
 pub fn message_to_record(message: &IggyMessage) -> (KafkaRecord, ReadForm) {
     let timestamp_ms = record_timestamp_ms(message);
-    let headers = match message.user_headers_map() {
-        Ok(map) => map.unwrap_or_default(),
-        Err(e) => {
-            let record = native_record(timestamp_ms, message, &BTreeMap::new());
+    let headers = match message.user_headers.as_ref().map(stored_headers) {
+        None => Vec::new(),
+        Some(Ok(headers)) => headers,
+        Some(Err(e)) => {
+            let record = native_record(timestamp_ms, message, &[]);
             return (record, ReadForm::Malformed(format!("user headers do not parse: {e}")));
         }
     };
+    let find = |name: &str| headers.iter().find(|h| h.is_named(name));
     let malformed = |reason: String| {
         (
             native_record(timestamp_ms, message, &headers),
@@ -304,9 +307,9 @@ pub fn message_to_record(message: &IggyMessage) -> (KafkaRecord, ReadForm) {
         )
     };
 
-    if let Some(version) = headers.get(&key(ENVELOPE_HEADER)) {
-        if version.as_bytes() != [ENVELOPE_VERSION] {
-            return malformed(format!("unknown envelope version {:?}", version.as_bytes()));
+    if let Some(version) = find(ENVELOPE_HEADER) {
+        if version.value != [ENVELOPE_VERSION][..] {
+            return malformed(format!("unknown envelope version {:?}", &version.value[..]));
         }
         return match decode_envelope(&message.payload) {
             Ok(env) => (
@@ -326,27 +329,29 @@ pub fn message_to_record(message: &IggyMessage) -> (KafkaRecord, ReadForm) {
     let mut value = Some(message.payload.clone());
     let mut form = ReadForm::Native;
     let mut record_headers = Vec::with_capacity(headers.len());
-    for (name, header_value) in &headers {
-        let name_bytes = name.as_bytes();
-        if name_bytes == KEY_HEADER.as_bytes() {
-            record_key = Some(header_value.value());
+    for header in &headers {
+        // Names are matched by their bytes here, whatever their kind; the lookups above and
+        // below match string-kind names only, as the SDK's map lookups did.
+        let name = &header.name;
+        if name == KEY_HEADER.as_bytes() {
+            record_key = Some(header.value.clone());
             form = ReadForm::Plain;
-        } else if let Some(kafka_name) = name_bytes.strip_prefix(HEADER_PREFIX.as_bytes()) {
+        } else if name.starts_with(HEADER_PREFIX.as_bytes()) {
             record_headers.push(RecordHeader {
-                name: Bytes::copy_from_slice(kafka_name),
-                value: Some(header_value.value()),
+                name: name.slice(HEADER_PREFIX.len()..),
+                value: Some(header.value.clone()),
             });
             form = ReadForm::Plain;
-        } else if name_bytes != VALUE_HEADER.as_bytes() {
+        } else if name != VALUE_HEADER.as_bytes() {
             // Headers outside the Kafka mapping are kept under their own names (MAP-READ-NATIVE-1).
             record_headers.push(RecordHeader {
-                name: Bytes::copy_from_slice(name_bytes),
-                value: Some(header_value.value()),
+                name: name.clone(),
+                value: Some(header.value.clone()),
             });
         }
     }
-    if let Some(marker) = headers.get(&key(VALUE_HEADER)) {
-        value = match marker.as_bytes() {
+    if let Some(marker) = find(VALUE_HEADER) {
+        value = match &marker.value[..] {
             b"null" => None,
             b"empty" => Some(Bytes::new()),
             other => return malformed(format!("unknown kafka.value marker {other:?}")),
@@ -367,6 +372,8 @@ pub fn message_to_record(message: &IggyMessage) -> (KafkaRecord, ReadForm) {
         form,
     )
 }
+
+mod stored_headers;
 
 #[cfg(test)]
 mod tests;

@@ -566,3 +566,125 @@ fn env_trigger_order_the_first_trigger_in_spec_order_is_reported() {
         assert_eq!(form, StoredForm::Envelope(trigger), "{what}");
     }
 }
+
+// ---- Reading stored headers without the SDK's map (MAP-READ-NATIVE-1, MAP-READ-MALFORMED-1) ----
+
+/// One header field on the wire: a kind (the mapping's two, or any code), bytes from a small
+/// alphabet (so names repeat) or any, and now and then a length that lies.
+fn arb_wire_field() -> impl Strategy<Value = Vec<u8>> {
+    let kind = prop_oneof![6 => Just(1u8), 6 => Just(2u8), 1 => Just(0u8), 4 => 0u8..=16, 1 => any::<u8>()];
+    let bytes = prop_oneof![
+        prop::collection::vec(b'a'..=b'c', 0..3),
+        prop::collection::vec(any::<u8>(), 0..20),
+        prop::collection::vec(any::<u8>(), 250..260),
+    ];
+    let length_lie = prop::option::weighted(0.05, any::<u32>());
+    (kind, bytes, length_lie).prop_map(|(kind, bytes, lie)| {
+        let mut field = vec![kind];
+        field.extend(lie.unwrap_or(bytes.len() as u32).to_le_bytes());
+        field.extend(bytes);
+        field
+    })
+}
+
+fn arb_wire_headers() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        6 => prop::collection::vec(arb_wire_field(), 0..8).prop_map(|fields| fields.concat()),
+        1 => prop::collection::vec(any::<u8>(), 0..64),
+    ]
+}
+
+/// Each entry as (name kind, name, value kind, value), whoever read it.
+type HeaderEntry = (u8, Vec<u8>, u8, Vec<u8>);
+
+fn sdk_entries(m: &IggyMessage) -> Result<Vec<HeaderEntry>, String> {
+    m.user_headers_map()
+        .map(|map| {
+            map.unwrap_or_default()
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.kind().as_code(),
+                        k.as_bytes().to_vec(),
+                        v.kind().as_code(),
+                        v.as_bytes().to_vec(),
+                    )
+                })
+                .collect()
+        })
+        .map_err(|e| e.to_string())
+}
+
+fn our_entries(raw: &Bytes) -> Result<Vec<HeaderEntry>, String> {
+    super::stored_headers::stored_headers(raw)
+        .map(|headers| {
+            headers
+                .iter()
+                .map(|h| (h.name_kind, h.name.to_vec(), h.value_kind, h.value.to_vec()))
+                .collect()
+        })
+        .map_err(|e| e.to_string())
+}
+
+fn with_raw_headers(raw: &[u8]) -> IggyMessage {
+    let mut m = IggyMessage::builder().payload(b(b"p")).build().unwrap();
+    m.header.user_headers_length = raw.len() as u32;
+    m.user_headers = Some(b(raw));
+    m
+}
+
+proptest! {
+    /// The gateway's own reading of stored header bytes gives what the SDK's map gives, entry
+    /// for entry and in the same order, or the same error, on any bytes at all.
+    #[test]
+    fn map_read_native_1_stored_headers_read_as_the_sdk_reads_them(raw in arb_wire_headers()) {
+        let message = with_raw_headers(&raw);
+        prop_assert_eq!(our_entries(&b(&raw)), sdk_entries(&message));
+    }
+}
+
+/// The cases the property test must not miss, named: repeated names (the later wins, as in the
+/// SDK's map), names out of order, a wrong fixed-size length, an unknown kind, a structural fault.
+#[test]
+fn map_read_malformed_1_stored_header_edge_cases_read_as_the_sdk_reads_them() {
+    let field = |kind: u8, bytes: &[u8]| {
+        let mut f = vec![kind];
+        f.extend((bytes.len() as u32).to_le_bytes());
+        f.extend(bytes);
+        f
+    };
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "repeated name",
+            [field(2, b"h"), field(1, b"1"), field(2, b"h"), field(1, b"2")].concat(),
+        ),
+        (
+            "out of order",
+            [field(2, b"z"), field(1, b"1"), field(2, b"a"), field(1, b"2")].concat(),
+        ),
+        (
+            "kinds order before names",
+            [field(2, b"a"), field(1, b"1"), field(1, b"b"), field(1, b"2")].concat(),
+        ),
+        ("wrong fixed length", [field(2, b"n"), field(6, b"123")].concat()),
+        ("unknown value kind", [field(2, b"n"), field(99, b"x")].concat()),
+        (
+            "unknown name kind before a bad value",
+            [field(42, b"n"), field(6, b"1")].concat(),
+        ),
+        ("odd field count", field(2, b"n")),
+        ("empty field", [field(2, b"n"), field(1, b"")].concat()),
+        ("reserved kind 0", [field(2, b"n"), field(0, b"v")].concat()),
+        ("truncated", [field(2, b"n"), field(1, b"v")[..4].to_vec()].concat()),
+        ("no bytes", Vec::new()),
+    ];
+    for (what, raw) in cases {
+        assert_eq!(our_entries(&b(&raw)), sdk_entries(&with_raw_headers(&raw)), "{what}");
+    }
+    let repeated = [field(2, b"h"), field(1, b"1"), field(2, b"h"), field(1, b"2")].concat();
+    assert_eq!(
+        our_entries(&b(&repeated)).unwrap(),
+        vec![(2, b"h".to_vec(), 1, b"2".to_vec())],
+        "the later of two equal names"
+    );
+}

@@ -1,0 +1,116 @@
+//! A stored message's user headers, read straight from their wire bytes: the same entries, in
+//! the same order, and the same errors as the Iggy SDK's `IggyMessage::user_headers_map`, but as
+//! slices of the message's own buffer instead of a `BTreeMap` of copies (two allocations and two
+//! copies per header on every record a Fetch serves; docs/performance.md, round 7).
+//!
+//! The SDK's reading, which this reproduces (the property test in mapping/tests.rs compares the
+//! two on arbitrary bytes):
+//! - the bytes are a sequence of (kind `u8`, length `u32` LE, bytes) fields, alternately a name
+//!   and a value; a kind of 0, a length outside 1..=255, a field running past the end or an odd
+//!   number of fields leaves the message with no headers at all;
+//! - a kind outside 1..=15 (name first, then value), or a fixed-size kind whose length is wrong
+//!   (name first, then value), is an error, the first in stored order;
+//! - entries are ordered by (name kind, name bytes); of two with the same name, the later wins.
+
+use bytes::Bytes;
+use iggy_common::{HeaderKind, IggyError};
+
+/// Iggy's limit on one header field's length, checked by the SDK's structural validation.
+const MAX_FIELD_BYTES: usize = 255;
+/// A field's kind byte and little-endian `u32` length.
+const FIELD_PREFIX_BYTES: usize = 5;
+
+/// One user header of a stored message; `name` and `value` share the message's buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct StoredHeader {
+    pub name_kind: u8,
+    pub name: Bytes,
+    pub value_kind: u8,
+    pub value: Bytes,
+}
+
+impl StoredHeader {
+    /// A header the gateway writes: a string name, compared as the SDK compares names.
+    pub fn is_named(&self, name: &str) -> bool {
+        self.name_kind == HeaderKind::String.as_code() && self.name == name.as_bytes()
+    }
+}
+
+/// One field's kind and where its bytes lie, or `None` when the bytes do not hold one whole.
+fn field_at(raw: &[u8], at: usize) -> Option<(u8, std::ops::Range<usize>)> {
+    let kind = *raw.get(at)?;
+    let length_bytes: [u8; 4] = raw.get(at + 1..at + FIELD_PREFIX_BYTES)?.try_into().ok()?;
+    let length = u32::from_le_bytes(length_bytes) as usize;
+    if kind == 0 || length == 0 || length > MAX_FIELD_BYTES {
+        return None;
+    }
+    let start = at + FIELD_PREFIX_BYTES;
+    let end = start.checked_add(length).filter(|&end| end <= raw.len())?;
+    Some((kind, start..end))
+}
+
+/// The structurally valid fields of `raw`, or `None` (the SDK then reports no headers).
+fn fields(raw: &[u8]) -> Option<Vec<(u8, std::ops::Range<usize>)>> {
+    // A field takes at least 6 bytes, so this bounds the allocation by the input.
+    let mut fields = Vec::with_capacity(raw.len() / (FIELD_PREFIX_BYTES + 1));
+    let mut at = 0;
+    while at < raw.len() {
+        let (kind, range) = field_at(raw, at)?;
+        at = range.end;
+        fields.push((kind, range));
+    }
+    fields.len().is_multiple_of(2).then_some(fields)
+}
+
+/// The kind's fixed length, `None` for variable-length kinds, or the SDK's error for a code it
+/// does not know.
+fn fixed_len(code: u8) -> Result<Option<usize>, IggyError> {
+    Ok(match HeaderKind::from_code(code)? {
+        HeaderKind::Raw | HeaderKind::String => None,
+        HeaderKind::Bool | HeaderKind::Int8 | HeaderKind::Uint8 => Some(1),
+        HeaderKind::Int16 | HeaderKind::Uint16 => Some(2),
+        HeaderKind::Int32 | HeaderKind::Uint32 | HeaderKind::Float32 => Some(4),
+        HeaderKind::Int64 | HeaderKind::Uint64 | HeaderKind::Float64 => Some(8),
+        HeaderKind::Int128 | HeaderKind::Uint128 => Some(16),
+    })
+}
+
+/// The user headers of a stored message, ordered and deduplicated as the SDK's map would hold
+/// them (MAP-READ-NATIVE-1's stored order); empty when the bytes are not a sequence of whole
+/// name/value fields; the SDK's error for a kind or length it refuses (MAP-READ-MALFORMED-1).
+pub(crate) fn stored_headers(raw: &Bytes) -> Result<Vec<StoredHeader>, IggyError> {
+    let Some(fields) = fields(raw) else {
+        return Ok(Vec::new());
+    };
+    let mut headers = Vec::with_capacity(fields.len() / 2);
+    for pair in fields.chunks_exact(2) {
+        let ((name_kind, name), (value_kind, value)) = (pair[0].clone(), pair[1].clone());
+        let (name_len, value_len) = (fixed_len(name_kind)?, fixed_len(value_kind)?);
+        if name_len.is_some_and(|len| len != name.len()) {
+            return Err(IggyError::InvalidHeaderKey);
+        }
+        if value_len.is_some_and(|len| len != value.len()) {
+            return Err(IggyError::InvalidHeaderValue);
+        }
+        headers.push(StoredHeader {
+            name_kind,
+            name: raw.slice(name),
+            value_kind,
+            value: raw.slice(value),
+        });
+    }
+    let ordered = |a: &StoredHeader, b: &StoredHeader| (a.name_kind, &a.name) < (b.name_kind, &b.name);
+    if !headers.windows(2).all(|w| ordered(&w[0], &w[1])) {
+        // Stable, so among equal names the stored order stays and the last one is kept.
+        headers.sort_by(|a, b| (a.name_kind, &a.name).cmp(&(b.name_kind, &b.name)));
+        let mut kept: Vec<StoredHeader> = Vec::with_capacity(headers.len());
+        for header in headers {
+            match kept.last_mut() {
+                Some(last) if (last.name_kind, &last.name) == (header.name_kind, &header.name) => *last = header,
+                _ => kept.push(header),
+            }
+        }
+        headers = kept;
+    }
+    Ok(headers)
+}
