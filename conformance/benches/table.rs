@@ -16,6 +16,7 @@ use kafka_iggy_conformance::cpu::Processes;
 use kafka_iggy_conformance::delay_proxy::DelayProxy;
 use kafka_iggy_conformance::endpoint::{LocalGateway, LocalOptions};
 use kafka_iggy_conformance::real_iggy::{discover_with_env, parse_env_pair, Discovery, IggyServer};
+use kafka_iggy_conformance::relay::Relay;
 use kafka_iggy_gateway::backend::iggy::IggyBackend;
 use kafka_iggy_gateway::backend::{Backend, TopicSpec};
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -31,6 +32,8 @@ use std::time::{Duration, Instant};
 #[serde(rename_all = "kebab-case")]
 enum Row {
     Native,
+    /// The native SDK through a relay that only copies bytes: what one hop in the middle costs.
+    NativeRelayed,
     GatewayIggy,
     GatewayEmbedded,
     Tansu,
@@ -40,6 +43,7 @@ impl Row {
     fn label(self) -> &'static str {
         match self {
             Row::Native => "native Iggy SDK",
+            Row::NativeRelayed => "native SDK via relay",
             Row::GatewayIggy => "gateway on real Iggy",
             Row::GatewayEmbedded => "gateway, embedded",
             Row::Tansu => "tansu (memory)",
@@ -135,6 +139,45 @@ struct Report {
     skipped: Vec<Skipped>,
     /// Throughput of one row over another: (numerator, denominator, produce, fetch).
     ratios: Vec<(Row, Row, f64, f64)>,
+    /// The most any gateway could fetch on this machine, from this run's CPU figures.
+    fetch_bound: Option<FetchBound>,
+}
+
+/// An upper bound on the gateway-on-Iggy row's fetch rate on this machine, from CPU time per
+/// record measured in this run: any gateway receives every byte the server sends and sends it on
+/// (at least the relay's work), the server serves it (at least what it spends on the relayed
+/// native poll, whose messages carry no mapping headers), and the Kafka client reads it (what
+/// librdkafka spent in the gateway row). The cores cannot do all three faster than this.
+#[derive(Serialize)]
+struct FetchBound {
+    server_us_per_record: f64,
+    relay_us_per_record: f64,
+    client_us_per_record: f64,
+    records_per_s: f64,
+    /// `records_per_s` over the native row's fetch rate.
+    of_native: f64,
+}
+
+/// Thread kinds of the bench process that are the Kafka client in a gateway row; the rest
+/// (`tokio-rt-worker`) is the in-process gateway and its Iggy SDK.
+const GATEWAY_THREAD_KIND: &str = "tokio-rt-worker";
+const RELAY_THREAD_KIND: &str = "relay";
+
+fn fetch_bound(native: &Measured, relayed: &Measured, gateway: &Measured, records: usize, cores: usize) -> FetchBound {
+    let per_record_us = |ns: u64| ns as f64 / records as f64 / 1e3;
+    let kind_ns = |m: &Measured, kind: &str| m.fetch_cpu.own.ns_by_kind.get(kind).copied().unwrap_or(0);
+    let server_us_per_record = per_record_us(relayed.fetch_cpu.others.ns_by_kind.values().sum());
+    let relay_us_per_record = per_record_us(kind_ns(relayed, RELAY_THREAD_KIND));
+    let client_ns: u64 = gateway.fetch_cpu.own.ns_by_kind.values().sum::<u64>() - kind_ns(gateway, GATEWAY_THREAD_KIND);
+    let client_us_per_record = per_record_us(client_ns);
+    let records_per_s = cores as f64 / (server_us_per_record + relay_us_per_record + client_us_per_record) * 1e6;
+    FetchBound {
+        server_us_per_record,
+        relay_us_per_record,
+        client_us_per_record,
+        records_per_s,
+        of_native: records_per_s / native.fetch_records_per_s,
+    }
 }
 
 fn load_1m() -> f64 {
@@ -278,6 +321,18 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
         produce_cpu,
         fetch_cpu,
     })
+}
+
+/// The native row's workload with its SDK client behind a [`Relay`] of its own.
+async fn native_relayed(server: &IggyServer, address: &str, args: &Args, topic: &str) -> anyhow::Result<Figures> {
+    let upstream = tokio::net::lookup_host(address)
+        .await?
+        .next()
+        .context("the Iggy server's address")?;
+    let relay = Relay::start(upstream)?;
+    let figures = native(server, &relay.address.to_string(), args, topic).await;
+    drop(relay);
+    figures
 }
 
 /// The in-process gateway's options: the defaults, with the read-ahead budget asked for.
@@ -433,7 +488,13 @@ async fn main() -> anyhow::Result<()> {
             .init();
     }
     let rows = if args.only.is_empty() {
-        vec![Row::Native, Row::GatewayIggy, Row::GatewayEmbedded, Row::Tansu]
+        vec![
+            Row::Native,
+            Row::NativeRelayed,
+            Row::GatewayIggy,
+            Row::GatewayEmbedded,
+            Row::Tansu,
+        ]
     } else {
         args.only.clone()
     };
@@ -462,7 +523,9 @@ async fn main() -> anyhow::Result<()> {
             rate / 1e6
         );
     }
-    let needs_iggy = rows.iter().any(|r| matches!(r, Row::Native | Row::GatewayIggy));
+    let needs_iggy = rows
+        .iter()
+        .any(|r| matches!(r, Row::Native | Row::NativeRelayed | Row::GatewayIggy));
     let server = if needs_iggy {
         match discover_with_env(args.iggy_server_env.clone()).await? {
             Discovery::Found(server) => {
@@ -507,6 +570,7 @@ async fn main() -> anyhow::Result<()> {
         rows: Vec::new(),
         skipped: Vec::new(),
         ratios: Vec::new(),
+        fetch_bound: None,
     };
     println!("| path                   | produce                         | produce latency (queued → acked) | fetch                           | load  |");
     println!("|------------------------|---------------------------------|----------------------------------|---------------------------------|-------|");
@@ -514,6 +578,10 @@ async fn main() -> anyhow::Result<()> {
         let outcome: anyhow::Result<Figures> = match row {
             Row::Native => match &server {
                 Ok(server) => native(server, &iggy_address, &args, &format!("native-{run_id}")).await,
+                Err(why) => Err(anyhow::anyhow!("no Iggy server: {why}")),
+            },
+            Row::NativeRelayed => match &server {
+                Ok(server) => native_relayed(server, &iggy_address, &args, &format!("relayed-{run_id}")).await,
                 Err(why) => Err(anyhow::anyhow!("no Iggy server: {why}")),
             },
             Row::GatewayIggy => match &server {
@@ -553,6 +621,7 @@ async fn main() -> anyhow::Result<()> {
     }
     let find = |row: Row| report.rows.iter().find(|m| m.row == row);
     for (over, under) in [
+        (Row::NativeRelayed, Row::Native),
         (Row::GatewayIggy, Row::Native),
         (Row::GatewayEmbedded, Row::Tansu),
         (Row::GatewayEmbedded, Row::Native),
@@ -567,6 +636,20 @@ async fn main() -> anyhow::Result<()> {
             );
             report.ratios.push((over, under, produce, fetch));
         }
+    }
+    if let (Some(native), Some(relayed), Some(gateway)) =
+        (find(Row::Native), find(Row::NativeRelayed), find(Row::GatewayIggy))
+    {
+        let bound = fetch_bound(native, relayed, gateway, records, cores);
+        println!(
+            "fetch bound for any gateway here: {:.3} M rec/s ({:.2}× native) = {cores} cores / (server {:.2} + relay {:.2} + Kafka client {:.2} µs/record)",
+            bound.records_per_s / 1e6,
+            bound.of_native,
+            bound.server_us_per_record,
+            bound.relay_us_per_record,
+            bound.client_us_per_record
+        );
+        report.fetch_bound = Some(bound);
     }
     if let (Some(rate), Some(native)) = (args.rate, find(Row::Native)) {
         for row in [Row::GatewayIggy, Row::GatewayEmbedded] {

@@ -26,6 +26,7 @@ pub mod ops_scrape;
 pub mod profile;
 pub mod provision;
 pub mod real_iggy;
+pub mod relay;
 pub mod report;
 pub mod results;
 pub mod runner;
