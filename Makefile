@@ -115,8 +115,9 @@ compat-quick: setup
 	cargo run -q -p kafka-iggy-conformance --bin compat -- --quick --junit target/compat/quick-junit.xml
 
 # docs/performance.md: the core and Fetch read-path micro benches, then the one table (native
-# Iggy SDK, gateway on real Iggy, gateway embedded, tansu; JSON in target/bench/table.json; a
-# row without its server or binary says why), the server's cost per 1 MiB read through the SDK
+# Iggy SDK, the native SDK through a byte-copying relay, gateway on real Iggy, gateway embedded,
+# tansu, and the fetch bound for any gateway; JSON in target/bench/table.json; a row without its
+# server or binary says why), the server's cost per 1 MiB read through the SDK
 # backend (skipped, with why, without a server), the gateway against librdkafka's mock broker, the
 # scale matrix (target/bench/scale.json) and the hostile run. BENCH_ARGS go to the table.
 # The environment of an Iggy server the benches start (docs/performance.md, round 6): glibc's
