@@ -49,17 +49,16 @@ fn field_at(raw: &[u8], at: usize) -> Option<(u8, std::ops::Range<usize>)> {
     Some((kind, start..end))
 }
 
-/// The structurally valid fields of `raw`, or `None` (the SDK then reports no headers).
-fn fields(raw: &[u8]) -> Option<Vec<(u8, std::ops::Range<usize>)>> {
-    // A field takes at least 6 bytes, so this bounds the allocation by the input.
-    let mut fields = Vec::with_capacity(raw.len() / (FIELD_PREFIX_BYTES + 1));
-    let mut at = 0;
+/// How many fields `raw` holds when it is whole fields and an even number of them (the SDK's
+/// structural check); `None` otherwise (the SDK then reports no headers).
+fn whole_field_count(raw: &[u8]) -> Option<usize> {
+    let (mut at, mut count) = (0, 0usize);
     while at < raw.len() {
-        let (kind, range) = field_at(raw, at)?;
+        let (_, range) = field_at(raw, at)?;
         at = range.end;
-        fields.push((kind, range));
+        count += 1;
     }
-    fields.len().is_multiple_of(2).then_some(fields)
+    count.is_multiple_of(2).then_some(count)
 }
 
 /// The kind's fixed length, `None` for variable-length kinds, or the SDK's error for a code it
@@ -79,12 +78,16 @@ fn fixed_len(code: u8) -> Result<Option<usize>, IggyError> {
 /// them (MAP-READ-NATIVE-1's stored order); empty when the bytes are not a sequence of whole
 /// name/value fields; the SDK's error for a kind or length it refuses (MAP-READ-MALFORMED-1).
 pub(crate) fn stored_headers(raw: &Bytes) -> Result<Vec<StoredHeader>, IggyError> {
-    let Some(fields) = fields(raw) else {
+    let Some(field_count) = whole_field_count(raw) else {
         return Ok(Vec::new());
     };
-    let mut headers = Vec::with_capacity(fields.len() / 2);
-    for pair in fields.chunks_exact(2) {
-        let ((name_kind, name), (value_kind, value)) = (pair[0].clone(), pair[1].clone());
+    let mut headers = Vec::with_capacity(field_count / 2);
+    let mut at = 0;
+    while let Some((name_kind, name)) = field_at(raw, at) {
+        let Some((value_kind, value)) = field_at(raw, name.end) else {
+            break; // Not reached: the count above found whole pairs.
+        };
+        at = value.end;
         let (name_len, value_len) = (fixed_len(name_kind)?, fixed_len(value_kind)?);
         if name_len.is_some_and(|len| len != name.len()) {
             return Err(IggyError::InvalidHeaderKey);
