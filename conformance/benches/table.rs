@@ -145,9 +145,9 @@ struct Report {
 
 /// An upper bound on the gateway-on-Iggy row's fetch rate on this machine, from CPU time per
 /// record measured in this run: any gateway receives every byte the server sends and sends it on
-/// (at least the relay's work), the server serves it (at least what it spends on the relayed
-/// native poll, whose messages carry no mapping headers), and the Kafka client reads it (what
-/// librdkafka spent in the gateway row). The cores cannot do all three faster than this.
+/// (at least the relay's work), the server serves it (at least the less of what it spent on the
+/// native and the relayed polls, whose messages carry no mapping headers), and the Kafka client
+/// reads it (what librdkafka spent in the gateway row). The cores cannot do all three faster.
 #[derive(Serialize)]
 struct FetchBound {
     server_us_per_record: f64,
@@ -166,7 +166,8 @@ const RELAY_THREAD_KIND: &str = "relay";
 fn fetch_bound(native: &Measured, relayed: &Measured, gateway: &Measured, records: usize, cores: usize) -> FetchBound {
     let per_record_us = |ns: u64| ns as f64 / records as f64 / 1e3;
     let kind_ns = |m: &Measured, kind: &str| m.fetch_cpu.own.ns_by_kind.get(kind).copied().unwrap_or(0);
-    let server_us_per_record = per_record_us(relayed.fetch_cpu.others.ns_by_kind.values().sum());
+    let server_ns = |m: &Measured| m.fetch_cpu.others.ns_by_kind.values().sum::<u64>();
+    let server_us_per_record = per_record_us(server_ns(native).min(server_ns(relayed)));
     let relay_us_per_record = per_record_us(kind_ns(relayed, RELAY_THREAD_KIND));
     let client_ns: u64 = gateway.fetch_cpu.own.ns_by_kind.values().sum::<u64>() - kind_ns(gateway, GATEWAY_THREAD_KIND);
     let client_us_per_record = per_record_us(client_ns);
