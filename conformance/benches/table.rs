@@ -163,9 +163,10 @@ struct FetchBound {
     of_native: f64,
 }
 
-/// Thread kinds of the bench process that are the Kafka client in a gateway row; the rest
-/// (`tokio-rt-worker`) is the in-process gateway and its Iggy SDK.
+/// The bench process's thread kind that runs the in-process gateway and its Iggy SDK; every
+/// other thread of a gateway row is the Kafka client (librdkafka and the application thread).
 const GATEWAY_THREAD_KIND: &str = "tokio-rt-worker";
+/// The relay's own thread ([`Relay`]).
 const RELAY_THREAD_KIND: &str = "relay";
 
 fn fetch_bound(native: &Measured, relayed: &Measured, gateway: &Measured, records: usize, cores: usize) -> FetchBound {
