@@ -122,8 +122,9 @@ compat-quick: setup
 # scale matrix (target/bench/scale.json) and the hostile run. BENCH_ARGS go to the table.
 # The environment of an Iggy server the benches start (docs/performance.md, round 6): glibc's
 # malloc otherwise maps each large read buffer afresh, and the server's per-read CPU then swings
-# up to four times between server processes on this machine. Empty: the server's defaults.
-IGGY_SERVER_ENV ?= GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=536870912
+# up to four times between server processes on this machine; with an arena per thread, a shard's
+# emptied heap is, most likely, unmapped and mapped afresh (round 7). Empty: the server's defaults.
+IGGY_SERVER_ENV ?= GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:glibc.malloc.trim_threshold=536870912:glibc.malloc.arena_max=1
 IGGY_SERVER_ENV_ARGS := $(if $(IGGY_SERVER_ENV),--iggy-server-env $(IGGY_SERVER_ENV))
 bench: setup
 	cargo bench -p kig-core --bench core
