@@ -34,6 +34,11 @@ impl StoredHeader {
     pub fn is_named(&self, name: &str) -> bool {
         self.name_kind == HeaderKind::String.as_code() && self.name == name.as_bytes()
     }
+
+    /// What the SDK's map orders and deduplicates headers by.
+    fn map_key(&self) -> (u8, &[u8]) {
+        (self.name_kind, &self.name)
+    }
 }
 
 /// One field's kind and where its bytes lie, or `None` when the bytes do not hold one whole.
@@ -102,14 +107,13 @@ pub(crate) fn stored_headers(raw: &Bytes) -> Result<Vec<StoredHeader>, IggyError
             value: raw.slice(value),
         });
     }
-    let ordered = |a: &StoredHeader, b: &StoredHeader| (a.name_kind, &a.name) < (b.name_kind, &b.name);
-    if !headers.windows(2).all(|w| ordered(&w[0], &w[1])) {
+    if !headers.windows(2).all(|w| w[0].map_key() < w[1].map_key()) {
         // Stable, so among equal names the stored order stays and the last one is kept.
-        headers.sort_by(|a, b| (a.name_kind, &a.name).cmp(&(b.name_kind, &b.name)));
+        headers.sort_by(|a, b| a.map_key().cmp(&b.map_key()));
         let mut kept: Vec<StoredHeader> = Vec::with_capacity(headers.len());
         for header in headers {
             match kept.last_mut() {
-                Some(last) if (last.name_kind, &last.name) == (header.name_kind, &header.name) => *last = header,
+                Some(last) if last.map_key() == header.map_key() => *last = header,
                 _ => kept.push(header),
             }
         }
