@@ -330,13 +330,18 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
     })
 }
 
-/// The native row's workload with its SDK client behind a [`Relay`] of its own.
-async fn native_relayed(server: &IggyServer, address: &str, args: &Args, topic: &str) -> anyhow::Result<Figures> {
-    let upstream = tokio::net::lookup_host(address)
+/// The first socket address `address` (`host:port`) resolves to: what a proxy or relay in front
+/// of the Iggy server connects to.
+async fn socket_address(address: &str) -> anyhow::Result<std::net::SocketAddr> {
+    tokio::net::lookup_host(address)
         .await?
         .next()
-        .context("the Iggy server's address")?;
-    let relay = Relay::start(upstream)?;
+        .with_context(|| format!("{address} resolves to no address"))
+}
+
+/// The native row's workload with its SDK client behind a [`Relay`] of its own.
+async fn native_relayed(server: &IggyServer, address: &str, args: &Args, topic: &str) -> anyhow::Result<Figures> {
+    let relay = Relay::start(socket_address(address).await?)?;
     let figures = native(server, &relay.address.to_string(), args, topic).await;
     drop(relay);
     figures
@@ -553,10 +558,7 @@ async fn main() -> anyhow::Result<()> {
     // The rows reach Iggy directly, or through a proxy that puts it a network hop away.
     let proxy = match (&server, args.iggy_delay_ms) {
         (Ok(server), delay_ms) if delay_ms > 0 => {
-            let upstream = tokio::net::lookup_host(&server.address)
-                .await?
-                .next()
-                .context("the Iggy server's address")?;
+            let upstream = socket_address(&server.address).await?;
             let proxy = DelayProxy::start(upstream, Duration::from_millis(delay_ms)).await?;
             println!("Iggy reached through a proxy delaying each direction by {delay_ms} ms");
             Some(proxy)
