@@ -116,7 +116,8 @@ compat-quick: setup
 
 # docs/performance.md: the core and Fetch read-path micro benches, then the one table (native
 # Iggy SDK, the native SDK through a byte-copying relay, gateway on real Iggy, gateway embedded,
-# tansu, and the fetch bound for any gateway; JSON in target/bench/table.json; a row without its
+# tansu, the fetch bound for any gateway, and the gateway's stored messages read back bare for
+# the bound on the seed's stored form; JSON in target/bench/table.json; a row without its
 # server or binary says why), the server's cost per 1 MiB read through the SDK
 # backend (skipped, with why, without a server), the gateway against librdkafka's mock broker, the
 # scale matrix (target/bench/scale.json) and the hostile run. BENCH_ARGS go to the table.

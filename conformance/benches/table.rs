@@ -8,8 +8,8 @@ use anyhow::{bail, Context};
 use bytes::Bytes;
 use clap::{Parser, ValueEnum};
 use iggy::prelude::{
-    Consumer, Identifier, IggyMessage, MessageClient, Partitioning, PollingStrategy, StreamClient, TopicClient,
-    TopicCreateOptions,
+    Consumer, Identifier, IggyClient, IggyMessage, MessageClient, Partitioning, PollingStrategy, StreamClient,
+    TopicClient, TopicCreateOptions,
 };
 use kafka_iggy_conformance::bench::{run_workload, Figures, PhaseCpu, Workload};
 use kafka_iggy_conformance::cpu::Processes;
@@ -73,6 +73,11 @@ struct Args {
     /// lands on another shard than the first: this measures a read forwarded between shards.
     #[arg(long)]
     native_poll_second_connection: bool,
+    /// The native and relayed rows send the messages the gateway stores for the librdkafka
+    /// rows' keyed records (the seed's mapping, with its `kafka.key` header), still in sends of
+    /// `native_batch`: how much of the server's cost on the gateway's reads is the mapped form.
+    #[arg(long)]
+    native_mapped: bool,
     /// Rows to measure (all by default), in the order given.
     #[arg(long, value_enum, value_delimiter = ',')]
     only: Vec<Row>,
@@ -117,7 +122,32 @@ struct Measured {
     /// the server process's (Iggy or tansu), when this run started it.
     produce_cpu: PhaseCpu,
     fetch_cpu: PhaseCpu,
+    /// The gateway-on-Iggy row only: its stored messages read back by a bare SDK poll.
+    mapped_poll: Option<MappedPoll>,
 }
+
+/// The messages the gateway stored for the Kafka client's records, read back by the native
+/// row's poll (the SDK, one connection, `native_batch` by offset) once the gateway row is done:
+/// what the server spends serving those messages when asked as cheaply as the native row asks.
+/// They carry the mapping's headers (the records are keyed: `kafka.key`), which plain messages
+/// do not.
+#[derive(Serialize)]
+struct MappedPoll {
+    mapped: PollFigures,
+    /// The native row's plain messages polled again, when that row ran: reads interleaved with
+    /// the mapped ones, at the same point in the server's life.
+    plain: Option<PollFigures>,
+}
+
+#[derive(Serialize)]
+struct PollFigures {
+    records_per_s: f64,
+    server_us_per_record: f64,
+}
+
+/// The stream the in-process gateway maps Kafka topics into, and the native rows' stream.
+const GATEWAY_STREAM: &str = "kafka";
+const NATIVE_STREAM: &str = "kig-native-bench";
 
 #[derive(Serialize)]
 struct Skipped {
@@ -137,6 +167,7 @@ struct Report {
     record_bytes: usize,
     native_batch: usize,
     native_poll_second_connection: bool,
+    native_mapped: bool,
     /// What was added to the environment of a server this run started.
     iggy_server_env: Vec<(String, String)>,
     cores: usize,
@@ -161,6 +192,20 @@ struct FetchBound {
     records_per_s: f64,
     /// `records_per_s` over the native row's fetch rate.
     of_native: f64,
+    /// The same bound for the messages the seed's mapping stores for these records, which cost
+    /// the server more to read than plain ones ([`MappedPoll`]).
+    mapped: Option<MappedBound>,
+}
+
+#[derive(Serialize)]
+struct MappedBound {
+    /// The server's CPU per record on the gateway's stored messages over the native row's plain
+    /// ones, both read back by the same poll one after the other.
+    mapped_over_plain: f64,
+    /// The plain bound's server share times `mapped_over_plain`.
+    server_us_per_record: f64,
+    records_per_s: f64,
+    of_native: f64,
 }
 
 /// The bench process's thread kind that runs the in-process gateway and its Iggy SDK; every
@@ -177,13 +222,30 @@ fn fetch_bound(native: &Measured, relayed: &Measured, gateway: &Measured, record
     let relay_us_per_record = per_record_us(kind_ns(relayed, RELAY_THREAD_KIND));
     let client_ns: u64 = gateway.fetch_cpu.own.ns_by_kind.values().sum::<u64>() - kind_ns(gateway, GATEWAY_THREAD_KIND);
     let client_us_per_record = per_record_us(client_ns);
-    let records_per_s = cores as f64 / (server_us_per_record + relay_us_per_record + client_us_per_record) * 1e6;
+    let bound = |server_us_per_record: f64| {
+        cores as f64 / (server_us_per_record + relay_us_per_record + client_us_per_record) * 1e6
+    };
+    let records_per_s = bound(server_us_per_record);
+    // The mapped form's cost over plain messages', both read the same way at the same moment
+    // (late in the run, when reads cost the server more than in the native row).
+    let mapped = gateway.mapped_poll.as_ref().and_then(|poll| {
+        let plain = poll.plain.as_ref()?;
+        let mapped_over_plain = poll.mapped.server_us_per_record / plain.server_us_per_record;
+        let server_us_per_record = server_us_per_record * mapped_over_plain;
+        Some(MappedBound {
+            mapped_over_plain,
+            server_us_per_record,
+            records_per_s: bound(server_us_per_record),
+            of_native: bound(server_us_per_record) / native.fetch_records_per_s,
+        })
+    });
     FetchBound {
         server_us_per_record,
         relay_us_per_record,
         client_us_per_record,
         records_per_s,
         of_native: records_per_s / native.fetch_records_per_s,
+        mapped,
     }
 }
 
@@ -205,6 +267,7 @@ fn measured(row: Row, records: usize, f: &Figures) -> Measured {
         load_1m: load_1m(),
         produce_cpu: f.produce_cpu.clone(),
         fetch_cpu: f.fetch_cpu.clone(),
+        mapped_poll: None,
     }
 }
 
@@ -233,9 +296,9 @@ fn print_cpu(m: &Measured, records: usize, cores: usize) {
 /// The pinned SDK on the same server: sends of `batch` messages, then polls of `batch` by offset.
 async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) -> anyhow::Result<Figures> {
     let client = server.sdk_client_at(address).await?;
-    let stream = Identifier::named("kig-native-bench")?;
+    let stream = Identifier::named(NATIVE_STREAM)?;
     let topic_id = Identifier::named(topic)?;
-    let _ = client.create_stream("kig-native-bench").await;
+    let _ = client.create_stream(NATIVE_STREAM).await;
     client
         .create_topic(
             &stream,
@@ -273,9 +336,9 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
                 (due - sent_records, Some(dues))
             }
         };
-        let mut messages: Vec<IggyMessage> = (0..n)
-            .map(|_| IggyMessage::builder().payload(value.clone()).build().expect("message"))
-            .collect();
+        let mut messages: Vec<IggyMessage> = (sent_records..sent_records + n)
+            .map(|i| native_message(args.native_mapped, i, &value))
+            .collect::<anyhow::Result<_>>()?;
         let sent = Instant::now();
         client
             .send_messages(&stream, &topic_id, &Partitioning::partition_id(0), &mut messages)
@@ -295,27 +358,9 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
         None
     };
     let poller = second_client.as_ref().unwrap_or(&client);
-    let consumer = Consumer::new(Identifier::named("kig-native-reader")?);
     let cpu_start = Processes::take(&pids);
     let start = Instant::now();
-    let mut next = 0u64;
-    while (next as usize) < args.records {
-        let polled = poller
-            .poll_messages(
-                &stream,
-                &topic_id,
-                Some(0),
-                &consumer,
-                &PollingStrategy::offset(next),
-                batch as u32,
-                false,
-            )
-            .await?;
-        if polled.messages.is_empty() {
-            bail!("native poll at {next} came back empty");
-        }
-        next += polled.messages.len() as u64;
-    }
+    poll_all(poller, &stream, &topic_id, args.records, batch).await?;
     let fetch_s = start.elapsed().as_secs_f64();
     fetch_cpu.add_since(&cpu_start, &pids);
     latencies.sort();
@@ -328,6 +373,55 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
         produce_cpu,
         fetch_cpu,
     })
+}
+
+/// The native row's `i`th message: plain, or with `mapped` the one the gateway stores for the
+/// librdkafka rows' `i`th record (keyed by its index, MAP-KEY-1).
+fn native_message(mapped: bool, i: usize, value: &Bytes) -> anyhow::Result<IggyMessage> {
+    if !mapped {
+        return Ok(IggyMessage::builder().payload(value.clone()).build()?);
+    }
+    let record = kig_core::mapping::KafkaRecord {
+        timestamp_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_millis() as i64,
+        key: Some(Bytes::from(i.to_string())),
+        value: Some(value.clone()),
+        headers: Vec::new(),
+    };
+    let (message, _) = kig_core::mapping::record_to_message(&record)?;
+    Ok(message)
+}
+
+/// Polls partition 0 of `stream`/`topic` by offset from 0, `batch` messages at a time, until
+/// `records` have come back: the native SDK's sequential read.
+async fn poll_all(
+    poller: &IggyClient,
+    stream: &Identifier,
+    topic: &Identifier,
+    records: usize,
+    batch: usize,
+) -> anyhow::Result<()> {
+    let consumer = Consumer::new(Identifier::named("kig-native-reader")?);
+    let mut next = 0u64;
+    while (next as usize) < records {
+        let polled = poller
+            .poll_messages(
+                stream,
+                topic,
+                Some(0),
+                &consumer,
+                &PollingStrategy::offset(next),
+                batch as u32,
+                false,
+            )
+            .await?;
+        if polled.messages.is_empty() {
+            bail!("native poll at {next} came back empty");
+        }
+        next += polled.messages.len() as u64;
+    }
+    Ok(())
 }
 
 /// The first socket address `address` (`host:port`) resolves to: what a proxy or relay in front
@@ -359,16 +453,18 @@ async fn gateway_on_iggy(
     address: &str,
     workload: &Workload,
     options: LocalOptions,
-) -> anyhow::Result<Figures> {
+    native_topic: Option<&str>,
+    batch: usize,
+) -> anyhow::Result<(Figures, Option<MappedPoll>)> {
     let workload = &Workload {
         watch_pids: server.pid().into_iter().collect(),
         ..workload.clone()
     };
     let backend = IggyBackend::connect(address, &server.username, &server.password, 8).await?;
-    backend.ensure_stream("kafka").await?;
+    backend.ensure_stream(GATEWAY_STREAM).await?;
     backend
         .create_topic(
-            "kafka",
+            GATEWAY_STREAM,
             &workload.topic,
             TopicSpec {
                 partitions: 1,
@@ -380,7 +476,84 @@ async fn gateway_on_iggy(
     let figures = run_workload(&gateway.endpoint.bootstrap, workload).await;
     print_read_ahead("gateway on real Iggy", &gateway.gateway.read_ahead);
     gateway.stop().await;
-    Ok(figures)
+    // The row stands without it: only the extra reading is lost.
+    let mapped_poll = match mapped_poll(
+        server,
+        address,
+        &workload.topic,
+        native_topic,
+        workload.records(),
+        batch,
+    )
+    .await
+    {
+        Ok(poll) => Some(poll),
+        Err(e) => {
+            println!("gateway on real Iggy: its stored messages could not be read back: {e:#}");
+            None
+        }
+    };
+    Ok((figures, mapped_poll))
+}
+
+/// Reads the first `records` messages the gateway stored in `topic` back with the native row's
+/// poll, on a client of its own ([`MappedPoll`]). When the native row ran before (`native_topic`),
+/// its plain messages are read the same way as a control, in the order mapped, plain, plain,
+/// mapped: the server's cost per read drifts over a run (plain messages cost it more late in the
+/// run than in the native row), and that order cancels a steady drift.
+async fn mapped_poll(
+    server: &IggyServer,
+    address: &str,
+    topic: &str,
+    native_topic: Option<&str>,
+    records: usize,
+    batch: usize,
+) -> anyhow::Result<MappedPoll> {
+    let client = server.sdk_client_at(address).await?;
+    let pids: Vec<u32> = server.pid().into_iter().collect();
+    // Elapsed seconds and server CPU seconds of one read of every message.
+    let timed_poll = |stream: &'static str, topic: &str| {
+        let (client, pids) = (&client, &pids);
+        let topic = topic.to_string();
+        async move {
+            let mut cpu = PhaseCpu::default();
+            let cpu_start = Processes::take(pids);
+            let start = Instant::now();
+            poll_all(
+                client,
+                &Identifier::named(stream)?,
+                &Identifier::named(&topic)?,
+                records,
+                batch,
+            )
+            .await?;
+            let elapsed_s = start.elapsed().as_secs_f64();
+            cpu.add_since(&cpu_start, pids);
+            anyhow::Ok((elapsed_s, cpu.others.total().as_secs_f64()))
+        }
+    };
+    let figures = |reads: &[(f64, f64)]| {
+        let polled = (records * reads.len()) as f64;
+        PollFigures {
+            records_per_s: polled / reads.iter().map(|r| r.0).sum::<f64>(),
+            server_us_per_record: reads.iter().map(|r| r.1).sum::<f64>() / polled * 1e6,
+        }
+    };
+    let Some(native_topic) = native_topic else {
+        let mapped = timed_poll(GATEWAY_STREAM, topic).await?;
+        return Ok(MappedPoll {
+            mapped: figures(&[mapped]),
+            plain: None,
+        });
+    };
+    let mapped_first = timed_poll(GATEWAY_STREAM, topic).await?;
+    let plain_first = timed_poll(NATIVE_STREAM, native_topic).await?;
+    let plain_second = timed_poll(NATIVE_STREAM, native_topic).await?;
+    let mapped_second = timed_poll(GATEWAY_STREAM, topic).await?;
+    Ok(MappedPoll {
+        mapped: figures(&[mapped_first, mapped_second]),
+        plain: Some(figures(&[plain_first, plain_second])),
+    })
 }
 
 async fn create_topic(bootstrap: &str, topic: &str) -> anyhow::Result<()> {
@@ -578,6 +751,7 @@ async fn main() -> anyhow::Result<()> {
         record_bytes: args.record_bytes,
         native_batch: args.native_batch,
         native_poll_second_connection: args.native_poll_second_connection,
+        native_mapped: args.native_mapped,
         iggy_server_env: args.iggy_server_env.clone(),
         cores,
         rows: Vec::new(),
@@ -587,10 +761,12 @@ async fn main() -> anyhow::Result<()> {
     };
     println!("| path                   | produce                         | produce latency (queued → acked) | fetch                           | load  |");
     println!("|------------------------|---------------------------------|----------------------------------|---------------------------------|-------|");
+    let native_topic = format!("native-{run_id}");
     for row in rows {
+        let mut mapped = None;
         let outcome: anyhow::Result<Figures> = match row {
             Row::Native => match &server {
-                Ok(server) => native(server, &iggy_address, &args, &format!("native-{run_id}")).await,
+                Ok(server) => native(server, &iggy_address, &args, &native_topic).await,
                 Err(why) => Err(anyhow::anyhow!("no Iggy server: {why}")),
             },
             Row::NativeRelayed => match &server {
@@ -600,7 +776,14 @@ async fn main() -> anyhow::Result<()> {
             Row::GatewayIggy => match &server {
                 Ok(server) => {
                     let options = gateway_options(args.read_ahead_bytes);
-                    gateway_on_iggy(server, &iggy_address, &workload("iggy"), options).await
+                    let native_ran = report.rows.iter().any(|m| m.row == Row::Native);
+                    let native_topic = native_ran.then_some(native_topic.as_str());
+                    gateway_on_iggy(server, &iggy_address, &workload("iggy"), options, native_topic, args.native_batch)
+                        .await
+                        .map(|(figures, poll)| {
+                            mapped = poll;
+                            figures
+                        })
                 }
                 Err(why) => Err(anyhow::anyhow!("no Iggy server: {why}")),
             },
@@ -616,7 +799,8 @@ async fn main() -> anyhow::Result<()> {
         };
         match outcome {
             Ok(figures) => {
-                let m = measured(row, records, &figures);
+                let mut m = measured(row, records, &figures);
+                m.mapped_poll = mapped;
                 print_row(&m, args.record_bytes);
                 report.rows.push(m);
             }
@@ -631,6 +815,31 @@ async fn main() -> anyhow::Result<()> {
     }
     for m in &report.rows {
         print_cpu(m, records, cores);
+    }
+    let native_fetch = report
+        .rows
+        .iter()
+        .find(|m| m.row == Row::Native)
+        .map(|m| m.fetch_records_per_s);
+    for (m, poll) in report.rows.iter().filter_map(|m| Some((m, m.mapped_poll.as_ref()?))) {
+        let of_native = |rate: f64| native_fetch.map_or(String::new(), |n| format!(" ({:.2}× native)", rate / n));
+        println!(
+            "cpu {:<22} its stored messages read back by the native row's poll: {:.3} M rec/s{}, server {:.2} µs/record",
+            m.label,
+            poll.mapped.records_per_s / 1e6,
+            of_native(poll.mapped.records_per_s),
+            poll.mapped.server_us_per_record
+        );
+        if let Some(plain) = &poll.plain {
+            println!(
+                "cpu {:<22} the native row's messages read again the same way, in turn with those: {:.3} M rec/s{}, server {:.2} µs/record; the row's fetch is {:.2}× this",
+                m.label,
+                plain.records_per_s / 1e6,
+                of_native(plain.records_per_s),
+                plain.server_us_per_record,
+                m.fetch_records_per_s / plain.records_per_s
+            );
+        }
     }
     let find = |row: Row| report.rows.iter().find(|m| m.row == row);
     for (over, under) in [
@@ -662,6 +871,17 @@ async fn main() -> anyhow::Result<()> {
             bound.relay_us_per_record,
             bound.client_us_per_record
         );
+        if let Some(mapped) = &bound.mapped {
+            println!(
+                "fetch bound for any gateway storing these records as the seed maps them: {:.3} M rec/s ({:.2}× native) = {cores} cores / (server {:.2} (×{:.2}, the mapped form's cost over plain messages') + relay {:.2} + Kafka client {:.2} µs/record)",
+                mapped.records_per_s / 1e6,
+                mapped.of_native,
+                mapped.server_us_per_record,
+                mapped.mapped_over_plain,
+                bound.relay_us_per_record,
+                bound.client_us_per_record
+            );
+        }
         report.fetch_bound = Some(bound);
     }
     if let (Some(rate), Some(native)) = (args.rate, find(Row::Native)) {
