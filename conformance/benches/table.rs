@@ -497,10 +497,12 @@ async fn gateway_on_iggy(
 }
 
 /// Reads the first `records` messages the gateway stored in `topic` back with the native row's
-/// poll, on a client of its own ([`MappedPoll`]). When the native row ran before (`native_topic`),
-/// its plain messages are read the same way as a control, in the order mapped, plain, plain,
-/// mapped: the server's cost per read drifts over a run (plain messages cost it more late in the
-/// run than in the native row), and that order cancels a steady drift.
+/// poll ([`MappedPoll`]). When the native row ran before (`native_topic`), its plain messages are
+/// read the same way as a control. Each topic is read once through each of two clients opened one
+/// after the other, which the server gives to different shards: a topic's partition lives on one
+/// shard, and a read through the other is forwarded and dearer, so one client would compare
+/// shard paths as much as messages. The order (mapped, plain, plain, mapped) also cancels a
+/// steady drift in the server's cost over the run.
 async fn mapped_poll(
     server: &IggyServer,
     address: &str,
@@ -509,29 +511,10 @@ async fn mapped_poll(
     records: usize,
     batch: usize,
 ) -> anyhow::Result<MappedPoll> {
-    let client = server.sdk_client_at(address).await?;
+    let first_client = server.sdk_client_at(address).await?;
+    let second_client = server.sdk_client_at(address).await?;
     let pids: Vec<u32> = server.pid().into_iter().collect();
-    // Elapsed seconds and server CPU seconds of one read of every message.
-    let timed_poll = |stream: &'static str, topic: &str| {
-        let (client, pids) = (&client, &pids);
-        let topic = topic.to_string();
-        async move {
-            let mut cpu = PhaseCpu::default();
-            let cpu_start = Processes::take(pids);
-            let start = Instant::now();
-            poll_all(
-                client,
-                &Identifier::named(stream)?,
-                &Identifier::named(&topic)?,
-                records,
-                batch,
-            )
-            .await?;
-            let elapsed_s = start.elapsed().as_secs_f64();
-            cpu.add_since(&cpu_start, pids);
-            anyhow::Ok((elapsed_s, cpu.others.total().as_secs_f64()))
-        }
-    };
+    let timed_poll = |client, stream, topic| timed_poll(client, &pids, stream, topic, records, batch);
     let figures = |reads: &[(f64, f64)]| {
         let polled = (records * reads.len()) as f64;
         PollFigures {
@@ -539,21 +522,47 @@ async fn mapped_poll(
             server_us_per_record: reads.iter().map(|r| r.1).sum::<f64>() / polled * 1e6,
         }
     };
+    let mapped_first = timed_poll(&first_client, GATEWAY_STREAM, topic).await?;
     let Some(native_topic) = native_topic else {
-        let mapped = timed_poll(GATEWAY_STREAM, topic).await?;
+        let mapped_second = timed_poll(&second_client, GATEWAY_STREAM, topic).await?;
         return Ok(MappedPoll {
-            mapped: figures(&[mapped]),
+            mapped: figures(&[mapped_first, mapped_second]),
             plain: None,
         });
     };
-    let mapped_first = timed_poll(GATEWAY_STREAM, topic).await?;
-    let plain_first = timed_poll(NATIVE_STREAM, native_topic).await?;
-    let plain_second = timed_poll(NATIVE_STREAM, native_topic).await?;
-    let mapped_second = timed_poll(GATEWAY_STREAM, topic).await?;
+    let plain_first = timed_poll(&second_client, NATIVE_STREAM, native_topic).await?;
+    let plain_second = timed_poll(&first_client, NATIVE_STREAM, native_topic).await?;
+    let mapped_second = timed_poll(&second_client, GATEWAY_STREAM, topic).await?;
     Ok(MappedPoll {
         mapped: figures(&[mapped_first, mapped_second]),
         plain: Some(figures(&[plain_first, plain_second])),
     })
+}
+
+/// Elapsed seconds and server CPU seconds of one read of the first `records` messages of
+/// `stream`/`topic` through `client`.
+async fn timed_poll(
+    client: &IggyClient,
+    pids: &[u32],
+    stream: &str,
+    topic: &str,
+    records: usize,
+    batch: usize,
+) -> anyhow::Result<(f64, f64)> {
+    let mut cpu = PhaseCpu::default();
+    let cpu_start = Processes::take(pids);
+    let start = Instant::now();
+    poll_all(
+        client,
+        &Identifier::named(stream)?,
+        &Identifier::named(topic)?,
+        records,
+        batch,
+    )
+    .await?;
+    let elapsed_s = start.elapsed().as_secs_f64();
+    cpu.add_since(&cpu_start, pids);
+    Ok((elapsed_s, cpu.others.total().as_secs_f64()))
 }
 
 async fn create_topic(bootstrap: &str, topic: &str) -> anyhow::Result<()> {
