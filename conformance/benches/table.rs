@@ -514,7 +514,7 @@ async fn mapped_poll(
     let first_client = server.sdk_client_at(address).await?;
     let second_client = server.sdk_client_at(address).await?;
     let pids: Vec<u32> = server.pid().into_iter().collect();
-    let timed_poll = |client, stream, topic| timed_poll(client, &pids, stream, topic, records, batch);
+    let read_all = |client, stream, topic| timed_poll(client, &pids, stream, topic, records, batch);
     let figures = |reads: &[(f64, f64)]| {
         let polled = (records * reads.len()) as f64;
         PollFigures {
@@ -522,17 +522,17 @@ async fn mapped_poll(
             server_us_per_record: reads.iter().map(|r| r.1).sum::<f64>() / polled * 1e6,
         }
     };
-    let mapped_first = timed_poll(&first_client, GATEWAY_STREAM, topic).await?;
+    let mapped_first = read_all(&first_client, GATEWAY_STREAM, topic).await?;
     let Some(native_topic) = native_topic else {
-        let mapped_second = timed_poll(&second_client, GATEWAY_STREAM, topic).await?;
+        let mapped_second = read_all(&second_client, GATEWAY_STREAM, topic).await?;
         return Ok(MappedPoll {
             mapped: figures(&[mapped_first, mapped_second]),
             plain: None,
         });
     };
-    let plain_first = timed_poll(&second_client, NATIVE_STREAM, native_topic).await?;
-    let plain_second = timed_poll(&first_client, NATIVE_STREAM, native_topic).await?;
-    let mapped_second = timed_poll(&second_client, GATEWAY_STREAM, topic).await?;
+    let plain_first = read_all(&second_client, NATIVE_STREAM, native_topic).await?;
+    let plain_second = read_all(&first_client, NATIVE_STREAM, native_topic).await?;
+    let mapped_second = read_all(&second_client, GATEWAY_STREAM, topic).await?;
     Ok(MappedPoll {
         mapped: figures(&[mapped_first, mapped_second]),
         plain: Some(figures(&[plain_first, plain_second])),
