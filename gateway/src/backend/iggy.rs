@@ -7,7 +7,9 @@
 //! - A pool of SDK clients, each connected and logged in at [`IggyBackend::connect`]. The appends
 //!   of one partition always go through the same client (hash of stream, topic and partition),
 //!   so the order of sends to a partition is the order they were issued; reads and admin calls
-//!   go round-robin.
+//!   go round-robin. An append larger than the server's disk read chunk goes in parts
+//!   (APPEND-PARTS-1), sent back to back under that client's append lock, and reads end where a
+//!   part ended when they can (FETCH-ALIGN-1): see `iggy_layout.rs`.
 //! - One dedicated client per [`ClientId`] for consumer-group membership and the offsets stored
 //!   under it, created on first use: Iggy ties group membership to the connection.
 //!   [`ConsumerOffsets::release_client`] shuts that client down, which ends its memberships.
@@ -30,6 +32,7 @@
 //! password holding `@`, `:` or `?` would not survive it. The effect is the same (auto-login on
 //! every connect).
 
+use super::iggy_layout::{append_parts, PartEnds};
 use super::{
     stored_bytes, watermarks_and_read, Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo,
     TopicSpec, Watermarks, READ_AHEAD_LOG_START_MAX_AGE,
@@ -424,6 +427,10 @@ struct Inner {
     reader: Consumer,
     sizes: MessageSizes,
     log_starts: LogStarts,
+    /// One per pool client: held across an append's parts, so no other append through this
+    /// gateway lands between them (APPEND-PARTS-1).
+    append_locks: Vec<tokio::sync::Mutex<()>>,
+    part_ends: PartEnds,
 }
 
 impl Inner {
@@ -645,6 +652,7 @@ impl IggyBackend {
             }
             pool.push(conn);
         }
+        let append_locks = pool.iter().map(|_| tokio::sync::Mutex::new(())).collect();
         let inner = Arc::new(Inner {
             target,
             pool,
@@ -656,6 +664,8 @@ impl IggyBackend {
             reader: Consumer::new(name(READER_CONSUMER)?),
             sizes: MessageSizes::default(),
             log_starts: LogStarts::default(),
+            append_locks,
+            part_ends: PartEnds::default(),
         });
         let keeper = tokio::spawn(keeper(Arc::downgrade(&inner)));
         Ok(Self { inner, keeper })
@@ -688,10 +698,20 @@ impl IggyBackend {
                 }
                 return Ok((read.kept, last_offset));
             }
-            let from = PollingStrategy::offset(read.next_offset(offset));
+            let start = read.next_offset(offset);
+            // FETCH-ALIGN-1: end the poll, and the read, where a part this gateway appended ended.
+            let aligned = self
+                .inner
+                .part_ends
+                .aligned_count(stream, topic, partition, start, count);
+            let count = aligned.unwrap_or(count);
+            let from = PollingStrategy::offset(start);
             let (polled, partition_last) = self.inner.poll(stream, topic, partition, from, count).await?;
             last_offset = partition_last;
             read.take(polled, count);
+            if aligned.is_some() {
+                read.done = true;
+            }
         }
     }
 }
@@ -803,6 +823,7 @@ impl Backend for IggyBackend {
         let (s, t) = (name(stream)?, name(topic)?);
         let conn = self.inner.any().clone();
         Inner::once(&conn, conn.client.delete_topic(&s, &t)).await?;
+        self.inner.part_ends.forget_topic(stream, topic);
         Ok(())
     }
 
@@ -813,34 +834,63 @@ impl Backend for IggyBackend {
         Ok(())
     }
 
-    /// One send through the partition's own client. A failure is reported, never retried here:
+    /// One send per part (APPEND-PARTS-1) through the partition's own client, under its append
+    /// lock; the base offset is the first part's. A failure is reported, never retried here:
     /// after a connection failure the server may have stored the messages or not.
     async fn append(
         &self,
         stream: &str,
         topic: &str,
         partition: u32,
-        messages: Vec<IggyMessage>,
+        mut messages: Vec<IggyMessage>,
     ) -> Result<Option<u64>, BackendError> {
         let (s, t) = (name(stream)?, name(topic)?);
         let slot = append_slot(stream, topic, partition, self.inner.pool.len());
         let conn = self.inner.pool[slot].clone();
-        // A client known to be broken is reconnected before anything is sent; the send itself
-        // is never repeated (at-least-once: the server may have stored it).
-        let mut messages = messages;
+        let sizes: Vec<u64> = messages.iter().map(stored_bytes).collect();
+        // Split from the back so each part is moved out without copying the messages.
+        let mut parts: Vec<Vec<IggyMessage>> = append_parts(&sizes)
+            .iter()
+            .rev()
+            .map(|part| messages.split_off(part.start))
+            .collect();
+        parts.reverse();
+        let parts_count = parts.len();
         let partitioning = Partitioning::partition_id(partition);
-        match Inner::once(&conn, conn.client.send_messages(&s, &t, &partitioning, &mut messages)).await {
-            Ok(response) => {
-                self.inner.appends.send_modify(|g| *g = g.wrapping_add(1));
-                Ok(response.confirmations.first().map(|c| c.base_offset))
-            }
-            Err(e) => {
-                if is_connection_error(&e) {
-                    tracing::warn!("append to {stream}/{topic}/{partition} failed on the connection, not retried: {e}");
+        let mut base_offset = None;
+        let _contiguous = self.inner.append_locks[slot].lock().await;
+        for (i, mut part) in parts.into_iter().enumerate() {
+            // A client known to be broken is reconnected before anything is sent; the send itself
+            // is never repeated (at-least-once: the server may have stored it).
+            let sent = Inner::once(&conn, conn.client.send_messages(&s, &t, &partitioning, &mut part)).await;
+            let e = match sent {
+                Ok(response) => {
+                    self.inner.appends.send_modify(|g| *g = g.wrapping_add(1));
+                    let part_base = response.confirmations.first().map(|c| c.base_offset);
+                    if let Some(base) = part_base {
+                        self.inner
+                            .part_ends
+                            .remember(stream, topic, partition, base + part.len() as u64);
+                    }
+                    if i == 0 {
+                        base_offset = part_base;
+                    }
+                    continue;
                 }
-                Err(e.into())
+                Err(e) => e,
+            };
+            if i > 0 {
+                tracing::warn!(
+                    "append to {stream}/{topic}/{partition}: part {} of {parts_count} failed after earlier parts were written (DELIVERY-1): {e}",
+                    i + 1
+                );
             }
+            if is_connection_error(&e) {
+                tracing::warn!("append to {stream}/{topic}/{partition} failed on the connection, not retried: {e}");
+            }
+            return Err(e.into());
         }
+        Ok(base_offset)
     }
 
     /// Polls by explicit offset with a consumer that stores nothing, then cuts to the byte limit.

@@ -5,6 +5,7 @@ pub mod append_signal;
 pub mod embedded;
 mod error;
 pub mod iggy;
+pub mod iggy_layout;
 pub mod metered;
 pub mod permissions;
 pub mod users;

@@ -1,6 +1,7 @@
 //! Produce: decode every batch under the request's one decompression budget (BATCH-BUDGET-1),
 //! map every record (docs/spec/mapping.md), and append each partition's records in the fewest
-//! sends Iggy accepts (MAP-TS-SPLIT-1).
+//! sends Iggy accepts (MAP-TS-SPLIT-1; the real Iggy backend may part each further,
+//! APPEND-PARTS-1).
 //!
 //! A partition's data is decoded and mapped whole before anything is sent, so a bad record
 //! rejects its partition and writes nothing (PRODUCE-ATOMIC-1). Producer id, epoch and sequence
