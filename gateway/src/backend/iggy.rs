@@ -430,7 +430,9 @@ struct Inner {
     /// One per pool client: held across an append's parts, so no other append through this
     /// gateway lands between them (APPEND-PARTS-1).
     append_locks: Vec<tokio::sync::Mutex<()>>,
-    part_ends: PartEnds,
+    /// Shared by a backend and the sessions opened from it, as `appends` is: a consumer reads
+    /// aligned to what another principal's producer appended (FETCH-ALIGN-1).
+    part_ends: Arc<PartEnds>,
 }
 
 impl Inner {
@@ -632,13 +634,14 @@ impl IggyBackend {
             credentials: GatewayCredentials::password(username, password),
             tls,
         };
-        Self::open(target, pool_size, Arc::new(watch::Sender::new(0)), true).await
+        Self::open(target, pool_size, Arc::new(watch::Sender::new(0)), Arc::default(), true).await
     }
 
     async fn open(
         target: Target,
         pool_size: usize,
         appends: Arc<watch::Sender<u64>>,
+        part_ends: Arc<PartEnds>,
         wakes: bool,
     ) -> Result<Self, BackendError> {
         let mut pool = Vec::with_capacity(pool_size.max(1));
@@ -665,7 +668,7 @@ impl IggyBackend {
             sizes: MessageSizes::default(),
             log_starts: LogStarts::default(),
             append_locks,
-            part_ends: PartEnds::default(),
+            part_ends,
         });
         let keeper = tokio::spawn(keeper(Arc::downgrade(&inner)));
         Ok(Self { inner, keeper })
@@ -730,7 +733,14 @@ impl Backend for IggyBackend {
             credentials: credentials.clone(),
             tls: self.inner.target.tls.clone(),
         };
-        let session = Self::open(target, SESSION_POOL_SIZE, self.inner.appends.clone(), false).await?;
+        let session = Self::open(
+            target,
+            SESSION_POOL_SIZE,
+            self.inner.appends.clone(),
+            self.inner.part_ends.clone(),
+            false,
+        )
+        .await?;
         let me = session.inner.pooled(|c| async move { c.client.get_me().await }).await?;
         let user_id = me.user_id.ok_or(IggyError::Unauthenticated)?;
         let user = session
