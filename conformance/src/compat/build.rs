@@ -40,8 +40,22 @@ impl Runner {
 /// with `cargo metadata` so it follows the lock file.
 pub fn crate_sources(workspace: &Path) -> anyhow::Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    // Offline, so only this platform's packages: the build downloaded those and no others (a
+    // fresh machine's cache lacks, say, chrono's Android dependency, and metadata failed).
+    let rustc = Command::new("rustc").arg("-vV").output().context("running rustc -vV")?;
+    let host = String::from_utf8_lossy(&rustc.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+        .context("rustc -vV named no host")?;
     let output = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--offline"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--offline",
+            "--filter-platform",
+            &host,
+        ])
         .current_dir(workspace)
         .output()
         .context("running cargo metadata")?;
