@@ -413,6 +413,10 @@ fn append_slot(stream: &str, topic: &str, partition: u32, pool: usize) -> usize 
     (h.finish() % pool.max(1) as u64) as usize
 }
 
+/// Locks an append's parts are sent under (APPEND-PARTS-1), by hash of the partition: a fixed
+/// number, so their memory is bounded whatever partitions come and go.
+const APPEND_LOCK_STRIPES: usize = 64;
+
 struct Inner {
     target: Target,
     pool: Vec<Arc<Conn>>,
@@ -427,9 +431,10 @@ struct Inner {
     reader: Consumer,
     sizes: MessageSizes,
     log_starts: LogStarts,
-    /// One per pool client: held across an append's parts, so no other append through this
-    /// gateway lands between them (APPEND-PARTS-1).
-    append_locks: Vec<tokio::sync::Mutex<()>>,
+    /// Striped by partition and shared with the sessions opened from this backend: held across
+    /// an append's parts, so no other append through this gateway, whichever principal's,
+    /// lands between them (APPEND-PARTS-1).
+    append_locks: Arc<[tokio::sync::Mutex<()>]>,
     /// Shared by a backend and the sessions opened from it, as `appends` is: a consumer reads
     /// aligned to what another principal's producer appended (FETCH-ALIGN-1).
     part_ends: Arc<PartEnds>,
@@ -634,7 +639,16 @@ impl IggyBackend {
             credentials: GatewayCredentials::password(username, password),
             tls,
         };
-        Self::open(target, pool_size, Arc::new(watch::Sender::new(0)), Arc::default(), true).await
+        let append_locks = (0..APPEND_LOCK_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect();
+        Self::open(
+            target,
+            pool_size,
+            Arc::new(watch::Sender::new(0)),
+            Arc::default(),
+            append_locks,
+            true,
+        )
+        .await
     }
 
     async fn open(
@@ -642,6 +656,7 @@ impl IggyBackend {
         pool_size: usize,
         appends: Arc<watch::Sender<u64>>,
         part_ends: Arc<PartEnds>,
+        append_locks: Arc<[tokio::sync::Mutex<()>]>,
         wakes: bool,
     ) -> Result<Self, BackendError> {
         let mut pool = Vec::with_capacity(pool_size.max(1));
@@ -655,7 +670,6 @@ impl IggyBackend {
             }
             pool.push(conn);
         }
-        let append_locks = pool.iter().map(|_| tokio::sync::Mutex::new(())).collect();
         let inner = Arc::new(Inner {
             target,
             pool,
@@ -738,6 +752,7 @@ impl Backend for IggyBackend {
             SESSION_POOL_SIZE,
             self.inner.appends.clone(),
             self.inner.part_ends.clone(),
+            self.inner.append_locks.clone(),
             false,
         )
         .await?;
@@ -868,7 +883,8 @@ impl Backend for IggyBackend {
         let parts_count = parts.len();
         let partitioning = Partitioning::partition_id(partition);
         let mut base_offset = None;
-        let _contiguous = self.inner.append_locks[slot].lock().await;
+        let stripe = append_slot(stream, topic, partition, self.inner.append_locks.len());
+        let _contiguous = self.inner.append_locks[stripe].lock().await;
         for (i, mut part) in parts.into_iter().enumerate() {
             // A client known to be broken is reconnected before anything is sent; the send itself
             // is never repeated (at-least-once: the server may have stored it).
