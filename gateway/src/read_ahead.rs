@@ -7,6 +7,10 @@
 //! exactly `e + 1` next, so it finds that read done or under way, instead of waiting for an Iggy
 //! round trip after its request arrives, and the server's read overlaps the gateway's building.
 //!
+//! Where the backend knows before reading where such a read will end, the read from that end is
+//! started with it (FETCH-READAHEAD-2), so the server has the next read in hand while this one's
+//! answer crosses to the gateway.
+//!
 //! What is read ahead is bounded in bytes over the whole gateway (LIMIT-READ-AHEAD-1) and in
 //! entries, is kept for [`READ_AHEAD_TTL`] at most, and is served only to the principal whose
 //! session read it, for the same partition and offset, once.
@@ -55,7 +59,16 @@ pub(crate) struct PendingRead {
     key: Key,
     started: Instant,
     task: JoinHandle<ReadAheadResult>,
+    /// The read was done in its first step (the embedded backend's): nothing waits to be sent.
+    done_in_first_step: bool,
     bytes: OwnedSemaphorePermit,
+}
+
+impl PendingRead {
+    /// Whether the read has finished, or was done in its first step (the embedded backend's).
+    pub(crate) fn is_done(&self) -> bool {
+        self.done_in_first_step || self.task.is_finished()
+    }
 }
 
 impl Drop for PendingRead {
@@ -78,6 +91,10 @@ pub struct ReadAhead {
     /// dropped. `None`: reading ahead is off.
     budget: Option<Arc<Semaphore>>,
     entries: Mutex<HashMap<Key, Entry>>,
+    /// FETCH-READAHEAD-2: per partition and principal, a read started where the read made ahead
+    /// of it is planned to end, before any Fetch asked for it; taken by the [`ReadAhead::begin`]
+    /// for that offset. Within the same byte budget and count as the reads held.
+    successors: Mutex<HashMap<Key, PendingRead>>,
     /// Reads started ahead, since start.
     started: AtomicU64,
     /// Reads made ahead that a Fetch was served from, since start.
@@ -92,6 +109,7 @@ impl ReadAhead {
         Self {
             budget: (max_bytes > 0).then(|| Arc::new(Semaphore::new(max_bytes.min(Semaphore::MAX_PERMITS)))),
             entries: Mutex::new(HashMap::new()),
+            successors: Mutex::new(HashMap::new()),
             started: AtomicU64::new(0),
             served: AtomicU64::new(0),
             served_unfinished: AtomicU64::new(0),
@@ -112,7 +130,8 @@ impl ReadAhead {
         }
     }
 
-    /// Starts reading `partition` from `offset` in `session`, unless reading ahead is off, the
+    /// Starts reading `partition` from `offset` in `session`, or gives the read already started
+    /// from there behind an earlier one (FETCH-READAHEAD-2), unless reading ahead is off, the
     /// same read is already held, or the budget or the table is full (LIMIT-READ-AHEAD-1). The
     /// read is held only once [`ReadAhead::keep`] is given it.
     pub(crate) fn begin<B: Backend>(
@@ -124,23 +143,92 @@ impl ReadAhead {
         offset: u64,
         limits: ReadLimits,
     ) -> Option<PendingRead> {
-        let budget = self.budget.as_ref()?;
+        self.budget.as_ref()?;
         // A limit of 0 would reserve nothing yet still keep one whole message (KIP-74): such a
         // read is never made ahead, so every read held is paid for in the budget.
         if limits.max_bytes == 0 {
             return None;
         }
         let key = Self::key(session, stream, topic, partition, offset);
-        let bytes = u32::try_from(limits.max_bytes).unwrap_or(u32::MAX);
-        let mut entries = self.entries();
-        if entries.contains_key(&key) {
+        if let Some(successor) = self.claim_successor(&key) {
+            return Some(successor);
+        }
+        if self.entries().contains_key(&key) {
             return None;
         }
+        self.spawn_read(session, key, limits)
+    }
+
+    /// [`ReadAhead::begin`], and then, when the backend knows where that read will end and the
+    /// partition holds more than that (`high_watermark`), the read from its end too
+    /// (FETCH-READAHEAD-2): the server then has the next read in hand while this one's answer
+    /// crosses to the gateway and the consumer's next Fetch comes, instead of sitting idle.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn begin_followed<B: Backend>(
+        &self,
+        session: &Session<B>,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        limits: ReadLimits,
+        high_watermark: u64,
+    ) -> Option<PendingRead> {
+        let pending = self.begin(session, stream, topic, partition, offset, limits)?;
+        let planned_end = session
+            .backend
+            .planned_read_end(stream, topic, partition, offset, limits)
+            .filter(|&end| end > offset && end < high_watermark);
+        if let Some(end) = planned_end {
+            let key = Key {
+                offset: end,
+                ..pending.key.clone()
+            };
+            let mut successors = self.successors();
+            if successors.len() >= MAX_READS_AHEAD {
+                let now = Instant::now();
+                successors.retain(|_, read| now.duration_since(read.started) < READ_AHEAD_TTL);
+            }
+            let full = successors.len() >= MAX_READS_AHEAD;
+            drop(successors);
+            if full {
+                crate::metrics::metrics().limit_hit("LIMIT-READ-AHEAD-1");
+            } else if let Some(successor) = self.spawn_read(session, key.clone(), limits) {
+                // One per partition and principal: a newer plan replaces an older one.
+                self.successors().insert(Key { offset: 0, ..key }, successor);
+            }
+        }
+        Some(pending)
+    }
+
+    fn successors(&self) -> MutexGuard<'_, HashMap<Key, PendingRead>> {
+        self.successors.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The read started ahead of time from `key`'s offset for its partition and principal
+    /// (FETCH-READAHEAD-2), if it is there and younger than [`READ_AHEAD_TTL`]. A successor
+    /// planned from another offset is dropped: the read before it ended elsewhere.
+    fn claim_successor(&self, key: &Key) -> Option<PendingRead> {
+        let successor = self.successors().remove(&Key {
+            offset: 0,
+            ..key.clone()
+        })?;
+        (successor.key.offset == key.offset && successor.started.elapsed() < READ_AHEAD_TTL).then_some(successor)
+    }
+
+    /// Starts the read `key` names within `limits`, its bytes reserved (LIMIT-READ-AHEAD-1).
+    fn spawn_read<B: Backend>(&self, session: &Session<B>, key: Key, limits: ReadLimits) -> Option<PendingRead> {
+        let budget = self.budget.as_ref()?;
+        let bytes = u32::try_from(limits.max_bytes).unwrap_or(u32::MAX);
+        let mut entries = self.entries();
         // Before giving up on room, drop what waited past its time.
         let mut permit = budget.clone().try_acquire_many_owned(bytes).ok();
         if permit.is_none() || entries.len() >= MAX_READS_AHEAD {
             let now = Instant::now();
             entries.retain(|_, entry| now.duration_since(entry.read.started) < READ_AHEAD_TTL);
+            // Reads started behind others that no Fetch went on to hold budget too.
+            self.successors()
+                .retain(|_, read| now.duration_since(read.started) < READ_AHEAD_TTL);
             if permit.is_none() {
                 permit = budget.clone().try_acquire_many_owned(bytes).ok();
             }
@@ -154,8 +242,9 @@ impl ReadAhead {
         };
         let backend = session.backend.clone();
         let (stream, topic) = (key.stream.clone(), key.topic.clone());
+        let (partition, offset) = (key.partition, key.offset);
         let started = Instant::now();
-        let task = spawn_sent(async move {
+        let (task, done_in_first_step) = spawn_sent(async move {
             // Both figures are one Fetch's timeline on a slow backend (docs/performance.md,
             // rounds 5 and 6): how long the read waited before its first step, then how long it
             // took.
@@ -176,6 +265,7 @@ impl ReadAhead {
             key,
             started,
             task,
+            done_in_first_step,
             bytes: permit,
         })
     }
@@ -310,11 +400,12 @@ impl ReadAhead {
 /// response is written: 0.45–0.95 ms a Fetch on real Iggy (docs/performance.md, round 6). The
 /// first step is polled with a no-op waker; the task's own first poll registers the real one, so
 /// no wake-up is lost. A read done in that step (the embedded backend's) is spawned as a result.
-fn spawn_sent<T: Send + 'static>(read: impl Future<Output = T> + Send + 'static) -> JoinHandle<T> {
+/// Returns the task and whether the read was done in that step.
+fn spawn_sent<T: Send + 'static>(read: impl Future<Output = T> + Send + 'static) -> (JoinHandle<T>, bool) {
     let mut read = Box::pin(read);
     match read.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(done) => tokio::spawn(std::future::ready(done)),
-        Poll::Pending => tokio::spawn(read),
+        Poll::Ready(done) => (tokio::spawn(std::future::ready(done)), true),
+        Poll::Pending => (tokio::spawn(read), false),
     }
 }
 
@@ -399,7 +490,8 @@ mod tests {
                 answered.await.expect("answered")
             }
         };
-        let task = spawn_sent(read);
+        let (task, done) = spawn_sent(read);
+        assert!(!done, "the read waits for its answer");
         assert!(
             sent.load(Ordering::SeqCst),
             "the request went out before spawn_sent returned"
@@ -414,7 +506,8 @@ mod tests {
 
     #[tokio::test]
     async fn fetch_readahead_1_a_read_done_in_its_first_step_is_served_as_done() {
-        let task = spawn_sent(async { 11u64 });
+        let (task, done) = spawn_sent(async { 11u64 });
+        assert!(done);
         assert_eq!(task.await.expect("joined"), 11);
     }
 
@@ -470,6 +563,70 @@ mod tests {
         let result = ahead.take(session, STREAM, TOPIC, 0, 4).await.expect("held for 4");
         let offsets: Vec<u64> = result.read.expect("read").iter().map(|m| m.header.offset).collect();
         assert_eq!(offsets, (4..10).collect::<Vec<u64>>(), "carried, then the read from 6");
+    }
+
+    /// FETCH-READAHEAD-2: with its end planned, the read from that end starts with it, and the
+    /// Fetch that goes on from there is given that read, already under way, not a new one.
+    #[tokio::test]
+    async fn fetch_readahead_2_the_read_from_a_planned_end_starts_with_the_read_before_it() {
+        let gateway = gateway_with(10, 1 << 20).await;
+        let session = &gateway.default_session;
+        let ahead = &gateway.read_ahead;
+        session.backend.plan_reads_of(3);
+        let first = ahead
+            .begin_followed(session, STREAM, TOPIC, 0, 0, limits(1 << 10), 10)
+            .expect("room to read ahead");
+        assert_eq!(
+            ahead.counts().0,
+            2,
+            "the read from 0 and the one from its planned end, 3"
+        );
+        ahead.keep(first, 0, Vec::new());
+        assert!(ahead.take(session, STREAM, TOPIC, 0, 0).await.is_some(), "held for 0");
+        let second = ahead
+            .begin_followed(session, STREAM, TOPIC, 0, 3, limits(1 << 10), 10)
+            .expect("the read from 3");
+        assert_eq!(
+            ahead.counts().0,
+            3,
+            "the read from 3 was not started again; only the one from its planned end, 6"
+        );
+        ahead.keep(second, 3, Vec::new());
+        let read = ahead.take(session, STREAM, TOPIC, 0, 3).await.expect("held for 3");
+        let first_offset = read.read.expect("read").first().map(|m| m.header.offset);
+        assert_eq!(first_offset, Some(3));
+    }
+
+    /// FETCH-READAHEAD-2: a planned read is dropped when the read before it ended elsewhere, is
+    /// never planned at or past the high watermark, and is paid for in the budget
+    /// (LIMIT-READ-AHEAD-1).
+    #[tokio::test]
+    async fn fetch_readahead_2_a_planned_read_is_dropped_when_unused_and_bounded_by_the_end_and_budget() {
+        let gateway = gateway_with(10, 1 << 20).await;
+        let session = &gateway.default_session;
+        let ahead = &gateway.read_ahead;
+        session.backend.plan_reads_of(3);
+        let _from_0 = ahead.begin_followed(session, STREAM, TOPIC, 0, 0, limits(1 << 10), 10);
+        assert_eq!(ahead.counts().0, 2);
+        // The consumer goes on from 4, not 3: the read from 3 is dropped and 4 is read afresh,
+        // with the one from 7 behind it.
+        let _from_4 = ahead.begin_followed(session, STREAM, TOPIC, 0, 4, limits(1 << 10), 10);
+        assert_eq!(ahead.counts().0, 4);
+        let _from_3 = ahead.begin(session, STREAM, TOPIC, 0, 3, limits(1 << 10));
+        assert_eq!(ahead.counts().0, 5, "nothing planned from 3 is left to take");
+        // 5 + 6 = 11 is past the high watermark: nothing planned.
+        session.backend.plan_reads_of(6);
+        let _from_5 = ahead.begin_followed(session, STREAM, TOPIC, 0, 5, limits(1 << 10), 10);
+        assert_eq!(ahead.counts().0, 6);
+
+        let small = gateway_with(10, 1_500).await;
+        let session = &small.default_session;
+        session.backend.plan_reads_of(3);
+        let _from_0 = small
+            .read_ahead
+            .begin_followed(session, STREAM, TOPIC, 0, 0, limits(1_000), 10)
+            .expect("room for the first read");
+        assert_eq!(small.read_ahead.counts().0, 1, "no room for the planned one");
     }
 
     #[tokio::test]

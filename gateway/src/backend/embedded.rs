@@ -259,6 +259,10 @@ struct Shared {
     appends: AppendSignal,
     /// Feeds the randomness of personal access tokens, so the model stays deterministic.
     tokens_minted: std::sync::atomic::AtomicU64,
+    /// Tests of FETCH-READAHEAD-2: when non-zero, every read is planned to end this many
+    /// messages after it starts (the model itself reads in one step and plans nothing).
+    #[cfg(test)]
+    planned_read_messages: std::sync::atomic::AtomicU64,
 }
 
 /// The in-process Iggy model, as seen by one logged-in user: the root user for the backend
@@ -285,9 +289,19 @@ impl EmbeddedBackend {
                 config,
                 appends: AppendSignal::default(),
                 tokens_minted: std::sync::atomic::AtomicU64::new(0),
+                #[cfg(test)]
+                planned_read_messages: std::sync::atomic::AtomicU64::new(0),
             }),
             user: root,
         }
+    }
+
+    /// Tests of FETCH-READAHEAD-2: plans every read to end `messages` after its start (0: none).
+    #[cfg(test)]
+    pub(crate) fn plan_reads_of(&self, messages: u64) {
+        self.shared
+            .planned_read_messages
+            .store(messages, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The user this view acts as.
@@ -595,6 +609,22 @@ impl Backend for EmbeddedBackend {
         self.shared.appends.bump();
         // OFFSET-BASE-1: stored either way; only the confirmation may be missing.
         Ok(self.shared.config.send_confirmations.then_some(base))
+    }
+
+    #[cfg(test)]
+    fn planned_read_end(
+        &self,
+        _stream: &str,
+        _topic: &str,
+        _partition: u32,
+        offset: u64,
+        _limits: ReadLimits,
+    ) -> Option<u64> {
+        let messages = self
+            .shared
+            .planned_read_messages
+            .load(std::sync::atomic::Ordering::Relaxed);
+        (messages > 0).then_some(offset + messages)
     }
 
     async fn read(

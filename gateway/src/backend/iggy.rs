@@ -931,6 +931,25 @@ impl Backend for IggyBackend {
         Ok(self.read_chunked(stream, topic, partition, offset, limits).await?.0)
     }
 
+    /// FETCH-READAHEAD-2: a read whose first poll [`read_chunked`](Self::read_chunked) would
+    /// end on a part this gateway appended (FETCH-ALIGN-1) ends there, so its end is known
+    /// before it is made.
+    fn planned_read_end(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        limits: ReadLimits,
+    ) -> Option<u64> {
+        let count = ChunkedRead::new(limits, self.inner.sizes.get(stream, topic, partition)).next_count();
+        let aligned = self
+            .inner
+            .part_ends
+            .aligned_count(stream, topic, partition, offset, count)?;
+        Some(offset + u64::from(aligned))
+    }
+
     /// FETCH-READAHEAD-1: a poll answers the partition's last offset with its messages, so a read
     /// that finds messages needs no `get_topic` for the high watermark, only a log start offset
     /// asked less than [`READ_AHEAD_LOG_START_MAX_AGE`] ago. Otherwise both are asked at once.

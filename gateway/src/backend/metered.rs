@@ -101,6 +101,17 @@ impl<B: Backend> Backend for Metered<B> {
         timed("watermarks", self.inner.watermarks(stream, topic, partition)).await
     }
 
+    fn planned_read_end(
+        &self,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        offset: u64,
+        limits: ReadLimits,
+    ) -> Option<u64> {
+        self.inner.planned_read_end(stream, topic, partition, offset, limits)
+    }
+
     async fn read_with_watermarks(
         &self,
         stream: &str,

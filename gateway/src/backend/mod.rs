@@ -151,6 +151,21 @@ pub trait Backend: ConsumerOffsets + Send + Sync + 'static {
         partition: u32,
     ) -> impl Future<Output = Result<Watermarks, BackendError>> + Send;
 
+    /// Where a read from `offset` within `limits` will end (its last offset plus one), when the
+    /// backend knows it exactly before reading, so that the read after it can be started at
+    /// once (FETCH-READAHEAD-2). `None` when it does not; a wrong answer costs a wasted read,
+    /// never a wrong one.
+    fn planned_read_end(
+        &self,
+        _stream: &str,
+        _topic: &str,
+        _partition: u32,
+        _offset: u64,
+        _limits: ReadLimits,
+    ) -> Option<u64> {
+        None
+    }
+
     /// What a read made ahead of a Fetch needs (FETCH-READAHEAD-1): the partition's watermarks
     /// and the messages from `offset` on, within `limits`. The default asks both at once. A
     /// backend whose read answers the high watermark itself may take it from there, with a log

@@ -137,11 +137,23 @@ async fn read_partition<B: Backend>(
             max_bytes: slot.max_bytes.min(gateway.config.limits.fetch_max_bytes) as u64,
             ..limits
         };
-        gateway
-            .read_ahead
-            .begin(session, stream, topic, partition, read_end, ahead_limits)
+        gateway.read_ahead.begin_followed(
+            session,
+            stream,
+            topic,
+            partition,
+            read_end,
+            ahead_limits,
+            marks.high_watermark,
+        )
     };
     let mut pending = (read_end < marks.high_watermark).then(read_ahead).flatten();
+    if pending.as_ref().is_some_and(|p| !p.is_done()) {
+        // FETCH-READAHEAD-1: the Iggy SDK writes a request from a task of its own, which waits
+        // in this worker's LIFO slot until this task yields; yield once so the poll goes out
+        // now, not after the response is built and written.
+        tokio::task::yield_now().await;
+    }
     // Room for what was read, up to the limit, so the batch is written without regrowing.
     let stored: usize = messages
         .iter()
