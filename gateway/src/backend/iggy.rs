@@ -380,6 +380,14 @@ impl ChunkedRead {
         fits.min(u64::from(left)) as u32
     }
 
+    /// FETCH-ALIGN-1: whether a poll of `count` may be ended early on a part. Only when it asks
+    /// fewer messages than the read's count limit leaves, that is when bytes, not the count,
+    /// decide where the read ends: a read asked for `n` messages that fit is given all `n`, as
+    /// from the model (BACKEND-MODEL-1).
+    fn may_align(&self, count: u32) -> bool {
+        count < self.limits.max_messages.saturating_sub(self.kept.len() as u32)
+    }
+
     /// The average size of the messages kept so far (at least 1).
     fn average(&self) -> u64 {
         (self.kept_bytes / self.kept.len().max(1) as u64).max(1)
@@ -717,10 +725,12 @@ impl IggyBackend {
             }
             let start = read.next_offset(offset);
             // FETCH-ALIGN-1: end the poll, and the read, where a part this gateway appended ended.
-            let aligned = self
-                .inner
-                .part_ends
-                .aligned_count(stream, topic, partition, start, count);
+            let aligned = read.may_align(count).then(|| {
+                self.inner
+                    .part_ends
+                    .aligned_count(stream, topic, partition, start, count)
+            });
+            let aligned = aligned.flatten();
             let count = aligned.unwrap_or(count);
             let from = PollingStrategy::offset(start);
             let (polled, partition_last) = self.inner.poll(stream, topic, partition, from, count).await?;
@@ -942,7 +952,11 @@ impl Backend for IggyBackend {
         offset: u64,
         limits: ReadLimits,
     ) -> Option<u64> {
-        let count = ChunkedRead::new(limits, self.inner.sizes.get(stream, topic, partition)).next_count();
+        let read = ChunkedRead::new(limits, self.inner.sizes.get(stream, topic, partition));
+        let count = read.next_count();
+        if !read.may_align(count) {
+            return None;
+        }
         let aligned = self
             .inner
             .part_ends
@@ -1362,6 +1376,20 @@ mod tests {
         // A short poll is the partition's end: no further poll.
         let (kept, asked) = drive(ChunkedRead::new(limits(10_000, 1 << 20), None), 10, kib);
         assert_eq!((kept.len(), asked), (10, vec![64]));
+    }
+
+    #[test]
+    /// Found by the real-Iggy tier's differential (seed 1796137915538088092): a read of three
+    /// messages from 0, after an append of two, was ended at that append's end and gave two
+    /// where the model gave three. Only a poll the bytes cut short may end on a part.
+    #[test]
+    fn fetch_align_1_a_read_its_count_limit_ends_is_never_aligned() {
+        let read = ChunkedRead::new(limits(3, 1 << 20), Some(100));
+        assert_eq!(read.next_count(), 3);
+        assert!(!read.may_align(3), "the count limit ends this read");
+        let read = ChunkedRead::new(limits(10_000, 1 << 20), Some(1024));
+        let count = read.next_count();
+        assert!(count < 10_000 && read.may_align(count), "the bytes end this one");
     }
 
     #[test]
