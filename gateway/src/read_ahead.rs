@@ -52,6 +52,14 @@ struct Key {
     offset: u64,
 }
 
+/// The key `successors` holds a read under: its principal and partition, any offset.
+fn partition_key(key: &Key) -> Key {
+    Key {
+        offset: 0,
+        ..key.clone()
+    }
+}
+
 /// A read started ahead and not yet kept: [`ReadAhead::keep`] decides which offset it is held
 /// for once the Fetch that started it knows what it served. Dropping it stops the read and
 /// returns its bytes to the budget.
@@ -195,7 +203,7 @@ impl ReadAhead {
                 crate::metrics::metrics().limit_hit("LIMIT-READ-AHEAD-1");
             } else if let Some(successor) = self.spawn_read(session, key.clone(), limits) {
                 // One per partition and principal: a newer plan replaces an older one.
-                self.successors().insert(Key { offset: 0, ..key }, successor);
+                self.successors().insert(partition_key(&key), successor);
             }
         }
         Some(pending)
@@ -209,10 +217,7 @@ impl ReadAhead {
     /// (FETCH-READAHEAD-2), if it is there and younger than [`READ_AHEAD_TTL`]. A successor
     /// planned from another offset is dropped: the read before it ended elsewhere.
     fn claim_successor(&self, key: &Key) -> Option<PendingRead> {
-        let successor = self.successors().remove(&Key {
-            offset: 0,
-            ..key.clone()
-        })?;
+        let successor = self.successors().remove(&partition_key(key))?;
         (successor.key.offset == key.offset && successor.started.elapsed() < READ_AHEAD_TTL).then_some(successor)
     }
 
