@@ -1378,7 +1378,6 @@ mod tests {
         assert_eq!((kept.len(), asked), (10, vec![64]));
     }
 
-    #[test]
     /// Found by the real-Iggy tier's differential (seed 1796137915538088092): a read of three
     /// messages from 0, after an append of two, was ended at that append's end and gave two
     /// where the model gave three. Only a poll the bytes cut short may end on a part.
