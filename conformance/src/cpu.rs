@@ -148,12 +148,20 @@ mod tests {
         if before.threads.is_empty() {
             return; // no /proc here: nothing is sampled, by design
         }
+        // The kernel adds a running thread's time to schedstat at its scheduler ticks, not as it
+        // runs: one short burst was once read back as 0 ns (a fresh-clone CI run). So work in
+        // bursts until the counter moves, up to a bound that takes seconds of CPU.
         let mut x = 0u64;
-        for i in 0..20_000_000u64 {
-            x = x.wrapping_mul(31).wrapping_add(i);
+        let mut used = Snapshot::take(None).since(&before);
+        for _ in 0..200 {
+            for i in 0..5_000_000u64 {
+                x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+            }
+            used = Snapshot::take(None).since(&before);
+            if used.total() > Duration::ZERO {
+                break;
+            }
         }
-        std::hint::black_box(x);
-        let used = Snapshot::take(None).since(&before);
         assert!(used.total() > Duration::ZERO, "no CPU time counted: {used:?}");
     }
 }
