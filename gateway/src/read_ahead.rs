@@ -77,6 +77,11 @@ impl PendingRead {
     pub(crate) fn is_done(&self) -> bool {
         self.done_in_first_step || self.task.is_finished()
     }
+
+    /// Younger than [`READ_AHEAD_TTL`]: still worth serving, and worth its budget.
+    fn is_fresh(&self) -> bool {
+        self.started.elapsed() < READ_AHEAD_TTL
+    }
 }
 
 impl Drop for PendingRead {
@@ -194,8 +199,7 @@ impl ReadAhead {
             };
             let mut successors = self.successors();
             if successors.len() >= MAX_READS_AHEAD {
-                let now = Instant::now();
-                successors.retain(|_, read| now.duration_since(read.started) < READ_AHEAD_TTL);
+                successors.retain(|_, read| read.is_fresh());
             }
             let full = successors.len() >= MAX_READS_AHEAD;
             drop(successors);
@@ -218,7 +222,7 @@ impl ReadAhead {
     /// planned from another offset is dropped: the read before it ended elsewhere.
     fn claim_successor(&self, key: &Key) -> Option<PendingRead> {
         let successor = self.successors().remove(&partition_key(key))?;
-        (successor.key.offset == key.offset && successor.started.elapsed() < READ_AHEAD_TTL).then_some(successor)
+        (successor.key.offset == key.offset && successor.is_fresh()).then_some(successor)
     }
 
     /// Starts the read `key` names within `limits`, its bytes reserved (LIMIT-READ-AHEAD-1).
@@ -229,11 +233,9 @@ impl ReadAhead {
         // Before giving up on room, drop what waited past its time.
         let mut permit = budget.clone().try_acquire_many_owned(bytes).ok();
         if permit.is_none() || entries.len() >= MAX_READS_AHEAD {
-            let now = Instant::now();
-            entries.retain(|_, entry| now.duration_since(entry.read.started) < READ_AHEAD_TTL);
+            entries.retain(|_, entry| entry.read.is_fresh());
             // Reads started behind others that no Fetch went on to hold budget too.
-            self.successors()
-                .retain(|_, read| now.duration_since(read.started) < READ_AHEAD_TTL);
+            self.successors().retain(|_, read| read.is_fresh());
             if permit.is_none() {
                 permit = budget.clone().try_acquire_many_owned(bytes).ok();
             }
@@ -342,7 +344,7 @@ impl ReadAhead {
         self.budget.as_ref()?;
         let key = Self::key(session, stream, topic, partition, offset);
         let mut entry = self.entries().remove(&key)?;
-        if entry.read.started.elapsed() >= READ_AHEAD_TTL {
+        if !entry.read.is_fresh() {
             return None;
         }
         let unfinished = !entry.read.task.is_finished();

@@ -701,6 +701,26 @@ impl IggyBackend {
         self.inner.pool.len()
     }
 
+    /// FETCH-ALIGN-1: the count `read`'s next poll of `count` from `start` is cut to, when it
+    /// may end on a part this gateway appended; one place for the read and for its planned end
+    /// (FETCH-READAHEAD-2), so the two cannot disagree.
+    fn aligned_poll(
+        &self,
+        read: &ChunkedRead,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        start: u64,
+        count: u32,
+    ) -> Option<u32> {
+        if !read.may_align(count) {
+            return None;
+        }
+        self.inner
+            .part_ends
+            .aligned_count(stream, topic, partition, start, count)
+    }
+
     /// A read in as many polls as its limits take, and the partition's last offset as the last
     /// poll reported it.
     async fn read_chunked(
@@ -725,12 +745,7 @@ impl IggyBackend {
             }
             let start = read.next_offset(offset);
             // FETCH-ALIGN-1: end the poll, and the read, where a part this gateway appended ended.
-            let aligned = read.may_align(count).then(|| {
-                self.inner
-                    .part_ends
-                    .aligned_count(stream, topic, partition, start, count)
-            });
-            let aligned = aligned.flatten();
+            let aligned = self.aligned_poll(&read, stream, topic, partition, start, count);
             let count = aligned.unwrap_or(count);
             let from = PollingStrategy::offset(start);
             let (polled, partition_last) = self.inner.poll(stream, topic, partition, from, count).await?;
@@ -953,14 +968,7 @@ impl Backend for IggyBackend {
         limits: ReadLimits,
     ) -> Option<u64> {
         let read = ChunkedRead::new(limits, self.inner.sizes.get(stream, topic, partition));
-        let count = read.next_count();
-        if !read.may_align(count) {
-            return None;
-        }
-        let aligned = self
-            .inner
-            .part_ends
-            .aligned_count(stream, topic, partition, offset, count)?;
+        let aligned = self.aligned_poll(&read, stream, topic, partition, offset, read.next_count())?;
         Some(offset + u64::from(aligned))
     }
 
