@@ -258,7 +258,15 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
         );
         let started = std::time::Instant::now();
         let handled = gateway.handle(frame, &mut auth).instrument(span).await;
-        metrics().record_request(&labels, received, started.elapsed(), handled.is_err());
+        let handled_in = started.elapsed();
+        metrics().record_request(&labels, received, handled_in, handled.is_err());
+        // A timeline of requests to lay beside a client's (docs/operating.md, "Timelines").
+        tracing::trace!(
+            api = labels.api_name(),
+            correlation_id = labels.correlation_id,
+            handled_us = handled_in.as_micros() as u64,
+            "request handled"
+        );
         let (body, close) = match handled {
             Ok(Reply::Frame(body)) => (body, false),
             // AUTH-SASL-FAIL-1: the answer goes out, then the connection closes.

@@ -31,8 +31,21 @@ async fn timed<T>(
 ) -> Result<T, BackendError> {
     let started = Instant::now();
     let result = call.await;
-    metrics().record_backend_call(operation, started.elapsed(), result.is_err());
+    record(operation, started, result.is_err());
     result
+}
+
+/// Records one call that began at `started`: in the metrics, and as a trace event so that a
+/// timeline of calls can be laid beside a client's (docs/operating.md, "Timelines").
+fn record(operation: &'static str, started: Instant, failed: bool) {
+    let elapsed = started.elapsed();
+    metrics().record_backend_call(operation, elapsed, failed);
+    tracing::trace!(
+        operation,
+        elapsed_us = elapsed.as_micros() as u64,
+        failed,
+        "backend call"
+    );
 }
 
 impl<B: Backend> Backend for Metered<B> {
@@ -125,8 +138,7 @@ impl<B: Backend> Backend for Metered<B> {
             .inner
             .read_with_watermarks(stream, topic, partition, offset, limits)
             .await;
-        let failed = marks.is_err() || read.is_err();
-        metrics().record_backend_call("read_with_watermarks", started.elapsed(), failed);
+        record("read_with_watermarks", started, marks.is_err() || read.is_err());
         if let Ok(messages) = &read {
             metrics().add_fetched_records(messages.len());
         }
