@@ -2,6 +2,7 @@
 //! speed): librdkafka producing and fetching 1 KiB records through any Kafka endpoint.
 
 use crate::cpu::{CpuUse, Processes};
+use crate::latency::{percentile_ms, run_tail, ClientLatency, ClientStats, TailShape, Timed, STATS_INTERVAL_MS};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -25,6 +26,19 @@ pub struct Figures {
     pub fetch_s: f64,
     pub produce_cpu: PhaseCpu,
     pub fetch_cpu: PhaseCpu,
+    /// A paced run's only: where its latency went.
+    pub latency_detail: Option<LatencyDetail>,
+}
+
+/// Where a paced produce phase's latency went ([`crate::latency`]).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LatencyDetail {
+    /// When the paced phase began, in seconds since the Unix epoch: where its windows sit on a
+    /// timeline of the gateway's trace events (docs/operating.md, "Timelines").
+    pub started_unix_s: f64,
+    pub tail: TailShape,
+    /// librdkafka's own split, for the rows it produces in.
+    pub client: Option<ClientLatency>,
 }
 
 /// CPU time of one phase: this process's threads by kind, and the watched processes'.
@@ -81,16 +95,38 @@ pub async fn run(bootstrap: &str) -> Figures {
     run_workload(bootstrap, &Workload::standard()).await
 }
 
-/// The benches' librdkafka producer: acks=all (its default), linger.ms=5, a queue that holds a
-/// whole round.
-pub fn producer(bootstrap: &str) -> FutureProducer {
-    ClientConfig::new()
+/// Seconds since the Unix epoch, now.
+pub fn unix_s() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// The benches' librdkafka producer's settings: acks=all (its default), linger.ms=5, a queue
+/// that holds a whole round.
+fn producer_config(bootstrap: &str) -> ClientConfig {
+    let mut config = ClientConfig::new();
+    config
         .set("bootstrap.servers", bootstrap)
         .set("linger.ms", "5")
         .set("queue.buffering.max.messages", "1000000")
-        .set("message.timeout.ms", "60000")
-        .create()
-        .expect("producer")
+        .set("message.timeout.ms", "60000");
+    config
+}
+
+/// The benches' librdkafka producer ([`producer_config`]).
+pub fn producer(bootstrap: &str) -> FutureProducer {
+    producer_config(bootstrap).create().expect("producer")
+}
+
+/// The same producer keeping librdkafka's statistics in `stats` every [`STATS_INTERVAL_MS`] when
+/// `with_statistics`.
+fn producer_with_stats(bootstrap: &str, with_statistics: bool, stats: ClientStats) -> FutureProducer<ClientStats> {
+    let mut config = producer_config(bootstrap);
+    if with_statistics {
+        config.set("statistics.interval.ms", STATS_INTERVAL_MS.to_string());
+    }
+    config.create_with_context(stats).expect("producer")
 }
 
 /// The offset a delivery was acknowledged at; a failed delivery fails the bench.
@@ -106,7 +142,8 @@ async fn delivered_offset(delivery: rdkafka::producer::DeliveryFuture) -> i64 {
 /// Produces and reads back `workload` through `bootstrap`.
 pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
     let (topic, rounds, round_records) = (workload.topic.as_str(), workload.rounds, workload.round_records);
-    let producer = producer(bootstrap);
+    let stats = ClientStats::default();
+    let producer = producer_with_stats(bootstrap, workload.rate_per_s.is_some(), stats.clone());
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", "bench")
@@ -116,6 +153,8 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
     let value = vec![b'x'; workload.record_bytes];
     warm_up(&producer, &consumer, topic, &value).await;
     let mut latencies = Vec::with_capacity(workload.records());
+    let mut paced = Vec::new();
+    let mut paced_started_unix_s = 0.0;
     let (mut produce_s, mut fetch_s) = (0.0, 0.0);
     let (mut produce_cpu, mut fetch_cpu) = (PhaseCpu::default(), PhaseCpu::default());
     let pids = &workload.watch_pids;
@@ -124,7 +163,13 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
         let start = Instant::now();
         let first_offset = match workload.rate_per_s {
             None => produce_unpaced(&producer, workload, round, &value, &mut latencies).await,
-            Some(rate) => produce_paced(&producer, workload, round, &value, rate, &mut latencies).await,
+            Some(rate) => {
+                stats.begin();
+                paced_started_unix_s = unix_s();
+                let first_offset = produce_paced(&producer, workload, round, &value, rate, &mut paced).await;
+                latencies.extend(paced.iter().map(|r| r.latency));
+                first_offset
+            }
         };
         produce_s += start.elapsed().as_secs_f64();
         produce_cpu.add_since(&cpu_start, pids);
@@ -156,21 +201,27 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
         consumer.unassign().expect("unassigned");
     }
     latencies.sort();
-    let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)].as_secs_f64() * 1e3;
+    // A paced run's detail is its last round's (the table's latency run has one).
+    let latency_detail = workload.rate_per_s.map(|_| LatencyDetail {
+        started_unix_s: paced_started_unix_s,
+        tail: run_tail(&paced),
+        client: stats.finish(),
+    });
     Figures {
         produce_s,
-        p50_ms: pct(0.50),
-        p99_ms: pct(0.99),
+        p50_ms: percentile_ms(&latencies, 0.50),
+        p99_ms: percentile_ms(&latencies, 0.99),
         fetch_s,
         produce_cpu,
         fetch_cpu,
+        latency_detail,
     }
 }
 
 /// Queues a round's records as fast as librdkafka takes them, then awaits each delivery; returns
 /// the first record's offset and adds each record's queued-to-acknowledged time to `latencies`.
 async fn produce_unpaced(
-    producer: &FutureProducer,
+    producer: &FutureProducer<ClientStats>,
     workload: &Workload,
     round: usize,
     value: &[u8],
@@ -199,17 +250,19 @@ async fn produce_unpaced(
 /// after the round starts; tokio's timer wakes the pacer each millisecond, so records due within
 /// one go out together) while a second task awaits each delivery as it completes. Each latency
 /// counts from the record's due time, as the native row's do, so a pacer that falls behind shows
-/// in the figures instead of hiding in them.
+/// in the figures instead of hiding in them. `paced` gets this round's records, each with its
+/// due time from the round's start.
 async fn produce_paced(
-    producer: &FutureProducer,
+    producer: &FutureProducer<ClientStats>,
     workload: &Workload,
     round: usize,
     value: &[u8],
     rate: f64,
-    latencies: &mut Vec<Duration>,
+    paced: &mut Vec<Timed>,
 ) -> Option<i64> {
     let round_records = workload.round_records;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let start = tokio::time::Instant::now();
     let waiter = tokio::spawn(async move {
         let mut first_offset = None;
         let mut measured = Vec::new();
@@ -217,11 +270,13 @@ async fn produce_paced(
             let due: tokio::time::Instant = due;
             let offset = delivered_offset(delivery).await;
             first_offset.get_or_insert(offset);
-            measured.push(due.elapsed());
+            measured.push(Timed {
+                due: due - start,
+                latency: due.elapsed(),
+            });
         }
         (first_offset, measured)
     });
-    let start = tokio::time::Instant::now();
     for i in 0..round_records {
         let due = start + Duration::from_secs_f64(i as f64 / rate);
         if due > tokio::time::Instant::now() {
@@ -235,7 +290,7 @@ async fn produce_paced(
     }
     drop(tx);
     let (first_offset, measured) = waiter.await.expect("the waiter does not panic");
-    latencies.extend(measured);
+    *paced = measured;
     first_offset
 }
 
@@ -243,7 +298,7 @@ async fn produce_paced(
 /// leader and start their fetcher before the clock runs. Without it the first round measured
 /// librdkafka's start-up (about a second of its metadata refresh after the first assign),
 /// which swung the fetch figure five-fold from run to run.
-async fn warm_up(producer: &FutureProducer, consumer: &BaseConsumer, topic: &str, value: &[u8]) {
+async fn warm_up(producer: &FutureProducer<ClientStats>, consumer: &BaseConsumer, topic: &str, value: &[u8]) {
     let delivered = producer
         .send(
             FutureRecord::to(topic).key("warm-up").payload(value).partition(0),

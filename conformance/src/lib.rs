@@ -21,6 +21,7 @@ pub mod cpu;
 pub mod delay_proxy;
 pub mod differential;
 pub mod endpoint;
+pub mod latency;
 pub mod native;
 pub mod ops_scrape;
 pub mod profile;
