@@ -11,10 +11,11 @@ use iggy::prelude::{
     Consumer, Identifier, IggyClient, IggyMessage, MessageClient, Partitioning, PollingStrategy, StreamClient,
     TopicClient, TopicCreateOptions,
 };
-use kafka_iggy_conformance::bench::{run_workload, Figures, PhaseCpu, Workload};
+use kafka_iggy_conformance::bench::{run_workload, unix_s, Figures, LatencyDetail, PhaseCpu, Workload};
 use kafka_iggy_conformance::cpu::Processes;
 use kafka_iggy_conformance::delay_proxy::DelayProxy;
 use kafka_iggy_conformance::endpoint::{LocalGateway, LocalOptions};
+use kafka_iggy_conformance::latency::{percentile_ms, run_tail, Timed, TAIL_WINDOW_MS};
 use kafka_iggy_conformance::real_iggy::{discover_with_env, parse_env_pair, Discovery, IggyServer};
 use kafka_iggy_conformance::relay::Relay;
 use kafka_iggy_gateway::backend::iggy::IggyBackend;
@@ -95,6 +96,12 @@ struct Args {
     /// that rate; the fetch figures stay unpaced.
     #[arg(long)]
     rate: Option<f64>,
+    /// Measures the rows this many times in turn on the same server (every row of run 1, then of
+    /// run 2, ...) and gives each gateway row's added p99 latency as a median over the runs: one
+    /// run's p99 is decided by its slowest 1 %, a few milliseconds of records, and moves by
+    /// milliseconds from run to run (docs/performance.md, the latency target).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=100))]
+    runs: u16,
     /// Puts the Iggy server this many milliseconds away in each direction, through a delaying
     /// proxy, for the native and gateway-on-Iggy rows alike (0: direct).
     #[arg(long, default_value_t = 0)]
@@ -110,6 +117,8 @@ struct Args {
 
 #[derive(Serialize)]
 struct Measured {
+    /// Which of `--runs` (from 1).
+    run: usize,
     row: Row,
     label: &'static str,
     produce_records_per_s: f64,
@@ -124,6 +133,8 @@ struct Measured {
     fetch_cpu: PhaseCpu,
     /// The gateway-on-Iggy row only: its stored messages read back by a bare SDK poll.
     mapped_poll: Option<MappedPoll>,
+    /// A paced run's only: where the produce latency went.
+    latency_detail: Option<LatencyDetail>,
 }
 
 /// The messages the gateway stored for the Kafka client's records, read back by the native
@@ -173,10 +184,44 @@ struct Report {
     cores: usize,
     rows: Vec<Measured>,
     skipped: Vec<Skipped>,
-    /// Throughput of one row over another: (numerator, denominator, produce, fetch).
-    ratios: Vec<(Row, Row, f64, f64)>,
-    /// The most any gateway could fetch on this machine, from this run's CPU figures.
-    fetch_bound: Option<FetchBound>,
+    runs: usize,
+    /// Throughput of one row over another in one run.
+    ratios: Vec<Ratio>,
+    /// The most any gateway could fetch on this machine, from each run's CPU figures.
+    fetch_bounds: Vec<FetchBound>,
+    /// A paced run's: each gateway row's p99 over the native row's, over the runs.
+    added_latency: Vec<AddedLatency>,
+}
+
+#[derive(Serialize)]
+struct Ratio {
+    run: usize,
+    over: Row,
+    under: Row,
+    produce: f64,
+    fetch: f64,
+}
+
+/// One row's p99 produce latency minus the native row's, at the same rate, run by run.
+#[derive(Serialize)]
+struct AddedLatency {
+    row: Row,
+    added_p99_ms: Vec<f64>,
+    median_ms: f64,
+    min_ms: f64,
+    max_ms: f64,
+    /// Runs in which it added more than the target's 1 ms.
+    above_1_ms: usize,
+}
+
+/// The median of `values`, NaN when empty.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
 }
 
 /// An upper bound on the gateway-on-Iggy row's fetch rate on this machine, from CPU time per
@@ -186,6 +231,7 @@ struct Report {
 /// reads it (what librdkafka spent in the gateway row). The cores cannot do all three faster.
 #[derive(Serialize)]
 struct FetchBound {
+    run: usize,
     server_us_per_record: f64,
     relay_us_per_record: f64,
     client_us_per_record: f64,
@@ -240,6 +286,7 @@ fn fetch_bound(native: &Measured, relayed: &Measured, gateway: &Measured, record
         })
     });
     FetchBound {
+        run: native.run,
         server_us_per_record,
         relay_us_per_record,
         client_us_per_record,
@@ -256,8 +303,9 @@ fn load_1m() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-fn measured(row: Row, records: usize, f: &Figures) -> Measured {
+fn measured(run: usize, row: Row, records: usize, f: &Figures) -> Measured {
     Measured {
+        run,
         row,
         label: row.label(),
         produce_records_per_s: records as f64 / f.produce_s,
@@ -268,6 +316,50 @@ fn measured(row: Row, records: usize, f: &Figures) -> Measured {
         produce_cpu: f.produce_cpu.clone(),
         fetch_cpu: f.fetch_cpu.clone(),
         mapped_poll: None,
+        latency_detail: f.latency_detail.clone(),
+    }
+}
+
+/// Where a paced row's latency went: which 10 ms windows of the run its tail was due in, and for
+/// the librdkafka rows the client's own split per statistics interval.
+fn print_latency_detail(m: &Measured) {
+    let Some(detail) = &m.latency_detail else {
+        return;
+    };
+    let tail = &detail.tail;
+    let worst: Vec<String> = tail
+        .worst
+        .iter()
+        .map(|w| format!("{} ms ({}, max {:.1} ms)", w.start_ms, w.tail_records, w.max_ms))
+        .collect();
+    println!(
+        "tail {:<22} run {} (began at {:.3} s since the epoch): {} records at or above p99 {:.2} ms, due in {} of {} windows of {TAIL_WINDOW_MS} ms; {:.0} % in the worst {}: {}",
+        m.label,
+        m.run,
+        detail.started_unix_s,
+        tail.tail_records,
+        tail.threshold_ms,
+        tail.windows_with_tail,
+        tail.windows,
+        tail.share_in_worst * 100.0,
+        tail.worst.len(),
+        worst.join(", ")
+    );
+    if let Some(client) = &detail.client {
+        let rtt_p99 = median(client.intervals.iter().map(|i| i.rtt_p99_ms).collect());
+        println!(
+            "client {:<20} run {}: librdkafka over {} intervals, worst p99 / max: queue (linger included) {:.2} / {:.2} ms, output buffer {:.2} / {:.2} ms, round trip {:.2} / {:.2} ms (p99 median {:.2} ms)",
+            m.label,
+            m.run,
+            client.intervals.len(),
+            client.max_of(|i| i.queue_p99_ms),
+            client.max_of(|i| i.queue_max_ms),
+            client.max_of(|i| i.outbuf_p99_ms),
+            client.max_of(|i| i.outbuf_max_ms),
+            client.max_of(|i| i.rtt_p99_ms),
+            client.max_of(|i| i.rtt_max_ms),
+            rtt_p99
+        );
     }
 }
 
@@ -312,9 +404,11 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
     let value = Bytes::from(vec![b'x'; args.record_bytes]);
     let batch = args.native_batch;
     let mut latencies = Vec::with_capacity(args.records);
+    let mut paced = Vec::new();
     let pids: Vec<u32> = server.pid().into_iter().collect();
     let (mut produce_cpu, mut fetch_cpu) = (PhaseCpu::default(), PhaseCpu::default());
     let cpu_start = Processes::take(&pids);
+    let started_unix_s = unix_s();
     let start = Instant::now();
     let mut sent_records = 0;
     let paced_start = tokio::time::Instant::now();
@@ -346,7 +440,16 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
         // Every message of a send is confirmed at once.
         match due_times {
             None => latencies.extend(std::iter::repeat_n(sent.elapsed(), n)),
-            Some(dues) => latencies.extend(dues.iter().map(|due| due.elapsed())),
+            Some(dues) => {
+                for due in dues {
+                    let latency = due.elapsed();
+                    latencies.push(latency);
+                    paced.push(Timed {
+                        due: due - paced_start,
+                        latency,
+                    });
+                }
+            }
         }
         sent_records += n;
     }
@@ -364,14 +467,18 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
     let fetch_s = start.elapsed().as_secs_f64();
     fetch_cpu.add_since(&cpu_start, &pids);
     latencies.sort();
-    let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)].as_secs_f64() * 1e3;
     Ok(Figures {
         produce_s,
-        p50_ms: pct(0.5),
-        p99_ms: pct(0.99),
+        p50_ms: percentile_ms(&latencies, 0.5),
+        p99_ms: percentile_ms(&latencies, 0.99),
         fetch_s,
         produce_cpu,
         fetch_cpu,
+        latency_detail: args.rate.map(|_| LatencyDetail {
+            started_unix_s,
+            tail: run_tail(&paced),
+            client: None,
+        }),
     })
 }
 
@@ -655,6 +762,139 @@ async fn tansu(binary: &PathBuf, workload: &Workload) -> anyhow::Result<Figures>
     Ok(run_workload(&address, workload).await)
 }
 
+/// One run's lines after its rows: the stored messages read back, the ratios and the fetch bound.
+fn summarise_run(report: &mut Report, args: &Args, run: usize, records: usize, cores: usize) {
+    let find = |row: Row| report.rows.iter().find(|m| m.row == row && m.run == run);
+    let native_fetch = find(Row::Native).map(|m| m.fetch_records_per_s);
+    for (m, poll) in report
+        .rows
+        .iter()
+        .filter(|m| m.run == run)
+        .filter_map(|m| Some((m, m.mapped_poll.as_ref()?)))
+    {
+        let of_native = |rate: f64| native_fetch.map_or(String::new(), |n| format!(" ({:.2}× native)", rate / n));
+        println!(
+            "cpu {:<22} its stored messages read back by the native row's poll: {:.3} M rec/s{}, server {:.2} µs/record",
+            m.label,
+            poll.mapped.records_per_s / 1e6,
+            of_native(poll.mapped.records_per_s),
+            poll.mapped.server_us_per_record
+        );
+        if let Some(plain) = &poll.plain {
+            println!(
+                "cpu {:<22} the native row's messages read again the same way, in turn with those: {:.3} M rec/s{}, server {:.2} µs/record; the row's fetch is {:.2}× this",
+                m.label,
+                plain.records_per_s / 1e6,
+                of_native(plain.records_per_s),
+                plain.server_us_per_record,
+                m.fetch_records_per_s / plain.records_per_s
+            );
+        }
+    }
+    let run_label = if args.runs > 1 {
+        format!("run {run}: ")
+    } else {
+        String::new()
+    };
+    let mut ratios = Vec::new();
+    for (over, under) in [
+        (Row::NativeRelayed, Row::Native),
+        (Row::GatewayIggy, Row::Native),
+        (Row::GatewayEmbedded, Row::Tansu),
+        (Row::GatewayEmbedded, Row::Native),
+    ] {
+        if let (Some(a), Some(b)) = (find(over), find(under)) {
+            let produce = a.produce_records_per_s / b.produce_records_per_s;
+            let fetch = a.fetch_records_per_s / b.fetch_records_per_s;
+            println!(
+                "{run_label}ratio {} / {}: produce {produce:.2}×, fetch {fetch:.2}×",
+                over.label(),
+                under.label()
+            );
+            ratios.push(Ratio {
+                run,
+                over,
+                under,
+                produce,
+                fetch,
+            });
+        }
+    }
+    let bound = match (find(Row::Native), find(Row::NativeRelayed), find(Row::GatewayIggy)) {
+        (Some(native), Some(relayed), Some(gateway)) => Some(fetch_bound(native, relayed, gateway, records, cores)),
+        _ => None,
+    };
+    report.ratios.extend(ratios);
+    let Some(bound) = bound else {
+        return;
+    };
+    println!(
+        "{run_label}fetch bound for any gateway here: {:.3} M rec/s ({:.2}× native) = {cores} cores / (server {:.2} + relay {:.2} + Kafka client {:.2} µs/record)",
+        bound.records_per_s / 1e6,
+        bound.of_native,
+        bound.server_us_per_record,
+        bound.relay_us_per_record,
+        bound.client_us_per_record
+    );
+    if let Some(mapped) = &bound.mapped {
+        println!(
+            "{run_label}fetch bound for any gateway storing these records as the seed maps them: {:.3} M rec/s ({:.2}× native) = {cores} cores / (server {:.2} (×{:.2}, the mapped form's cost over plain messages') + relay {:.2} + Kafka client {:.2} µs/record)",
+            mapped.records_per_s / 1e6,
+            mapped.of_native,
+            mapped.server_us_per_record,
+            mapped.mapped_over_plain,
+            bound.relay_us_per_record,
+            bound.client_us_per_record
+        );
+    }
+    report.fetch_bounds.push(bound);
+}
+
+/// Each gateway row's p99 over the native row's at the same rate, run by run, and over the runs:
+/// the latency target's measure (docs/performance.md).
+fn summarise_latency(report: &mut Report, rate: f64) {
+    for row in [Row::GatewayIggy, Row::GatewayEmbedded] {
+        let mut added = Vec::new();
+        for m in report.rows.iter().filter(|m| m.row == row) {
+            let Some(native) = report.rows.iter().find(|n| n.row == Row::Native && n.run == m.run) else {
+                continue;
+            };
+            let added_ms = m.produce_p99_ms - native.produce_p99_ms;
+            println!(
+                "latency at {:.3} M rec/s, run {}: {} p99 {:.2} ms, native p99 {:.2} ms: added {added_ms:.2} ms",
+                rate / 1e6,
+                m.run,
+                row.label(),
+                m.produce_p99_ms,
+                native.produce_p99_ms,
+            );
+            added.push(added_ms);
+        }
+        if added.is_empty() {
+            continue;
+        }
+        let summary = AddedLatency {
+            row,
+            median_ms: median(added.clone()),
+            min_ms: added.iter().copied().fold(f64::INFINITY, f64::min),
+            max_ms: added.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            above_1_ms: added.iter().filter(|&&a| a > 1.0).count(),
+            added_p99_ms: added,
+        };
+        println!(
+            "latency at {:.3} M rec/s: {} added p99 median {:.2} ms over {} run(s) (from {:.2} to {:.2}; above 1 ms in {})",
+            rate / 1e6,
+            row.label(),
+            summary.median_ms,
+            summary.added_p99_ms.len(),
+            summary.min_ms,
+            summary.max_ms,
+            summary.above_1_ms
+        );
+        report.added_latency.push(summary);
+    }
+}
+
 fn print_row(m: &Measured, record_bytes: usize) {
     println!(
         "| {:<22} | {:>7.3} M rec/s {:>6.1} MB/s | p50 {:>7.2} ms p99 {:>7.2} ms | {:>7.3} M rec/s {:>6.1} MB/s | {:>5.2} |",
@@ -669,6 +909,16 @@ fn print_row(m: &Measured, record_bytes: usize) {
     );
 }
 
+/// Log timestamps in seconds since the Unix epoch, as the latency lines give a run's start, so a
+/// tail window and the gateway's trace events line up by subtraction.
+struct UnixSeconds;
+
+impl tracing_subscriber::fmt::time::FormatTime for UnixSeconds {
+    fn format_time(&self, w: &mut tracing_subscriber::fmt::format::Writer<'_>) -> std::fmt::Result {
+        write!(w, "{:.6}", unix_s())
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
@@ -679,6 +929,7 @@ async fn main() -> anyhow::Result<()> {
             .with_env_filter(filter)
             .with_writer(std::io::stderr)
             .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_timer(UnixSeconds)
             .init();
     }
     let rows = if args.only.is_empty() {
@@ -697,15 +948,15 @@ async fn main() -> anyhow::Result<()> {
         .div_ceil(args.round_records.unwrap_or(args.records).max(1))
         .max(1);
     let run_id = std::process::id();
-    let workload = |row: &str| Workload {
-        topic: format!("bench-{row}-{run_id}"),
+    let workload = |row: &str, run: usize| Workload {
+        topic: format!("bench-{row}-{run_id}-{run}"),
         rounds,
         round_records: args.records / rounds,
         record_bytes: args.record_bytes,
         watch_pids: Vec::new(),
         rate_per_s: args.rate,
     };
-    let records = workload("x").records();
+    let records = workload("x", 0).records();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
         "bench table: {records} records of {} B per row, one partition; librdkafka acks=all linger.ms=5, produced then read in {rounds} round(s); native sends and polls of {}; {cores} cores",
@@ -713,6 +964,9 @@ async fn main() -> anyhow::Result<()> {
     );
     if args.native_poll_second_connection {
         println!("native row: polls through a second connection (another server shard than its sends)");
+    }
+    if args.runs > 1 {
+        println!("{} runs of the rows in turn, on one server", args.runs);
     }
     if let Some(rate) = args.rate {
         println!(
@@ -765,29 +1019,35 @@ async fn main() -> anyhow::Result<()> {
         cores,
         rows: Vec::new(),
         skipped: Vec::new(),
+        runs: args.runs.into(),
         ratios: Vec::new(),
-        fetch_bound: None,
+        fetch_bounds: Vec::new(),
+        added_latency: Vec::new(),
     };
     println!("| path                   | produce                         | produce latency (queued → acked) | fetch                           | load  |");
     println!("|------------------------|---------------------------------|----------------------------------|---------------------------------|-------|");
-    let native_topic = format!("native-{run_id}");
-    for row in rows {
-        let mut mapped = None;
-        let outcome: anyhow::Result<Figures> = match row {
+    for run in 1..=usize::from(args.runs) {
+        if args.runs > 1 {
+            println!("| run {run} of {}", args.runs);
+        }
+        let native_topic = format!("native-{run_id}-{run}");
+        for &row in &rows {
+            let mut mapped = None;
+            let outcome: anyhow::Result<Figures> = match row {
             Row::Native => match &server {
                 Ok(server) => native(server, &iggy_address, &args, &native_topic).await,
                 Err(why) => Err(anyhow::anyhow!("no Iggy server: {why}")),
             },
             Row::NativeRelayed => match &server {
-                Ok(server) => native_relayed(server, &iggy_address, &args, &format!("relayed-{run_id}")).await,
+                Ok(server) => native_relayed(server, &iggy_address, &args, &format!("relayed-{run_id}-{run}")).await,
                 Err(why) => Err(anyhow::anyhow!("no Iggy server: {why}")),
             },
             Row::GatewayIggy => match &server {
                 Ok(server) => {
                     let options = gateway_options(args.read_ahead_bytes);
-                    let native_ran = report.rows.iter().any(|m| m.row == Row::Native);
+                    let native_ran = report.rows.iter().any(|m| m.row == Row::Native && m.run == run);
                     let native_topic = native_ran.then_some(native_topic.as_str());
-                    gateway_on_iggy(server, &iggy_address, &workload("iggy"), options, native_topic, args.native_batch)
+                    gateway_on_iggy(server, &iggy_address, &workload("iggy", run), options, native_topic, args.native_batch)
                         .await
                         .map(|(figures, poll)| {
                             mapped = poll;
@@ -797,115 +1057,41 @@ async fn main() -> anyhow::Result<()> {
                 Err(why) => Err(anyhow::anyhow!("no Iggy server: {why}")),
             },
             Row::GatewayEmbedded => {
-                gateway_embedded(&workload("embedded"), gateway_options(args.read_ahead_bytes)).await
+                gateway_embedded(&workload("embedded", run), gateway_options(args.read_ahead_bytes)).await
             }
             Row::Tansu => match find_tansu(&args) {
-                Some(binary) => tansu(&binary, &workload("tansu")).await,
+                Some(binary) => tansu(&binary, &workload("tansu", run)).await,
                 None => Err(anyhow::anyhow!(
                     "no tansu binary (TANSU_BIN, PATH or ~/.cargo/bin; `cargo install tansu --version 0.6.0 --locked --features dynostore` builds it with its in-memory storage)"
                 )),
             },
         };
-        match outcome {
-            Ok(figures) => {
-                let mut m = measured(row, records, &figures);
-                m.mapped_poll = mapped;
-                print_row(&m, args.record_bytes);
-                report.rows.push(m);
-            }
-            Err(e) => {
-                println!("| {:<22} | SKIPPED: {e:#}", row.label());
-                report.skipped.push(Skipped {
-                    row,
-                    reason: format!("{e:#}"),
-                });
+            match outcome {
+                Ok(figures) => {
+                    let mut m = measured(run, row, records, &figures);
+                    m.mapped_poll = mapped;
+                    print_row(&m, args.record_bytes);
+                    report.rows.push(m);
+                }
+                Err(e) => {
+                    println!("| {:<22} | SKIPPED: {e:#}", row.label());
+                    report.skipped.push(Skipped {
+                        row,
+                        reason: format!("{e:#}"),
+                    });
+                }
             }
         }
     }
     for m in &report.rows {
         print_cpu(m, records, cores);
+        print_latency_detail(m);
     }
-    let native_fetch = report
-        .rows
-        .iter()
-        .find(|m| m.row == Row::Native)
-        .map(|m| m.fetch_records_per_s);
-    for (m, poll) in report.rows.iter().filter_map(|m| Some((m, m.mapped_poll.as_ref()?))) {
-        let of_native = |rate: f64| native_fetch.map_or(String::new(), |n| format!(" ({:.2}× native)", rate / n));
-        println!(
-            "cpu {:<22} its stored messages read back by the native row's poll: {:.3} M rec/s{}, server {:.2} µs/record",
-            m.label,
-            poll.mapped.records_per_s / 1e6,
-            of_native(poll.mapped.records_per_s),
-            poll.mapped.server_us_per_record
-        );
-        if let Some(plain) = &poll.plain {
-            println!(
-                "cpu {:<22} the native row's messages read again the same way, in turn with those: {:.3} M rec/s{}, server {:.2} µs/record; the row's fetch is {:.2}× this",
-                m.label,
-                plain.records_per_s / 1e6,
-                of_native(plain.records_per_s),
-                plain.server_us_per_record,
-                m.fetch_records_per_s / plain.records_per_s
-            );
-        }
+    for run in 1..=usize::from(args.runs) {
+        summarise_run(&mut report, &args, run, records, cores);
     }
-    let find = |row: Row| report.rows.iter().find(|m| m.row == row);
-    for (over, under) in [
-        (Row::NativeRelayed, Row::Native),
-        (Row::GatewayIggy, Row::Native),
-        (Row::GatewayEmbedded, Row::Tansu),
-        (Row::GatewayEmbedded, Row::Native),
-    ] {
-        if let (Some(a), Some(b)) = (find(over), find(under)) {
-            let produce = a.produce_records_per_s / b.produce_records_per_s;
-            let fetch = a.fetch_records_per_s / b.fetch_records_per_s;
-            println!(
-                "ratio {} / {}: produce {produce:.2}×, fetch {fetch:.2}×",
-                over.label(),
-                under.label()
-            );
-            report.ratios.push((over, under, produce, fetch));
-        }
-    }
-    if let (Some(native), Some(relayed), Some(gateway)) =
-        (find(Row::Native), find(Row::NativeRelayed), find(Row::GatewayIggy))
-    {
-        let bound = fetch_bound(native, relayed, gateway, records, cores);
-        println!(
-            "fetch bound for any gateway here: {:.3} M rec/s ({:.2}× native) = {cores} cores / (server {:.2} + relay {:.2} + Kafka client {:.2} µs/record)",
-            bound.records_per_s / 1e6,
-            bound.of_native,
-            bound.server_us_per_record,
-            bound.relay_us_per_record,
-            bound.client_us_per_record
-        );
-        if let Some(mapped) = &bound.mapped {
-            println!(
-                "fetch bound for any gateway storing these records as the seed maps them: {:.3} M rec/s ({:.2}× native) = {cores} cores / (server {:.2} (×{:.2}, the mapped form's cost over plain messages') + relay {:.2} + Kafka client {:.2} µs/record)",
-                mapped.records_per_s / 1e6,
-                mapped.of_native,
-                mapped.server_us_per_record,
-                mapped.mapped_over_plain,
-                bound.relay_us_per_record,
-                bound.client_us_per_record
-            );
-        }
-        report.fetch_bound = Some(bound);
-    }
-    if let (Some(rate), Some(native)) = (args.rate, find(Row::Native)) {
-        for row in [Row::GatewayIggy, Row::GatewayEmbedded] {
-            if let Some(m) = find(row) {
-                println!(
-                    "latency at {:.3} M rec/s: {} p99 {:.2} ms, native p99 {:.2} ms: added {:.2} ms",
-                    rate / 1e6,
-                    row.label(),
-                    m.produce_p99_ms,
-                    native.produce_p99_ms,
-                    m.produce_p99_ms - native.produce_p99_ms
-                );
-            }
-        }
+    if let Some(rate) = args.rate {
+        summarise_latency(&mut report, rate);
     }
     if let Some(dir) = args.json.parent() {
         std::fs::create_dir_all(dir)?;
