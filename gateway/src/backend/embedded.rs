@@ -28,7 +28,8 @@ use iggy_common::{
     MAX_USER_HEADERS_SIZE,
 };
 use kig_core::timestamps::fits_one_send;
-use std::collections::{BTreeMap, VecDeque};
+use message_log::MessageLog;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// `partition.consumer_offsets_max`'s default.
@@ -98,7 +99,8 @@ impl Group {
 
 #[derive(Default)]
 struct Partition {
-    messages: VecDeque<StoredMessage>,
+    /// EMBED-LOG-1: in segments, so that an append never copies the partition.
+    messages: MessageLog<StoredMessage>,
     next_offset: u64,
     last_timestamp_us: u64,
     /// Consumer-group offsets by group name.
@@ -647,7 +649,7 @@ impl Backend for EmbeddedBackend {
         let start = offset.saturating_sub(first) as usize;
         let mut out = Vec::new();
         let mut bytes = 0u64;
-        for m in p.messages.iter().skip(start).take(limits.max_messages as usize) {
+        for m in p.messages.iter_from(start).take(limits.max_messages as usize) {
             if !out.is_empty() && bytes + m.size() > limits.max_bytes {
                 break;
             }
@@ -847,5 +849,6 @@ impl ConsumerOffsets for EmbeddedBackend {
     }
 }
 
+mod message_log;
 #[cfg(test)]
 mod tests;
