@@ -17,6 +17,7 @@ pub mod error_map;
 pub mod gateway;
 pub mod groups;
 pub mod handlers;
+pub mod known_topics;
 pub mod limits;
 pub mod log_text;
 pub mod metrics;

@@ -480,6 +480,7 @@ mod tests {
             }),
             offsets_client: session.offsets_client,
             opened_at_ms: 0,
+            known_topics: Default::default(),
         }
     }
 

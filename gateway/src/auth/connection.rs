@@ -149,6 +149,7 @@ mod tests {
             }),
             offsets_client: 1,
             opened_at_ms: 0,
+            known_topics: Default::default(),
         })
     }
 

@@ -18,6 +18,8 @@ pub struct Session<B> {
     pub offsets_client: ClientId,
     /// When the session logged in, in ms of the gateway's clock.
     pub opened_at_ms: u64,
+    /// Topics its lookups found, for Produce (PRODUCE-RESOLVE-2).
+    pub known_topics: crate::known_topics::KnownTopics,
 }
 
 impl<B> Session<B> {
@@ -150,6 +152,7 @@ impl<B: Backend> SessionPool<B> {
                         principal: Some(principal),
                         offsets_client,
                         opened_at_ms: now_ms,
+                        known_topics: Default::default(),
                     });
                     self.insert(key, session.clone(), now_ms)?;
                     return Ok(session);

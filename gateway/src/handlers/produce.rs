@@ -9,7 +9,7 @@
 
 use super::resolve_topic;
 use crate::auth::sessions::Session;
-use crate::backend::Backend;
+use crate::backend::{Backend, TopicInfo};
 use crate::config::IggyTarget;
 use crate::error_map;
 use crate::gateway::Gateway;
@@ -131,6 +131,32 @@ fn map_partitions(
         .collect()
 }
 
+/// The topic `kafka_topic` as a lookup finds it, for a Produce to `partitions` of it.
+/// PRODUCE-RESOLVE-2: a lookup of the same session found it less than a second ago with every
+/// one of those partitions, so it stands without a lookup; the append is checked by the backend
+/// all the same. Anything a kept lookup would refuse (an unknown topic, a partition past its
+/// count) is looked up afresh, so a refusal never rests on an old answer.
+async fn look_up<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    kafka_topic: &str,
+    partitions: &[(i32, Option<Bytes>)],
+) -> Result<(IggyTarget, TopicInfo), i16> {
+    let target = gateway.config.topics.resolve(kafka_topic);
+    let now_us = gateway.clock.now_us();
+    if let Some(info) = session.known_topics.get(&target, now_us) {
+        if partitions
+            .iter()
+            .all(|(index, _)| u32::try_from(*index).is_ok_and(|index| index < info.partitions))
+        {
+            return Ok((target, info));
+        }
+    }
+    let (target, info) = resolve_topic(gateway, session, kafka_topic).await?;
+    session.known_topics.remember(&target, &info, now_us);
+    Ok((target, info))
+}
+
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
@@ -193,11 +219,11 @@ pub async fn handle<B: Backend>(
     let guessed_inputs = inputs_with(&guessed);
     let lookups = async {
         let mut resolved = Vec::with_capacity(names.len());
-        for name in &names {
+        for (name, partitions) in names.iter().zip(&partitions_data) {
             let kafka_topic = name.0.as_str();
             resolved.push(match &request_refusal {
                 Some(refusal) => Err(refusal.clone()),
-                None => resolve_topic(gateway, session, kafka_topic)
+                None => look_up(gateway, session, kafka_topic, partitions)
                     .await
                     .map_err(|code| (code, format!("topic {kafka_topic}"))),
             });
