@@ -15,11 +15,14 @@ use kafka_iggy_conformance::bench::{run_workload, unix_s, Figures, LatencyDetail
 use kafka_iggy_conformance::cpu::Processes;
 use kafka_iggy_conformance::delay_proxy::DelayProxy;
 use kafka_iggy_conformance::endpoint::{LocalGateway, LocalOptions};
-use kafka_iggy_conformance::latency::{percentile_ms, run_tail, Timed, TAIL_WINDOW_MS};
+use kafka_iggy_conformance::latency::{percentile_ms, run_tail, CallTimes, Timed, TAIL_WINDOW_MS};
 use kafka_iggy_conformance::real_iggy::{discover_with_env, parse_env_pair, Discovery, IggyServer};
 use kafka_iggy_conformance::relay::Relay;
+use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use kafka_iggy_gateway::backend::iggy::IggyBackend;
+use kafka_iggy_gateway::backend::metered::Metered;
 use kafka_iggy_gateway::backend::{Backend, TopicSpec};
+use kafka_iggy_gateway::clock::SystemClock;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -345,6 +348,12 @@ fn print_latency_detail(m: &Measured) {
         tail.worst.len(),
         worst.join(", ")
     );
+    if let Some(sends) = &detail.sends {
+        println!(
+            "sends {:<21} run {}: {} sends, send to confirmation p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms",
+            m.label, m.run, sends.calls, sends.p50_ms, sends.p99_ms, sends.max_ms
+        );
+    }
     if let Some(client) = &detail.client {
         let rtt_p99 = median(client.intervals.iter().map(|i| i.rtt_p99_ms).collect());
         println!(
@@ -405,6 +414,7 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
     let batch = args.native_batch;
     let mut latencies = Vec::with_capacity(args.records);
     let mut paced = Vec::new();
+    let mut send_times = Vec::new();
     let pids: Vec<u32> = server.pid().into_iter().collect();
     let (mut produce_cpu, mut fetch_cpu) = (PhaseCpu::default(), PhaseCpu::default());
     let cpu_start = Processes::take(&pids);
@@ -441,6 +451,7 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
         match due_times {
             None => latencies.extend(std::iter::repeat_n(sent.elapsed(), n)),
             Some(dues) => {
+                send_times.push(sent.elapsed());
                 for due in dues {
                     let latency = due.elapsed();
                     latencies.push(latency);
@@ -478,6 +489,7 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
             started_unix_s,
             tail: run_tail(&paced),
             client: None,
+            sends: Some(CallTimes::of(send_times)),
         }),
     })
 }
@@ -579,7 +591,8 @@ async fn gateway_on_iggy(
             },
         )
         .await?;
-    let gateway = LocalGateway::serve(Arc::new(backend), options).await?;
+    // Metered as the gateway binary runs it, which also gives the `backend call` trace events.
+    let gateway = LocalGateway::serve(Arc::new(Metered::new(backend)), options).await?;
     let figures = run_workload(&gateway.endpoint.bootstrap, workload).await;
     print_read_ahead("gateway on real Iggy", &gateway.gateway.read_ahead);
     gateway.stop().await;
@@ -687,7 +700,8 @@ async fn create_topic(bootstrap: &str, topic: &str) -> anyhow::Result<()> {
 }
 
 async fn gateway_embedded(workload: &Workload, options: LocalOptions) -> anyhow::Result<Figures> {
-    let gateway = LocalGateway::serve(kafka_iggy_conformance::endpoint::shared_backend(), options).await?;
+    let backend = EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default());
+    let gateway = LocalGateway::serve(Arc::new(Metered::new(backend)), options).await?;
     create_topic(&gateway.endpoint.bootstrap, &workload.topic).await?;
     let figures = run_workload(&gateway.endpoint.bootstrap, workload).await;
     print_read_ahead("gateway, embedded", &gateway.gateway.read_ahead);

@@ -2,7 +2,9 @@
 //! speed): librdkafka producing and fetching 1 KiB records through any Kafka endpoint.
 
 use crate::cpu::{CpuUse, Processes};
-use crate::latency::{percentile_ms, run_tail, ClientLatency, ClientStats, TailShape, Timed, STATS_INTERVAL_MS};
+use crate::latency::{
+    percentile_ms, run_tail, CallTimes, ClientLatency, ClientStats, TailShape, Timed, STATS_INTERVAL_MS,
+};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -39,6 +41,8 @@ pub struct LatencyDetail {
     pub tail: TailShape,
     /// librdkafka's own split, for the rows it produces in.
     pub client: Option<ClientLatency>,
+    /// The row's own sends, for the native row.
+    pub sends: Option<CallTimes>,
 }
 
 /// CPU time of one phase: this process's threads by kind, and the watched processes'.
@@ -206,6 +210,7 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
         started_unix_s: paced_started_unix_s,
         tail: run_tail(&paced),
         client: stats.finish(),
+        sends: None,
     });
     Figures {
         produce_s,

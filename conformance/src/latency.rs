@@ -130,6 +130,28 @@ pub fn run_tail(records: &[Timed]) -> TailShape {
     tail_shape(records, threshold)
 }
 
+/// How long a row's own sends took, from the send to its confirmation: for the native row, the
+/// figure the gateway's appends (its `backend call` trace events) compare with.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CallTimes {
+    pub calls: usize,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+}
+
+impl CallTimes {
+    pub fn of(mut times: Vec<Duration>) -> Self {
+        times.sort();
+        Self {
+            calls: times.len(),
+            p50_ms: percentile_ms(&times, 0.5),
+            p99_ms: percentile_ms(&times, 0.99),
+            max_ms: times.last().map_or(f64::NAN, |t| t.as_secs_f64() * 1e3),
+        }
+    }
+}
+
 /// One statistics interval of the broker a producer sent to: its p99 and max, in milliseconds,
 /// of a record's wait in librdkafka's queue (`int_latency`, linger included), of a request's
 /// wait in the output buffer before it is written (`outbuf_latency`), and of the broker's
@@ -261,6 +283,15 @@ mod tests {
         assert_eq!(percentile_ms(&sorted, 0.5), 51.0);
         assert_eq!(percentile_ms(&sorted, 0.99), 100.0);
         assert!(percentile_ms(&[], 0.5).is_nan());
+    }
+
+    #[test]
+    fn call_times_take_nearest_rank_percentiles_and_the_slowest() {
+        let times = CallTimes::of((1..=200).rev().map(Duration::from_millis).collect());
+        assert_eq!(
+            (times.calls, times.p50_ms, times.p99_ms, times.max_ms),
+            (200, 101.0, 199.0, 200.0)
+        );
     }
 
     #[test]
