@@ -4,13 +4,11 @@
 //! backend-call counters (`Metered`), which another test running beside it would move.
 
 use iggy_common::IggyMessage;
-use kafka_iggy_gateway::backend::metered::Metered;
-use kafka_iggy_gateway::backend::{Backend, TopicSpec};
+use kafka_iggy_gateway::backend::Backend;
 use kafka_iggy_gateway::clock::{SharedRng, TokioClock};
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
 use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::handlers::fetch;
-use kafka_iggy_gateway::metrics::metrics;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::{FetchRequest, FetchResponse, TopicName};
@@ -18,15 +16,8 @@ use kafka_protocol::protocol::StrBytes;
 use kig_core::mapping::{record_to_message, KafkaRecord};
 use std::sync::Arc;
 
-/// How many `get_topic` calls the backend has answered in this process.
-fn topic_lookups() -> u64 {
-    let text = metrics().encode();
-    let name = "kafka_iggy_gateway_backend_call_duration_seconds_count{operation=\"get_topic\"}";
-    text.lines()
-        .find(|l| l.starts_with(name))
-        .and_then(|l| l.rsplit(' ').next())
-        .map_or(0, |v| v.parse::<u64>().expect("a count"))
-}
+mod lookups_support;
+use lookups_support::{metered_backend_with_topic, topic_lookups};
 
 /// A Fetch of each `(topic, partition, offset)`, 100 KiB per partition, answered at once.
 fn fetch_of(partitions: &[(&'static str, i32, i64)]) -> FetchRequest {
@@ -75,17 +66,8 @@ fn keyed_message(i: u32) -> IggyMessage {
 async fn fetch_resolve_1_a_fetch_answered_cleanly_makes_no_topic_lookup() {
     let config = Config::resolve(Args::default(), FileConfig::default()).expect("valid config");
     let clock = Arc::new(TokioClock::new(0));
-    let backend = Metered::new(kafka_iggy_gateway::embedded_backend(&config, clock.clone()));
+    let backend = metered_backend_with_topic(&config, clock.clone(), "orders", 2).await;
     let target = config.topics.resolve("orders");
-    backend.ensure_stream(&target.stream).await.expect("stream");
-    let spec = TopicSpec {
-        partitions: 2,
-        message_expiry_us: None,
-    };
-    backend
-        .create_topic(&target.stream, &target.topic, spec)
-        .await
-        .expect("topic");
     let messages = (0..300).map(keyed_message).collect();
     backend
         .append(&target.stream, &target.topic, 0, messages)

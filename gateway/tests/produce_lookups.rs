@@ -6,13 +6,12 @@
 
 use bytes::Bytes;
 use kafka_iggy_gateway::backend::metered::Metered;
-use kafka_iggy_gateway::backend::{Backend, TopicSpec};
+use kafka_iggy_gateway::backend::Backend;
 use kafka_iggy_gateway::clock::{SharedRng, TokioClock};
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
 use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::handlers::produce;
 use kafka_iggy_gateway::known_topics::KNOWN_TOPIC_TTL_US;
-use kafka_iggy_gateway::metrics::metrics;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ProduceRequest, TopicName};
@@ -20,17 +19,10 @@ use kafka_protocol::protocol::StrBytes;
 use kig_core::batch::{encode_batch, Record, RecordBatch};
 use kig_core::compression::Compression;
 use std::sync::Arc;
-use std::time::Duration;
 
-/// How many `get_topic` calls the backend has answered in this process.
-fn topic_lookups() -> u64 {
-    let text = metrics().encode();
-    let name = "kafka_iggy_gateway_backend_call_duration_seconds_count{operation=\"get_topic\"}";
-    text.lines()
-        .find(|l| l.starts_with(name))
-        .and_then(|l| l.rsplit(' ').next())
-        .map_or(0, |v| v.parse::<u64>().expect("a count"))
-}
+mod lookups_support;
+use lookups_support::{metered_backend_with_topic, topic_lookups};
+use std::time::Duration;
 
 /// A Produce of one 3-record batch to `orders`-`partition`, acks=all.
 fn produce_to(partition: i32) -> ProduceRequest {
@@ -76,17 +68,8 @@ async fn produce_code(
 async fn produce_resolve_2_a_stream_of_produces_makes_one_topic_lookup() {
     let config = Config::resolve(Args::default(), FileConfig::default()).expect("valid config");
     let clock = Arc::new(TokioClock::new(0));
-    let backend = Metered::new(kafka_iggy_gateway::embedded_backend(&config, clock.clone()));
+    let backend = metered_backend_with_topic(&config, clock.clone(), "orders", 1).await;
     let target = config.topics.resolve("orders");
-    backend.ensure_stream(&target.stream).await.expect("stream");
-    let spec = TopicSpec {
-        partitions: 1,
-        message_expiry_us: None,
-    };
-    backend
-        .create_topic(&target.stream, &target.topic, spec)
-        .await
-        .expect("topic");
     let gateway = Gateway::new(Arc::new(config), Arc::new(backend), clock, SharedRng::seeded(1));
 
     let before = topic_lookups();
