@@ -142,18 +142,17 @@ async fn look_up<B: Backend>(
     kafka_topic: &str,
     partitions: &[(i32, Option<Bytes>)],
 ) -> Result<(IggyTarget, TopicInfo), i16> {
-    let target = gateway.config.topics.resolve(kafka_topic);
     let now_us = gateway.clock.now_us();
-    if let Some(info) = session.known_topics.get(&target, now_us) {
+    if let Some(info) = session.known_topics.get(kafka_topic, now_us) {
         if partitions
             .iter()
             .all(|(index, _)| u32::try_from(*index).is_ok_and(|index| index < info.partitions))
         {
-            return Ok((target, info));
+            return Ok((gateway.config.topics.resolve(kafka_topic), info));
         }
     }
     let (target, info) = resolve_topic(gateway, session, kafka_topic).await?;
-    session.known_topics.remember(&target, &info, now_us);
+    session.known_topics.remember(kafka_topic, &info, now_us);
     Ok((target, info))
 }
 

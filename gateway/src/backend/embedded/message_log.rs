@@ -14,7 +14,7 @@ use std::collections::VecDeque;
 /// Messages per segment. A power of two, so a segment grown from empty by doubling ends at
 /// exactly this capacity. About half a MiB of stored-message records per full segment; the
 /// payloads are shared buffers held elsewhere.
-pub(crate) const SEGMENT_MESSAGES: usize = 4096;
+const SEGMENT_MESSAGES: usize = 4096;
 
 /// The messages of one partition, oldest first.
 pub(crate) struct MessageLog<T> {
