@@ -146,7 +146,6 @@ pub fn map_error(e: &MapError) -> KafkaCode {
             metrics().limit_hit("LIMIT-PAYLOAD-1");
             MessageTooLarge.code()
         }
-        MapError::Iggy(_) => CorruptMessage.code(),
     };
     metrics().record_error_code(code);
     code

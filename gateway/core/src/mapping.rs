@@ -1,18 +1,17 @@
 //! A Kafka record becomes one Iggy message, and an Iggy message becomes one Kafka record
 //! (docs/spec/mapping.md, docs/spec/envelope.md).
 //!
-//! The Iggy SDK's own message and header types are built here, so the SDK's validation (payload
-//! 1..=64,000,000 bytes, header fields 1..=255 bytes, 100,000 bytes of headers) is the check
-//! applied; the envelope triggers are computed the same way beforehand, so a record the SDK would
-//! refuse never reaches it.
+//! The Iggy SDK's message type is built here, with the checks the SDK's builder makes (payload
+//! 1..=64,000,000 bytes, header fields 1..=255 bytes, 100,000 bytes of headers) made first: the
+//! envelope triggers compute them, so a record the builder would refuse is enveloped or refused
+//! before anything is built, and the headers are written in the builder's wire form
+//! (`header_writer`).
 
 use crate::batch::RecordHeader;
 use crate::envelope::{decode_envelope, encode_envelope, envelope_len, ENVELOPE_VERSION};
 use bytes::Bytes;
-use iggy_common::{
-    HeaderKey, HeaderKind, HeaderValue, IggyError, IggyMessage, MAX_PAYLOAD_SIZE, MAX_USER_HEADERS_SIZE,
-};
-use std::collections::BTreeMap;
+use header_writer::{write_headers, OutgoingHeader};
+use iggy_common::{IggyMessage, IggyMessageHeader, MAX_PAYLOAD_SIZE, MAX_USER_HEADERS_SIZE};
 use stored_headers::{stored_headers, StoredHeader};
 use thiserror::Error;
 
@@ -54,6 +53,18 @@ impl KafkaRecord {
             value: record.value.clone(),
             headers: record.headers.clone(),
         }
+    }
+
+    /// Every record of `batch` as Produce maps it, moved out of the batch rather than copied: a
+    /// copy costs a reference count per key and value and an allocation per record with headers.
+    pub fn all_from_batch(mut batch: crate::batch::RecordBatch) -> impl Iterator<Item = Self> {
+        let records = std::mem::take(&mut batch.records);
+        records.into_iter().map(move |record| KafkaRecord {
+            timestamp_ms: batch.record_timestamp_ms(&record),
+            key: record.key,
+            value: record.value,
+            headers: record.headers,
+        })
     }
 }
 
@@ -100,17 +111,6 @@ pub enum MapError {
     /// LIMIT-PAYLOAD-1: one record becomes one message, and Iggy caps a payload.
     #[error("stored payload of {len} bytes exceeds Iggy's {MAX_PAYLOAD_SIZE}-byte message limit")]
     PayloadTooLarge { len: usize },
-    /// The SDK refused a message the triggers let through: a bug in this module, kept typed.
-    #[error("the Iggy SDK refused the mapped message: {0}")]
-    Iggy(IggyError),
-}
-
-fn key(name: &str) -> HeaderKey {
-    HeaderKey::try_from(name).expect("reserved header names are 1..=255 bytes")
-}
-
-fn raw(value: &[u8]) -> Result<HeaderValue, MapError> {
-    HeaderValue::from_raw(HeaderKind::Raw, value).map_err(MapError::Iggy)
 }
 
 fn wire_len(name_len: usize, value_len: usize) -> usize {
@@ -201,29 +201,40 @@ fn has_repeated_name(headers: &[RecordHeader]) -> bool {
 pub fn record_to_message(record: &KafkaRecord) -> Result<(IggyMessage, StoredForm), MapError> {
     let origin_timestamp = origin_timestamp_us(record.timestamp_ms)?;
     let form = classify(record);
-    let mut headers = BTreeMap::new();
-    let payload = match form {
+    let (payload, user_headers) = match form {
         StoredForm::Envelope(_) => {
             let len = envelope_len(record.key.as_deref(), record.value.as_deref(), &record.headers);
             if len > MAX_PAYLOAD_SIZE as usize {
                 return Err(MapError::PayloadTooLarge { len });
             }
             // ENV-MARK-1
-            headers.insert(key(ENVELOPE_HEADER), raw(&[ENVELOPE_VERSION])?);
-            encode_envelope(record.key.as_deref(), record.value.as_deref(), &record.headers)
+            let marker = write_headers(&mut [OutgoingHeader {
+                prefix: ENVELOPE_HEADER,
+                suffix: &[],
+                value: &[ENVELOPE_VERSION],
+            }]);
+            let payload = encode_envelope(record.key.as_deref(), record.value.as_deref(), &record.headers);
+            (payload, Some(marker))
         }
         StoredForm::Plain | StoredForm::Placeholder => {
+            let mut headers = Vec::with_capacity(record.headers.len() + 2);
             if let Some(k) = &record.key {
                 // MAP-KEY-1
-                headers.insert(key(KEY_HEADER), raw(k)?);
+                headers.push(OutgoingHeader {
+                    prefix: KEY_HEADER,
+                    suffix: &[],
+                    value: k,
+                });
             }
             for header in &record.headers {
                 // MAP-HEADER-1: classify() proved the name is UTF-8, short enough and unique.
-                let name = std::str::from_utf8(&header.name).expect("classified as UTF-8");
-                let value = header.value.as_deref().expect("classified as non-null");
-                headers.insert(key(&format!("{HEADER_PREFIX}{name}")), raw(value)?);
+                headers.push(OutgoingHeader {
+                    prefix: HEADER_PREFIX,
+                    suffix: &header.name,
+                    value: header.value.as_deref().expect("classified as non-null"),
+                });
             }
-            match &record.value {
+            let payload = match &record.value {
                 // MAP-VALUE-2: the value is the payload, byte for byte.
                 Some(v) if !v.is_empty() => {
                     if v.len() > MAX_PAYLOAD_SIZE as usize {
@@ -234,19 +245,35 @@ pub fn record_to_message(record: &KafkaRecord) -> Result<(IggyMessage, StoredFor
                 // MAP-VALUE-1
                 value => {
                     let marker: &[u8] = if value.is_none() { b"null" } else { b"empty" };
-                    headers.insert(key(VALUE_HEADER), raw(marker)?);
+                    headers.push(OutgoingHeader {
+                        prefix: VALUE_HEADER,
+                        suffix: &[],
+                        value: marker,
+                    });
                     Bytes::from_static(PLACEHOLDER_PAYLOAD)
                 }
-            }
+            };
+            (payload, (!headers.is_empty()).then(|| write_headers(&mut headers)))
         }
     };
-    let user_headers = (!headers.is_empty()).then_some(headers);
-    let mut message = IggyMessage::builder()
-        .payload(payload)
-        .maybe_user_headers(user_headers)
-        .build()
-        .map_err(MapError::Iggy)?;
-    message.header.origin_timestamp = origin_timestamp;
+    // Built here rather than by the SDK's builder, which reads the clock for an origin
+    // timestamp this would overwrite and serialises headers through a map of copies; classify()
+    // and the payload checks above are the builder's checks, made before anything is built.
+    let header = IggyMessageHeader {
+        checksum: 0,
+        id: 0,
+        offset: 0,
+        timestamp: 0,
+        origin_timestamp,
+        user_headers_length: user_headers.as_ref().map_or(0, |h| h.len() as u32),
+        payload_length: payload.len() as u32,
+        reserved: 0,
+    };
+    let message = IggyMessage {
+        header,
+        payload,
+        user_headers,
+    };
     Ok((message, form))
 }
 
@@ -373,6 +400,7 @@ pub fn message_to_record(message: &IggyMessage) -> (KafkaRecord, ReadForm) {
     )
 }
 
+mod header_writer;
 mod stored_headers;
 
 #[cfg(test)]

@@ -53,8 +53,7 @@ fn map_records(records: Option<&Bytes>, budget: &mut DecompressionBudget) -> Map
             .decode(budget)
             .map_err(|e| (error_map::decode_error(&e), e.to_string()))?;
         messages.reserve(batch.records.len());
-        for record in &batch.records {
-            let kafka = KafkaRecord::from_batch(&batch, record);
+        for kafka in KafkaRecord::all_from_batch(batch) {
             let (message, _form) = record_to_message(&kafka).map_err(|e| (error_map::map_error(&e), e.to_string()))?;
             messages.push(message);
         }

@@ -2,10 +2,20 @@
 
 use super::*;
 use crate::envelope::EnvelopeRecord;
+use iggy_common::{HeaderKey, HeaderKind, HeaderValue};
 use proptest::prelude::*;
+use std::collections::BTreeMap;
 
 fn b(s: &[u8]) -> Bytes {
     Bytes::copy_from_slice(s)
+}
+
+fn key(name: &str) -> HeaderKey {
+    HeaderKey::try_from(name).unwrap()
+}
+
+fn raw(value: &[u8]) -> Result<HeaderValue, iggy_common::IggyError> {
+    HeaderValue::from_raw(HeaderKind::Raw, value)
 }
 
 fn header(name: &[u8], value: Option<&[u8]>) -> RecordHeader {
@@ -687,4 +697,104 @@ fn map_read_malformed_1_stored_header_edge_cases_read_as_the_sdk_reads_them() {
         vec![(2, b"h".to_vec(), 1, b"2".to_vec())],
         "the later of two equal names"
     );
+}
+
+// ---- Writing headers without the SDK's builder (MAP-KEY-1, MAP-HEADER-1, MAP-VALUE-1, ENV-MARK-1) ----
+
+/// The message the SDK's builder makes of what `record_to_message` chose to store for `record`
+/// (its payload, and its headers as a map of the builder's own types), with the origin timestamp
+/// the mapping sets: the mapping's output before it wrote headers itself.
+fn built_by_the_sdk(record: &KafkaRecord, mapped: &IggyMessage, form: StoredForm) -> IggyMessage {
+    let name = |n: &[u8]| key(std::str::from_utf8(n).unwrap());
+    let raw = |v: &[u8]| raw(v).unwrap();
+    let mut headers = BTreeMap::new();
+    match form {
+        StoredForm::Envelope(_) => {
+            headers.insert(name(ENVELOPE_HEADER.as_bytes()), raw(&[ENVELOPE_VERSION]));
+        }
+        StoredForm::Plain | StoredForm::Placeholder => {
+            if let Some(k) = &record.key {
+                headers.insert(name(KEY_HEADER.as_bytes()), raw(k));
+            }
+            for h in &record.headers {
+                let full = [HEADER_PREFIX.as_bytes(), &h.name].concat();
+                headers.insert(name(&full), raw(h.value.as_deref().unwrap()));
+            }
+            match &record.value {
+                None => drop(headers.insert(name(VALUE_HEADER.as_bytes()), raw(b"null"))),
+                Some(v) if v.is_empty() => drop(headers.insert(name(VALUE_HEADER.as_bytes()), raw(b"empty"))),
+                Some(_) => {}
+            }
+        }
+    }
+    let mut built = IggyMessage::builder()
+        .payload(mapped.payload.clone())
+        .maybe_user_headers((!headers.is_empty()).then_some(headers))
+        .build()
+        .unwrap();
+    built.header.origin_timestamp = origin_timestamp_us(record.timestamp_ms).unwrap();
+    built
+}
+
+/// Every header field of two messages, and their payload and header bytes.
+fn message_parts(m: &IggyMessage) -> (Vec<u64>, u128, Vec<u32>, Bytes, Option<Bytes>) {
+    let h = &m.header;
+    (
+        vec![h.checksum, h.offset, h.timestamp, h.origin_timestamp, h.reserved],
+        h.id,
+        vec![h.user_headers_length, h.payload_length],
+        m.payload.clone(),
+        m.user_headers.clone(),
+    )
+}
+
+proptest! {
+    /// The mapping writes the stored message the SDK's builder would have made of the same
+    /// record, byte for byte: header fields, payload and user header bytes, in the builder's
+    /// order, whatever the record's key, value and headers.
+    #[test]
+    fn map_header_1_headers_are_written_as_the_sdk_builder_writes_them(r in arb_kafka_record()) {
+        let (mapped, form) = record_to_message(&r).unwrap();
+        prop_assert_eq!(message_parts(&mapped), message_parts(&built_by_the_sdk(&r, &mapped, form)));
+    }
+}
+
+/// The orders the property test must not miss, named: a header name sorting after `kafka.key`'s
+/// place (`kafka.h.` sorts before it whatever follows), headers given out of order, a name that
+/// is a prefix of another, and the key and value marker together.
+#[test]
+fn map_value_1_map_key_1_written_header_order_edge_cases() {
+    let cases = [
+        (
+            "headers out of order",
+            record(
+                Some(b"k"),
+                Some(b"v"),
+                vec![header(b"z", Some(b"1")), header(b"a", Some(b"2"))],
+            ),
+        ),
+        (
+            "a name that prefixes another",
+            record(
+                None,
+                Some(b"v"),
+                vec![header(b"ab", Some(b"1")), header(b"a", Some(b"2"))],
+            ),
+        ),
+        (
+            "a name past kafka.key",
+            record(Some(b"k"), None, vec![header(b"zzzz", Some(b"1"))]),
+        ),
+        ("key and empty-value marker", record(Some(b"k"), Some(b""), vec![])),
+        ("tombstone without a key", record(None, None, vec![])),
+        ("enveloped", record(Some(b""), Some(b"v"), vec![])),
+    ];
+    for (what, r) in cases {
+        let (mapped, form) = record_to_message(&r).unwrap();
+        assert_eq!(
+            message_parts(&mapped),
+            message_parts(&built_by_the_sdk(&r, &mapped, form)),
+            "{what}"
+        );
+    }
 }
