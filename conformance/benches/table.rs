@@ -113,6 +113,12 @@ struct Args {
     /// as `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432` (docs/performance.md, round 6).
     #[arg(long = "iggy-server-env", value_parser = parse_env_pair)]
     iggy_server_env: Vec<(String, String)>,
+    /// Sets every thread of the Iggy server this run started to this nice value (-20..=19; below
+    /// 0 needs root), so on a machine with few cores the server runs first when it and the
+    /// client both wait for a core (docs/performance.md, round 12). Unset: the server keeps the
+    /// bench's priority.
+    #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
+    iggy_server_nice: Option<i32>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -184,6 +190,8 @@ struct Report {
     native_mapped: bool,
     /// What was added to the environment of a server this run started.
     iggy_server_env: Vec<(String, String)>,
+    /// The nice value given to that server's threads, when one was asked for.
+    iggy_server_nice: Option<i32>,
     cores: usize,
     rows: Vec<Measured>,
     skipped: Vec<Skipped>,
@@ -385,11 +393,14 @@ fn print_cpu(m: &Measured, records: usize, cores: usize) {
         let ceiling = cores as f64 / ((own + others) / records as f64);
         let busy = rate * (own + others) / records as f64;
         println!(
-            "cpu {:<22} {phase:<7}: {per_record_us:>5.2} µs/record (bench process {own:.2} s: {}; server {others:.2} s: {}); cores busy {busy:.2} of {cores}; CPU-bound ceiling {:.3} M rec/s",
+            "cpu {:<22} {phase:<7}: {per_record_us:>5.2} µs/record (bench process {own:.2} s: {}; server {others:.2} s: {}); cores busy {busy:.2} of {cores}; CPU-bound ceiling {:.3} M rec/s; ready with no CPU free: bench process {:.3} s, server {:.3} s; taken by the host {:.3} s",
             m.label,
             cpu.own.top(4),
             cpu.others.top(3),
-            ceiling / 1e6
+            ceiling / 1e6,
+            cpu.own.waiting().as_secs_f64(),
+            cpu.others.waiting().as_secs_f64(),
+            cpu.stolen_ns as f64 / 1e9
         );
     }
 }
@@ -715,6 +726,26 @@ fn print_read_ahead(label: &str, read_ahead: &kafka_iggy_gateway::read_ahead::Re
     eprintln!("{label}: reads made ahead {started}, Fetches served from one {served} ({unfinished} still under way when asked)");
 }
 
+/// Sets every thread of process `pid` to nice value `nice`, returning how many there were.
+/// Linux keeps a nice value per thread, and a thread the server starts later inherits its
+/// starter's; `renice` is given each thread id.
+fn renice_threads(pid: u32, nice: i32) -> anyhow::Result<usize> {
+    let mut threads = 0;
+    for entry in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let tid = entry?.file_name().to_string_lossy().into_owned();
+        let status = Command::new("renice")
+            .args(["-n", &nice.to_string(), "-p", &tid])
+            .stdout(Stdio::null())
+            .status()
+            .context("running renice")?;
+        if !status.success() {
+            bail!("renice -n {nice} -p {tid} failed ({status}): a nice value below 0 needs root");
+        }
+        threads += 1;
+    }
+    Ok(threads)
+}
+
 fn find_tansu(args: &Args) -> Option<PathBuf> {
     if let Some(path) = &args.tansu_bin {
         return Some(path.clone());
@@ -998,6 +1029,13 @@ async fn main() -> anyhow::Result<()> {
                 for (key, value) in &args.iggy_server_env {
                     println!("Iggy server environment (if started here): {key}={value}");
                 }
+                if let Some(nice) = args.iggy_server_nice {
+                    let pid = server
+                        .pid()
+                        .context("--iggy-server-nice needs a server this run started")?;
+                    let threads = renice_threads(pid, nice)?;
+                    println!("Iggy server: its {threads} threads run at nice {nice}");
+                }
                 Ok(server)
             }
             Discovery::Skipped(why) => Err(why),
@@ -1030,6 +1068,7 @@ async fn main() -> anyhow::Result<()> {
         native_poll_second_connection: args.native_poll_second_connection,
         native_mapped: args.native_mapped,
         iggy_server_env: args.iggy_server_env.clone(),
+        iggy_server_nice: args.iggy_server_nice,
         cores,
         rows: Vec::new(),
         skipped: Vec::new(),

@@ -45,19 +45,23 @@ pub struct LatencyDetail {
     pub sends: Option<CallTimes>,
 }
 
-/// CPU time of one phase: this process's threads by kind, and the watched processes'.
+/// CPU time of one phase: this process's threads by kind, and the watched processes', and the
+/// time the machine's host took from its CPUs meanwhile.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct PhaseCpu {
     pub own: CpuUse,
     pub others: CpuUse,
+    pub stolen_ns: u64,
 }
 
 impl PhaseCpu {
     /// Adds the CPU used since `start` by this process and the processes `start` watched.
     pub fn add_since(&mut self, start: &Processes, pids: &[u32]) {
-        let (own, others) = Processes::take(pids).since(start);
+        let now = Processes::take(pids);
+        let (own, others) = now.since(start);
         self.own.add(&own);
         self.others.add(&others);
+        self.stolen_ns += now.stolen_since(start).as_nanos() as u64;
     }
 }
 

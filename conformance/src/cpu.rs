@@ -1,8 +1,9 @@
-//! CPU time spent by each kind of thread of a process, read from Linux's
-//! `/proc/<pid>/task/<tid>/schedstat` (nanoseconds on a CPU) and `comm` (the thread's name),
-//! so a bench can say where the machine's cores went during a phase: librdkafka's threads, the
-//! gateway's runtime, the Iggy server's shards. Benches only; a platform without `/proc`
-//! samples nothing.
+//! CPU time spent by each kind of thread of a process, and time it waited for a CPU, read from
+//! Linux's `/proc/<pid>/task/<tid>/schedstat` (nanoseconds on a CPU, then nanoseconds runnable
+//! on a run queue) and `comm` (the thread's name), so a bench can say where the machine's cores
+//! went during a phase (librdkafka's threads, the gateway's runtime, the Iggy server's shards)
+//! and how long each process was ready to run with no core free. Benches only; a platform
+//! without `/proc` samples nothing.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -10,8 +11,8 @@ use std::time::Duration;
 /// CPU time per thread of one process at one moment.
 #[derive(Debug, Clone, Default)]
 pub struct Snapshot {
-    /// (thread id) -> (thread name, ns on a CPU).
-    threads: HashMap<u32, (String, u64)>,
+    /// (thread id) -> (thread name, ns on a CPU, ns waiting on a run queue).
+    threads: HashMap<u32, (String, u64, u64)>,
 }
 
 /// A thread's kind: its name with digits removed, so `rdk:broker4242` and `rdk:broker1` are
@@ -37,13 +38,14 @@ impl Snapshot {
                 continue;
             };
             let path = entry.path();
-            let on_cpu_ns = std::fs::read_to_string(path.join("schedstat"))
+            let Some((on_cpu_ns, waiting_ns)) = std::fs::read_to_string(path.join("schedstat"))
                 .ok()
-                .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()));
+                .and_then(|s| parse_schedstat(&s))
+            else {
+                continue;
+            };
             let comm = std::fs::read_to_string(path.join("comm")).unwrap_or_default();
-            if let Some(ns) = on_cpu_ns {
-                threads.insert(tid, (comm.trim().to_string(), ns));
-            }
+            threads.insert(tid, (comm.trim().to_string(), on_cpu_ns, waiting_ns));
         }
         Self { threads }
     }
@@ -53,6 +55,11 @@ impl Snapshot {
     pub fn since(&self, earlier: &Snapshot) -> CpuUse {
         CpuUse {
             ns_by_kind: self.grouped_since(earlier, kind_of),
+            waiting_ns: self
+                .threads
+                .iter()
+                .map(|(tid, (_, _, ns))| ns.saturating_sub(earlier.threads.get(tid).map_or(0, |t| t.2)))
+                .sum(),
         }
     }
 
@@ -64,18 +71,27 @@ impl Snapshot {
 
     fn grouped_since(&self, earlier: &Snapshot, group_of: impl Fn(&str) -> String) -> BTreeMap<String, u64> {
         let mut by_group = BTreeMap::new();
-        for (tid, (name, ns)) in &self.threads {
-            let before = earlier.threads.get(tid).map_or(0, |(_, ns)| *ns);
+        for (tid, (name, ns, _)) in &self.threads {
+            let before = earlier.threads.get(tid).map_or(0, |(_, ns, _)| *ns);
             *by_group.entry(group_of(name)).or_insert(0) += ns.saturating_sub(before);
         }
         by_group
     }
 }
 
-/// CPU time per thread kind over a phase, in nanoseconds.
+/// The time on a CPU and the time waiting for one in a `schedstat` file's text; `None` when it
+/// does not hold both.
+fn parse_schedstat(text: &str) -> Option<(u64, u64)> {
+    let mut fields = text.split_whitespace().map(|v| v.parse::<u64>().ok());
+    Some((fields.next()??, fields.next()??))
+}
+
+/// CPU time per thread kind over a phase, and the time all its threads together waited on a run
+/// queue (ready, with no CPU free for them), in nanoseconds.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct CpuUse {
     pub ns_by_kind: BTreeMap<String, u64>,
+    pub waiting_ns: u64,
 }
 
 impl CpuUse {
@@ -83,11 +99,17 @@ impl CpuUse {
         Duration::from_nanos(self.ns_by_kind.values().sum())
     }
 
+    /// Time the threads spent ready to run with no CPU free, summed over threads.
+    pub fn waiting(&self) -> Duration {
+        Duration::from_nanos(self.waiting_ns)
+    }
+
     /// Adds another phase's figures (or another process's) to these.
     pub fn add(&mut self, other: &CpuUse) {
         for (kind, ns) in &other.ns_by_kind {
             *self.ns_by_kind.entry(kind.clone()).or_insert(0) += ns;
         }
+        self.waiting_ns += other.waiting_ns;
     }
 
     /// The kinds that used the most CPU, largest first, as `kind 1.23 s` (at most `n`).
@@ -103,11 +125,31 @@ impl CpuUse {
     }
 }
 
-/// Snapshots of this process and of other processes taken together.
+/// Snapshots of this process and of other processes taken together, with the machine's stolen
+/// time then.
 #[derive(Debug, Clone, Default)]
 pub struct Processes {
     own: Snapshot,
     others: Vec<(u32, Snapshot)>,
+    stolen_ticks: Option<u64>,
+}
+
+/// Linux's clock ticks per second for `/proc/stat` (`USER_HZ`), 100 on every platform Linux
+/// runs on today.
+const TICKS_PER_S: u64 = 100;
+
+/// The time, over all CPUs, the hypervisor ran something else while this machine had work
+/// (`/proc/stat`'s `steal`), in clock ticks; `None` without `/proc`.
+fn stolen_ticks() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    parse_stolen_ticks(stat.lines().next()?)
+}
+
+/// The `steal` field (the eighth number) of `/proc/stat`'s `cpu` line.
+fn parse_stolen_ticks(cpu_line: &str) -> Option<u64> {
+    let mut fields = cpu_line.split_whitespace();
+    (fields.next()? == "cpu").then_some(())?;
+    fields.nth(7)?.parse().ok()
 }
 
 impl Processes {
@@ -115,6 +157,17 @@ impl Processes {
         Self {
             own: Snapshot::take(None),
             others: others.iter().map(|pid| (*pid, Snapshot::take(Some(*pid)))).collect(),
+            stolen_ticks: stolen_ticks(),
+        }
+    }
+
+    /// CPU time the hypervisor took from this machine since `earlier`, over all its CPUs: a
+    /// phase whose threads waited for a CPU while little of this machine's own work ran lost
+    /// its cores to the host, not to its neighbours here.
+    pub fn stolen_since(&self, earlier: &Processes) -> Duration {
+        match (self.stolen_ticks, earlier.stolen_ticks) {
+            (Some(now), Some(then)) => Duration::from_millis(now.saturating_sub(then) * 1000 / TICKS_PER_S),
+            _ => Duration::ZERO,
         }
     }
 
@@ -140,6 +193,21 @@ mod tests {
         assert_eq!(kind_of("rdk:broker4242\n"), "rdk:broker");
         assert_eq!(kind_of("shard-1"), "shard");
         assert_eq!(kind_of("tokio-runtime-w"), "tokio-runtime-w");
+    }
+
+    #[test]
+    fn steal_is_the_eighth_number_of_the_cpu_line() {
+        let line = "cpu  938218 1230001 134351 8361202 6324 0 3793 30539 0 0";
+        assert_eq!(parse_stolen_ticks(line), Some(30_539));
+        assert_eq!(parse_stolen_ticks("cpu0 1 2 3 4 5 6 7 8 9 10"), None);
+        assert_eq!(parse_stolen_ticks("cpu 1 2 3"), None);
+    }
+
+    #[test]
+    fn schedstat_gives_time_on_a_cpu_then_time_waiting() {
+        assert_eq!(parse_schedstat("2041475 9139 2\n"), Some((2_041_475, 9_139)));
+        assert_eq!(parse_schedstat("2041475"), None);
+        assert_eq!(parse_schedstat("x 1 2"), None);
     }
 
     #[test]
