@@ -43,9 +43,7 @@ impl OutgoingHeader<'_> {
 /// unique, every name and value 1..=255 bytes, the whole within Iggy's header budget): classify()
 /// does, before a record is mapped.
 pub(crate) fn write_headers(headers: &mut [OutgoingHeader<'_>]) -> Bytes {
-    if !headers.is_sorted_by(|a, b| a.name().le(b.name())) {
-        headers.sort_unstable_by(|a, b| a.name().cmp(b.name()));
-    }
+    headers.sort_unstable_by(|a, b| a.name().cmp(b.name()));
     let mut wire = BytesMut::with_capacity(headers.iter().map(OutgoingHeader::wire_len).sum());
     for header in headers.iter() {
         wire.put_u8(HeaderKind::String.as_code());
