@@ -326,6 +326,8 @@ impl Config {
                     pending_member_timeout: group_settings.pending_member_timeout,
                     max_members_total: group_settings.max_members_total,
                     max_stored_bytes: group_settings.max_stored_bytes,
+                    max_groups_per_owner: group_settings.max_groups_per_owner,
+                    max_members_per_owner: group_settings.max_members_per_owner,
                 }
             },
             limits,

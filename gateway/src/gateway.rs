@@ -290,11 +290,21 @@ impl<B: Backend> Gateway<B> {
                 version,
             )),
             ApiKey::JoinGroup => reply(
-                &handlers::join_group::handle(self, session(), self.decode(&request)?, &request.header, version).await,
+                &handlers::join_group::handle(
+                    self,
+                    session(),
+                    connection.peer,
+                    self.decode(&request)?,
+                    &request.header,
+                    version,
+                )
+                .await,
             ),
             ApiKey::SyncGroup => reply(&handlers::sync_group::handle(self, self.decode(&request)?).await),
             ApiKey::Heartbeat => reply(&handlers::heartbeat::handle(self, self.decode(&request)?)),
-            ApiKey::LeaveGroup => reply(&handlers::leave_group::handle(self, self.decode(&request)?, version)),
+            ApiKey::LeaveGroup => {
+                reply(&handlers::leave_group::handle(self, session(), self.decode(&request)?, version).await)
+            }
             ApiKey::DescribeGroups => {
                 reply(&handlers::describe_groups::handle(self, session(), self.decode(&request)?).await)
             }

@@ -71,6 +71,14 @@ pub struct LimitSettings {
     /// Bytes of protocol metadata and assignments held over every group (LIMIT-GROUP-BYTES-1).
     #[arg(long, env = "IGGY_KAFKA_GROUP_MAX_STORED_BYTES")]
     pub group_max_stored_bytes: Option<usize>,
+    /// Groups one principal (or, without SASL, one client address) may create and hold
+    /// (LIMIT-GROUP-OWNER-1).
+    #[arg(long, env = "IGGY_KAFKA_GROUP_MAX_GROUPS_PER_PRINCIPAL")]
+    pub group_max_groups_per_principal: Option<usize>,
+    /// Joined members and pending member ids one principal (or client address) may hold over
+    /// every group (LIMIT-GROUP-OWNER-1).
+    #[arg(long, env = "IGGY_KAFKA_GROUP_MAX_MEMBERS_PER_PRINCIPAL")]
+    pub group_max_members_per_principal: Option<usize>,
     /// Produce requests decoded and mapped at once, off the async workers (LIMIT-BLOCKING-1);
     /// 0 decodes on the connection's task (what deterministic simulations need).
     #[arg(long, env = "IGGY_KAFKA_DECODE_THREADS")]
@@ -102,6 +110,12 @@ impl LimitSettings {
             group_max_metadata_bytes: self.group_max_metadata_bytes.or(file.group_max_metadata_bytes),
             group_max_members_total: self.group_max_members_total.or(file.group_max_members_total),
             group_max_stored_bytes: self.group_max_stored_bytes.or(file.group_max_stored_bytes),
+            group_max_groups_per_principal: self
+                .group_max_groups_per_principal
+                .or(file.group_max_groups_per_principal),
+            group_max_members_per_principal: self
+                .group_max_members_per_principal
+                .or(file.group_max_members_per_principal),
             decode_threads: self.decode_threads.or(file.decode_threads),
             shutdown_timeout_ms: self.shutdown_timeout_ms.or(file.shutdown_timeout_ms),
         }
@@ -131,6 +145,8 @@ pub struct GroupLimitSettings {
     pub pending_member_timeout: Duration,
     pub max_members_total: usize,
     pub max_stored_bytes: usize,
+    pub max_groups_per_owner: usize,
+    pub max_members_per_owner: usize,
 }
 
 impl Default for GroupLimitSettings {
@@ -146,6 +162,11 @@ impl Default for GroupLimitSettings {
             pending_member_timeout: Duration::from_millis(30_000),
             max_members_total: 100_000,
             max_stored_bytes: 256 * 1024 * 1024,
+            // A tenth of the gateway's 10,000 groups and 100,000 members: one principal or
+            // address cannot fill the tables, and an application with a thousand consumer
+            // groups, or ten thousand consumers under one user, still fits.
+            max_groups_per_owner: 1_000,
+            max_members_per_owner: 10_000,
         }
     }
 }
@@ -187,6 +208,12 @@ impl Limits {
             max_stored_bytes: settings
                 .group_max_stored_bytes
                 .unwrap_or(group_defaults.max_stored_bytes),
+            max_groups_per_owner: settings
+                .group_max_groups_per_principal
+                .unwrap_or(group_defaults.max_groups_per_owner),
+            max_members_per_owner: settings
+                .group_max_members_per_principal
+                .unwrap_or(group_defaults.max_members_per_owner),
         };
         for (name, value) in [
             ("max_connections", limits.max_connections),
@@ -195,6 +222,8 @@ impl Limits {
             ("fetch_max_bytes", limits.fetch_max_bytes),
             ("max_join_protocols", groups.max_join_protocols),
             ("group_max_members_total", groups.max_members_total),
+            ("group_max_groups_per_principal", groups.max_groups_per_owner),
+            ("group_max_members_per_principal", groups.max_members_per_owner),
         ] {
             if value == 0 {
                 bail!("{name} must be at least 1");

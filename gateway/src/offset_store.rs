@@ -115,6 +115,10 @@ fn is_exists(e: &BackendError) -> bool {
     matches!(e, BackendError::Iggy(IggyError::ConsumerGroupNameAlreadyExists(..)))
 }
 
+/// (topic, group) offsets memberships remembered at most (LIMIT-OFFSET-HOLDERS-1): each is a
+/// few hundred bytes, so the table stays under tens of MB whatever commits name.
+pub const MAX_OFFSET_HOLDERS: usize = 65_536;
+
 /// Which session's offsets client is the member of each offsets group (AUTHZ-OFFSETS-1).
 ///
 /// Commits run in the committing principal's own session, so each session has its own offsets
@@ -155,6 +159,14 @@ impl<B: Backend> OffsetMembers<B> {
             if !holders.contains_key(&key) {
                 // Entries of ended sessions go when the map would grow, not on every commit.
                 holders.retain(|_, held| held.strong_count() > 0);
+                // LIMIT-OFFSET-HOLDERS-1: past the bound an entry is forgotten; its next commit
+                // from another session reclaims the partition instead (CO-RECLAIM-1).
+                if holders.len() >= MAX_OFFSET_HOLDERS {
+                    crate::metrics::metrics().limit_hit("LIMIT-OFFSET-HOLDERS-1");
+                    if let Some(forgotten) = holders.keys().next().cloned() {
+                        holders.remove(&forgotten);
+                    }
+                }
             }
             holders
                 .insert(key, std::sync::Arc::downgrade(session))

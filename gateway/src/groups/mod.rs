@@ -8,14 +8,17 @@
 //! (GROUP-TIMEOUT-1), not lazily on the next request.
 
 mod state;
+pub mod subscription;
 
-pub use state::{DescribedGroup, DescribedMember, GroupState, JoinOutcome, JoinRequest, MemberLeave, SyncOutcome};
+pub use state::{
+    DescribedGroup, DescribedMember, GroupState, JoinOutcome, JoinRequest, MemberLeave, Owner, SyncOutcome,
+};
 
 use crate::clock::SharedRng;
 use crate::log_text::clip;
 use kafka_protocol::error::ResponseError;
 use state::{protocol_bytes, Group, Usage};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -41,6 +44,11 @@ pub struct GroupLimits {
     pub max_members_total: usize,
     /// Metadata and assignment bytes held over every group (LIMIT-GROUP-BYTES-1).
     pub max_stored_bytes: usize,
+    /// Groups one owner may have created and not yet seen forgotten (LIMIT-GROUP-OWNER-1).
+    pub max_groups_per_owner: usize,
+    /// Joined members and pending ids one owner may hold over every group
+    /// (LIMIT-GROUP-OWNER-1).
+    pub max_members_per_owner: usize,
 }
 
 impl Default for GroupLimits {
@@ -58,13 +66,66 @@ impl Default for GroupLimits {
             pending_member_timeout: settings.pending_member_timeout,
             max_members_total: settings.max_members_total,
             max_stored_bytes: settings.max_stored_bytes,
+            max_groups_per_owner: settings.max_groups_per_owner,
+            max_members_per_owner: settings.max_members_per_owner,
         }
     }
 }
 
+/// What one owner holds (LIMIT-GROUP-OWNER-1).
+#[derive(Debug, Default)]
+struct OwnerUsage {
+    /// Groups it created that are still held.
+    groups: usize,
+    /// Joined members and pending ids over every group.
+    members: usize,
+    /// Joins refused for its quota since the last one admitted: logged when the run starts.
+    refused: u64,
+}
+
+/// The coordinator's state under its one lock.
+#[derive(Default)]
+struct Table {
+    groups: BTreeMap<String, Group>,
+    owners: HashMap<Owner, OwnerUsage>,
+}
+
+impl Table {
+    /// Applies the per-owner member changes `group` recorded (LIMIT-GROUP-OWNER-1).
+    fn settle_owners(owners: &mut HashMap<Owner, OwnerUsage>, group: &mut Group) {
+        for (owner, change) in group.take_owner_changes() {
+            let usage = owners.entry(owner.clone()).or_default();
+            usage.members = usage.members.saturating_add_signed(change);
+            if usage.members == 0 && usage.groups == 0 {
+                owners.remove(&owner);
+            }
+        }
+    }
+
+    /// Forgets a group: its creator's count drops, and its members' were settled already.
+    fn forgotten(owners: &mut HashMap<Owner, OwnerUsage>, group: &Group) {
+        if let Some(usage) = owners.get_mut(group.creator()) {
+            usage.groups = usage.groups.saturating_sub(1);
+            if usage.members == 0 && usage.groups == 0 {
+                owners.remove(group.creator());
+            }
+        }
+    }
+}
+
+/// What [`GroupCoordinator::join_authorized`] concluded.
+#[derive(Debug)]
+pub enum JoinAttempt {
+    /// The join's answer.
+    Done(JoinOutcome),
+    /// The group's topics grew past what was authorized while the permissions were asked: ask
+    /// again for `topics` (AUTHZ-GROUP-4). The request comes back unused.
+    Recheck { request: Box<JoinRequest>, topics: Vec<String> },
+}
+
 /// Every group this gateway coordinates.
 pub struct GroupCoordinator {
-    groups: Mutex<BTreeMap<String, Group>>,
+    table: Mutex<Table>,
     limits: GroupLimits,
     rng: SharedRng,
     /// Wakes the timer task when a deadline may have moved earlier.
@@ -87,7 +148,7 @@ fn code(e: ResponseError) -> i16 {
 impl GroupCoordinator {
     pub fn new(limits: GroupLimits, rng: SharedRng) -> Self {
         Self {
-            groups: Mutex::new(BTreeMap::new()),
+            table: Mutex::new(Table::default()),
             limits,
             rng,
             deadlines_changed: Notify::new(),
@@ -115,11 +176,18 @@ impl GroupCoordinator {
         self.bytes_total.fetch_sub(before.bytes, Ordering::Relaxed);
     }
 
-    /// Runs `change` on `group` and keeps the totals in step with it.
-    fn tracked<R>(&self, group: &mut Group, change: impl FnOnce(&mut Group) -> R) -> R {
+    /// Runs `change` on `group` and keeps the totals, gateway-wide and per owner, in step with
+    /// it.
+    fn tracked<R>(
+        &self,
+        owners: &mut HashMap<Owner, OwnerUsage>,
+        group: &mut Group,
+        change: impl FnOnce(&mut Group) -> R,
+    ) -> R {
         let before = group.usage();
         let result = change(group);
         self.retally(before, group.usage());
+        Table::settle_owners(owners, group);
         result
     }
 
@@ -132,7 +200,7 @@ impl GroupCoordinator {
     /// group requests get the same answer at once.
     pub fn stop(&self) {
         self.stopped.store(true, std::sync::atomic::Ordering::Release);
-        for group in self.lock().values_mut() {
+        for group in self.lock().groups.values_mut() {
             group.abandon(code(ResponseError::NotCoordinator));
         }
     }
@@ -150,13 +218,13 @@ impl GroupCoordinator {
     /// A commit from a current member counts as a sign of life, as in Kafka.
     pub fn touch(&self, group_id: &str, member_id: &str) {
         // Changes no usage: only a deadline.
-        if let Some(group) = self.lock().get_mut(group_id) {
+        if let Some(group) = self.lock().groups.get_mut(group_id) {
             group.touch(member_id, Instant::now());
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Group>> {
-        self.groups.lock().expect("group lock poisoned")
+    fn lock(&self) -> std::sync::MutexGuard<'_, Table> {
+        self.table.lock().expect("group lock poisoned")
     }
 
     fn new_member_id(&self, client_id: &str) -> String {
@@ -168,16 +236,25 @@ impl GroupCoordinator {
 
     /// JoinGroup. Returns at once for errors and KIP-394's MEMBER_ID_REQUIRED, otherwise when the
     /// rebalance completes (all members rejoined, or the rebalance timeout removed the rest).
-    pub async fn join(&self, mut request: JoinRequest) -> JoinOutcome {
-        if self.is_stopped() {
-            return JoinOutcome::error(code(ResponseError::NotCoordinator), &request.member_id);
+    /// Nothing is authorized: the gateway without SASL, and the fuzz target, call this.
+    pub async fn join(&self, request: JoinRequest) -> JoinOutcome {
+        match self.join_authorized(request, None).await {
+            JoinAttempt::Done(outcome) => outcome,
+            JoinAttempt::Recheck { .. } => unreachable!("nothing to recheck without an authorized set"),
         }
+    }
+
+    /// The limits a JoinGroup is held to before anything of it is decoded or stored: session
+    /// timeout, protocols, metadata bytes (GROUP-LIMIT-1, LIMIT-JOIN-PROTOCOLS-1); a rebalance
+    /// timeout above the cap is lowered (LIMIT-REBALANCE-TIMEOUT-1). The JoinGroup handler calls
+    /// it before it reads a subscription (GROUP-SUBSCRIPTION-1).
+    pub fn admit(&self, request: &mut JoinRequest) -> Result<(), JoinOutcome> {
         let limits = &self.limits;
         if !(limits.min_session_timeout..=limits.max_session_timeout).contains(&request.session_timeout) {
-            return JoinOutcome::error(code(ResponseError::InvalidSessionTimeout), &request.member_id);
+            return Err(JoinOutcome::error(code(ResponseError::InvalidSessionTimeout), &request.member_id));
         }
         if request.protocol_type.is_empty() || request.protocols.is_empty() {
-            return JoinOutcome::error(code(ResponseError::InconsistentGroupProtocol), &request.member_id);
+            return Err(JoinOutcome::error(code(ResponseError::InconsistentGroupProtocol), &request.member_id));
         }
         // LIMIT-JOIN-PROTOCOLS-1
         if request.protocols.len() > limits.max_protocols {
@@ -188,7 +265,7 @@ impl GroupCoordinator {
                 request.protocols.len(),
                 limits.max_protocols
             );
-            return JoinOutcome::error(code(ResponseError::InvalidRequest), &request.member_id);
+            return Err(JoinOutcome::error(code(ResponseError::InvalidRequest), &request.member_id));
         }
         let metadata_bytes = protocol_bytes(&request.protocols);
         if metadata_bytes > limits.max_metadata_bytes {
@@ -197,13 +274,48 @@ impl GroupCoordinator {
                 clip(&request.group_id),
                 limits.max_metadata_bytes
             );
-            return JoinOutcome::error(code(ResponseError::InvalidRequest), &request.member_id);
+            return Err(JoinOutcome::error(code(ResponseError::InvalidRequest), &request.member_id));
         }
         // LIMIT-REBALANCE-TIMEOUT-1: a member may hold a rebalance open only so long.
         if request.rebalance_timeout > limits.max_rebalance_timeout {
             crate::metrics::metrics().limit_hit("LIMIT-REBALANCE-TIMEOUT-1");
             request.rebalance_timeout = limits.max_rebalance_timeout;
         }
+        Ok(())
+    }
+
+    /// The topics a joiner must be authorized for besides its own (AUTHZ-GROUP-4): every topic
+    /// the group's members subscribe to, or none when `member_id` is a current member's (it was
+    /// authorized when it joined) or the group is unknown.
+    pub fn topics_for_joiner(&self, group_id: &str, member_id: &str) -> Vec<String> {
+        match self.lock().groups.get(group_id) {
+            Some(group) if !group.is_member(member_id) => group.topics().into_iter().map(str::to_string).collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Every topic the members of `group_id` subscribe to; `None` for a group not held here
+    /// (AUTHZ-GROUP-4).
+    pub fn topics(&self, group_id: &str) -> Option<Vec<String>> {
+        self.lock()
+            .groups
+            .get(group_id)
+            .map(|g| g.topics().into_iter().map(str::to_string).collect())
+    }
+
+    /// JoinGroup by a joiner whose permissions were asked for `authorized` (AUTHZ-GROUP-4), or
+    /// by anyone when it is `None`. A joiner who is not yet a member joins only when
+    /// `authorized` covers every topic of the group, checked under the coordinator's lock, so a
+    /// member who joined meanwhile with a new topic cannot be slipped past.
+    pub async fn join_authorized(&self, mut request: JoinRequest, authorized: Option<&BTreeSet<String>>) -> JoinAttempt {
+        if self.is_stopped() {
+            return JoinAttempt::Done(JoinOutcome::error(code(ResponseError::NotCoordinator), &request.member_id));
+        }
+        if let Err(outcome) = self.admit(&mut request) {
+            return JoinAttempt::Done(outcome);
+        }
+        let limits = &self.limits;
+        let metadata_bytes = protocol_bytes(&request.protocols);
         let (members_total, bytes_total) = self.usage();
         // LIMIT-GROUP-MEMBERS-1: only a join without a member id adds a member or a pending id.
         if request.member_id.is_empty() && members_total >= limits.max_members_total {
@@ -212,7 +324,10 @@ impl GroupCoordinator {
                 "JoinGroup for {}: this gateway holds {members_total} members and pending ids already (LIMIT-GROUP-MEMBERS-1)",
                 clip(&request.group_id)
             );
-            return JoinOutcome::error(code(ResponseError::CoordinatorNotAvailable), &request.member_id);
+            return JoinAttempt::Done(JoinOutcome::error(
+                code(ResponseError::CoordinatorNotAvailable),
+                &request.member_id,
+            ));
         }
         // LIMIT-GROUP-BYTES-1
         if bytes_total.saturating_add(metadata_bytes) > limits.max_stored_bytes {
@@ -222,33 +337,108 @@ impl GroupCoordinator {
                 clip(&request.group_id),
                 limits.max_stored_bytes
             );
-            return JoinOutcome::error(code(ResponseError::CoordinatorNotAvailable), &request.member_id);
+            return JoinAttempt::Done(JoinOutcome::error(
+                code(ResponseError::CoordinatorNotAvailable),
+                &request.member_id,
+            ));
         }
         let receiver = {
-            let mut groups = self.lock();
-            if !groups.contains_key(&request.group_id) && groups.len() >= limits.max_groups {
+            let mut table = self.lock();
+            let Table { groups, owners } = &mut *table;
+            let existing = groups.get(&request.group_id);
+            if let (Some(group), Some(authorized)) = (existing, authorized) {
+                if !group.is_member(&request.member_id) {
+                    let topics = group.topics();
+                    if !topics.iter().all(|t| authorized.contains(*t)) {
+                        let topics = topics.into_iter().map(str::to_string).collect();
+                        return JoinAttempt::Recheck {
+                            request: Box::new(request),
+                            topics,
+                        };
+                    }
+                }
+            }
+            if existing.is_none() && groups.len() >= limits.max_groups {
                 tracing::error!(
                     "JoinGroup for {}: this gateway coordinates {} groups already",
                     clip(&request.group_id),
                     groups.len()
                 );
-                return JoinOutcome::error(code(ResponseError::CoordinatorNotAvailable), &request.member_id);
+                return JoinAttempt::Done(JoinOutcome::error(
+                    code(ResponseError::CoordinatorNotAvailable),
+                    &request.member_id,
+                ));
             }
-            let group = groups
-                .entry(request.group_id.clone())
-                .or_insert_with(|| Group::new(request.group_id.clone()));
+            if let Some(refusal) = self.owner_quota(owners, &request, existing.is_none()) {
+                return JoinAttempt::Done(refusal);
+            }
+            let group = groups.entry(request.group_id.clone()).or_insert_with(|| {
+                owners.entry(request.owner.clone()).or_default().groups += 1;
+                Group::new(request.group_id.clone(), request.owner.clone())
+            });
             let new_id = self.new_member_id(&request.client_id);
-            let joined = self.tracked(group, |g| g.join(request, new_id, limits, Instant::now()));
-            // Also on MEMBER_ID_REQUIRED: the pending id's deadline must be scheduled.
+            let joined = self.tracked(owners, group, |g| g.join(request, new_id, limits, Instant::now()));
+            // Also on MEMBER_ID_REQUIRED: the pending id's deadline must be scheduled; and a
+            // join that failed on a group it created leaves it vacant, for the timer to forget.
             self.deadlines_changed.notify_one();
             match joined {
                 Ok(receiver) => receiver,
-                Err(outcome) => return *outcome,
+                Err(outcome) => return JoinAttempt::Done(*outcome),
             }
         };
-        receiver
-            .await
-            .unwrap_or_else(|_| JoinOutcome::error(code(ResponseError::UnknownMemberId), ""))
+        JoinAttempt::Done(
+            receiver
+                .await
+                .unwrap_or_else(|_| JoinOutcome::error(code(ResponseError::UnknownMemberId), "")),
+        )
+    }
+
+    /// LIMIT-GROUP-OWNER-1: a join that would create a group, or add a member or pending id, past
+    /// its owner's quota is refused COORDINATOR_NOT_AVAILABLE; the refusals are logged once when
+    /// a run of them starts. Rejoining members and pending ids add nothing and pass.
+    fn owner_quota(
+        &self,
+        owners: &mut HashMap<Owner, OwnerUsage>,
+        request: &JoinRequest,
+        creates_group: bool,
+    ) -> Option<JoinOutcome> {
+        let Some(usage) = owners.get_mut(&request.owner) else {
+            return None;
+        };
+        let adds_member = request.member_id.is_empty();
+        let over = if creates_group && usage.groups >= self.limits.max_groups_per_owner {
+            Some(("groups", usage.groups, self.limits.max_groups_per_owner))
+        } else if (adds_member || creates_group) && usage.members >= self.limits.max_members_per_owner {
+            Some((
+                "members and pending ids",
+                usage.members,
+                self.limits.max_members_per_owner,
+            ))
+        } else {
+            None
+        };
+        let Some((what, held, limit)) = over else {
+            if let Some(count) = (usage.refused > 0).then(|| std::mem::take(&mut usage.refused)) {
+                tracing::info!(
+                    "JoinGroup: {} is admitted again after {count} joins refused for its quota (LIMIT-GROUP-OWNER-1)",
+                    clip(&request.owner)
+                );
+            }
+            return None;
+        };
+        crate::metrics::metrics().limit_hit("LIMIT-GROUP-OWNER-1");
+        usage.refused += 1;
+        if usage.refused == 1 {
+            tracing::warn!(
+                "JoinGroup for {}: {} holds {held} {what}, its quota is {limit}; refusing its joins that add more until it holds fewer (LIMIT-GROUP-OWNER-1)",
+                clip(&request.group_id),
+                clip(&request.owner)
+            );
+        }
+        Some(JoinOutcome::error(
+            code(ResponseError::CoordinatorNotAvailable),
+            &request.member_id,
+        ))
     }
 
     /// SyncGroup: the leader's assignments are relayed to every member.
@@ -287,11 +477,12 @@ impl GroupCoordinator {
             return SyncOutcome::error(code(ResponseError::NotCoordinator));
         }
         let receiver: oneshot::Receiver<SyncOutcome> = {
-            let mut groups = self.lock();
+            let mut table = self.lock();
+            let Table { groups, owners } = &mut *table;
             let Some(group) = groups.get_mut(group_id) else {
                 return SyncOutcome::error(code(ResponseError::UnknownMemberId));
             };
-            match self.tracked(group, |g| g.sync(generation, member_id, instance_id, assignments)) {
+            match self.tracked(owners, group, |g| g.sync(generation, member_id, instance_id, assignments)) {
                 Ok(receiver) => receiver,
                 Err(outcome) => return outcome,
             }
@@ -303,8 +494,7 @@ impl GroupCoordinator {
 
     /// Heartbeat: extends the member's session; REBALANCE_IN_PROGRESS tells it to rejoin.
     pub fn heartbeat(&self, group_id: &str, generation: i32, member_id: &str, instance_id: Option<&str>) -> i16 {
-        let mut groups = self.lock();
-        match groups.get_mut(group_id) {
+        match self.lock().groups.get_mut(group_id) {
             None => code(ResponseError::UnknownMemberId),
             Some(group) => group.heartbeat(generation, member_id, instance_id, Instant::now()),
         }
@@ -313,10 +503,13 @@ impl GroupCoordinator {
     /// LeaveGroup for each member; returns a code per member.
     pub fn leave(&self, group_id: &str, members: &[MemberLeave]) -> Vec<i16> {
         let codes = {
-            let mut groups = self.lock();
+            let mut table = self.lock();
+            let Table { groups, owners } = &mut *table;
             match groups.get_mut(group_id) {
                 None => vec![code(ResponseError::UnknownMemberId); members.len()],
-                Some(group) => self.tracked(group, |g| members.iter().map(|m| g.leave(m, Instant::now())).collect()),
+                Some(group) => self.tracked(owners, group, |g| {
+                    members.iter().map(|m| g.leave(m, Instant::now())).collect()
+                }),
             }
         };
         self.deadlines_changed.notify_one();
@@ -325,13 +518,14 @@ impl GroupCoordinator {
 
     /// A group's state for DescribeGroups; `None` when this gateway knows no such group.
     pub fn describe(&self, group_id: &str) -> Option<DescribedGroup> {
-        self.lock().get(group_id).map(Group::describe)
+        self.lock().groups.get(group_id).map(Group::describe)
     }
 
     /// (group id, protocol type, state) of every group this gateway holds: those it coordinates
     /// (LISTGROUPS-COORDINATED-1), never groups known by stored offsets alone.
     pub fn list(&self) -> Vec<(String, String, GroupState)> {
         self.lock()
+            .groups
             .values()
             .map(|g| {
                 (
@@ -346,18 +540,23 @@ impl GroupCoordinator {
     /// Whether the group has members right now; OffsetCommit and DeleteGroups ask.
     pub fn member_generation(&self, group_id: &str) -> Option<(GroupState, i32, Vec<String>)> {
         self.lock()
+            .groups
             .get(group_id)
             .map(|g| (g.state(), g.generation(), g.member_ids()))
     }
 
     /// Forgets an empty group; returns false when it has members.
     pub fn remove_if_empty(&self, group_id: &str) -> bool {
-        let mut groups = self.lock();
+        let mut table = self.lock();
+        let Table { groups, owners } = &mut *table;
         match groups.get(group_id) {
             Some(g) if !g.member_ids().is_empty() => false,
             _ => {
-                if let Some(group) = groups.remove(group_id) {
+                if let Some(mut group) = groups.remove(group_id) {
+                    // Pending ids go with it.
+                    self.tracked(owners, &mut group, Group::clear_pending);
                     self.retally(group.usage(), Usage::default());
+                    Table::forgotten(owners, &group);
                 }
                 true
             }
@@ -367,12 +566,19 @@ impl GroupCoordinator {
     /// Enforces every deadline that has passed and forgets groups left with nobody (their
     /// offsets stay in Iggy, so nothing is lost); returns the next deadline.
     pub fn expire(&self, now: Instant) -> Option<Instant> {
-        let mut groups = self.lock();
+        let mut table = self.lock();
+        let Table { groups, owners } = &mut *table;
         for group in groups.values_mut() {
-            self.tracked(group, |g| g.expire(now));
+            self.tracked(owners, group, |g| g.expire(now));
         }
-        // A vacant group holds no usage: nothing to take from the totals.
-        groups.retain(|_, g| !g.is_vacant());
+        // A vacant group holds no usage: nothing to take from the totals, but its creator's count.
+        groups.retain(|_, g| {
+            let vacant = g.is_vacant();
+            if vacant {
+                Table::forgotten(owners, g);
+            }
+            !vacant
+        });
         groups.values().filter_map(Group::next_deadline).min()
     }
 

@@ -44,7 +44,15 @@ pub struct JoinRequest {
     pub protocols: Vec<(String, Bytes)>,
     /// JoinGroup v4+: a member without an id is given one and asked to rejoin (KIP-394).
     pub require_known_member_id: bool,
+    /// Who asks: the principal, or the client's address without SASL (LIMIT-GROUP-OWNER-1).
+    pub owner: Owner,
+    /// The topics its subscription names, read once when it joins (GROUP-SUBSCRIPTION-1).
+    pub topics: Vec<String>,
 }
+
+/// Whom group resources are counted against: `user:<name>` with SASL, `address:<ip>` without
+/// (LIMIT-GROUP-OWNER-1).
+pub type Owner = std::sync::Arc<str>;
 
 /// What JoinGroup answers.
 #[derive(Debug, Clone, Default)]
@@ -111,10 +119,15 @@ pub struct DescribedGroup {
     pub protocol_type: String,
     pub protocol: String,
     pub members: Vec<DescribedMember>,
+    /// Every topic its members subscribe to (AUTHZ-GROUP-4).
+    pub topics: Vec<String>,
 }
 
 struct Member {
     id: String,
+    owner: Owner,
+    /// Read from its subscription once, when it joined (GROUP-SUBSCRIPTION-1).
+    topics: Vec<String>,
     instance_id: Option<String>,
     client_id: String,
     client_host: String,
@@ -136,8 +149,14 @@ pub(super) struct Group {
     leader: Option<String>,
     /// In join order: the first member leads when the leader is gone.
     members: Vec<Member>,
-    /// KIP-394 ids handed out, each with the time it lapses if its member never rejoins.
-    pending: BTreeMap<String, Instant>,
+    /// KIP-394 ids handed out, each with the time it lapses if its member never rejoins and
+    /// whom it counts against.
+    pending: BTreeMap<String, (Instant, Owner)>,
+    /// Who created the group: it counts against that owner's groups (LIMIT-GROUP-OWNER-1).
+    creator: Owner,
+    /// Members and pending ids gained (+1) or lost (-1) per owner since the coordinator last
+    /// took them: how it keeps per-owner totals without scanning groups.
+    owner_changes: Vec<(Owner, isize)>,
     rebalance_deadline: Option<Instant>,
     /// How many members offer each protocol name, so protocol checks cost O(protocols of one
     /// request) under the coordinator's lock, not O(members x protocols^2).
@@ -174,9 +193,11 @@ fn code(e: ResponseError) -> i16 {
 }
 
 impl Group {
-    pub(super) fn new(id: String) -> Self {
+    pub(super) fn new(id: String, creator: Owner) -> Self {
         Self {
             id,
+            creator,
+            owner_changes: Vec::new(),
             state: GroupState::Empty,
             generation: 0,
             protocol_type: None,
@@ -246,6 +267,29 @@ impl Group {
         self.protocol_type.as_deref()
     }
 
+    /// Who created the group (LIMIT-GROUP-OWNER-1).
+    pub(super) fn creator(&self) -> &Owner {
+        &self.creator
+    }
+
+    /// Members and pending ids gained or lost per owner since the last call.
+    pub(super) fn take_owner_changes(&mut self) -> Vec<(Owner, isize)> {
+        std::mem::take(&mut self.owner_changes)
+    }
+
+    /// Every topic the members subscribe to (AUTHZ-GROUP-4), each once.
+    pub(super) fn topics(&self) -> std::collections::BTreeSet<&str> {
+        self.members
+            .iter()
+            .flat_map(|m| m.topics.iter().map(String::as_str))
+            .collect()
+    }
+
+    /// Whether `member_id` is a joined member's id: such a member was authorized when it joined.
+    pub(super) fn is_member(&self, member_id: &str) -> bool {
+        !member_id.is_empty() && self.members.iter().any(|m| m.id == member_id)
+    }
+
     pub(super) fn member_ids(&self) -> Vec<String> {
         self.members.iter().map(|m| m.id.clone()).collect()
     }
@@ -292,7 +336,10 @@ impl Group {
                 .and_then(|i| self.members.iter().position(|m| m.instance_id.as_deref() == Some(i)));
             if let Some(index) = static_member {
                 // GROUP-STATIC-1: a static member rejoining without its id takes a new one; the
-                // old id is fenced from then on.
+                // old id is fenced from then on. It counts against whoever rejoined.
+                let previous_owner = std::mem::replace(&mut self.members[index].owner, request.owner.clone());
+                self.owner_changes.push((previous_owner, -1));
+                self.owner_changes.push((request.owner.clone(), 1));
                 let old = std::mem::replace(&mut self.members[index].id, new_id.clone());
                 if self.leader.as_deref() == Some(old.as_str()) {
                     self.leader = Some(new_id.clone());
@@ -306,14 +353,17 @@ impl Group {
                 }
                 // GROUP-JOIN-1 (KIP-394)
                 let lapse = request.session_timeout.min(limits.pending_member_timeout);
-                self.pending.insert(new_id.clone(), now + lapse);
+                self.pending.insert(new_id.clone(), (now + lapse, request.owner.clone()));
+                self.owner_changes.push((request.owner.clone(), 1));
                 return err(ResponseError::MemberIdRequired, &new_id);
             } else {
                 member_id = new_id;
             }
         } else if self.fenced(&member_id, request.instance_id.as_deref()) {
             return err(ResponseError::FencedInstanceId, &member_id);
-        } else if self.pending.remove(&member_id).is_none() && !self.members.iter().any(|m| m.id == member_id) {
+        } else if let Some((_, owner)) = self.pending.remove(&member_id) {
+            self.owner_changes.push((owner, -1));
+        } else if !self.members.iter().any(|m| m.id == member_id) {
             return err(ResponseError::UnknownMemberId, &member_id);
         }
         if !self.members.iter().any(|m| m.id == member_id) {
@@ -323,8 +373,11 @@ impl Group {
             if self.members.len() >= limits.max_members_per_group {
                 return err(ResponseError::GroupMaxSizeReached, &member_id);
             }
+            self.owner_changes.push((request.owner.clone(), 1));
             self.members.push(Member {
                 id: member_id.clone(),
+                owner: request.owner.clone(),
+                topics: Vec::new(),
                 instance_id: request.instance_id.clone(),
                 client_id: request.client_id.clone(),
                 client_host: request.client_host.clone(),
@@ -359,6 +412,7 @@ impl Group {
         let (tx, rx) = oneshot::channel();
         let member = &mut self.members[index];
         member.protocols = request.protocols;
+        member.topics = request.topics;
         member.session_timeout = request.session_timeout;
         member.rebalance_timeout = request.rebalance_timeout;
         member.session_deadline = now + request.session_timeout;
@@ -558,6 +612,7 @@ impl Group {
         self.set_assignment(index, Bytes::new());
         let member = self.members.remove(index);
         self.account(&member.protocols, false);
+        self.owner_changes.push((member.owner.clone(), -1));
         if let Some(w) = member.join_waiter {
             let _ = w.send(JoinOutcome::error(code(ResponseError::UnknownMemberId), &member.id));
         }
@@ -600,7 +655,14 @@ impl Group {
     /// Removes members whose session lapsed, lapsed pending ids, and, when the rebalance
     /// deadline passed, every member that did not rejoin (GROUP-TIMEOUT-1).
     pub(super) fn expire(&mut self, now: Instant) {
-        self.pending.retain(|_, deadline| *deadline > now);
+        let changes = &mut self.owner_changes;
+        self.pending.retain(|_, (deadline, owner)| {
+            let keep = *deadline > now;
+            if !keep {
+                changes.push((owner.clone(), -1));
+            }
+            keep
+        });
         let lapsed: Vec<String> = self
             .members
             .iter()
@@ -653,7 +715,7 @@ impl Group {
             .filter(|m| m.join_waiter.is_none())
             .map(|m| m.session_deadline);
         sessions
-            .chain(self.pending.values().copied())
+            .chain(self.pending.values().map(|(deadline, _)| *deadline))
             .chain(self.rebalance_deadline)
             .min()
     }
@@ -677,6 +739,13 @@ impl Group {
         }
     }
 
+    /// Forgets every pending id: the group is being forgotten.
+    pub(super) fn clear_pending(&mut self) {
+        for (_, (_, owner)) in std::mem::take(&mut self.pending) {
+            self.owner_changes.push((owner, -1));
+        }
+    }
+
     /// No member and no pending id: nothing the coordinator needs to remember.
     pub(super) fn is_vacant(&self) -> bool {
         self.members.is_empty() && self.pending.is_empty()
@@ -687,6 +756,7 @@ impl Group {
     pub(super) fn describe(&self) -> DescribedGroup {
         let protocol = self.protocol.clone().unwrap_or_default();
         DescribedGroup {
+            topics: self.topics().into_iter().map(str::to_string).collect(),
             state: self.state,
             protocol_type: self.protocol_type.clone().unwrap_or_default(),
             protocol: protocol.clone(),

@@ -11,6 +11,8 @@ fn coordinator() -> Arc<GroupCoordinator> {
 
 fn join_request(member_id: &str, instance: Option<&str>) -> JoinRequest {
     JoinRequest {
+        owner: "address:127.0.0.1".into(),
+        topics: Vec::new(),
         group_id: "g".into(),
         member_id: member_id.into(),
         instance_id: instance.map(str::to_string),

@@ -1,6 +1,7 @@
 //! DeleteGroups (GROUP-DELETE-1): an empty group is forgotten and everything it stored in Iggy
 //! (its offsets key and zero markers on every mapped topic) is deleted.
 
+use super::group_authz::PollPermissions;
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::config::IggyTarget;
@@ -31,9 +32,18 @@ pub(crate) async fn mapped_topics<B: Backend>(gateway: &Gateway<B>, session: &Se
     out
 }
 
-async fn delete_one<B: Backend>(gateway: &Gateway<B>, session: &Session<B>, group_id: &str) -> i16 {
+async fn delete_one<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    permissions: &mut PollPermissions<'_, B>,
+    group_id: &str,
+) -> i16 {
     if !gateway.is_coordinator(group_id) {
         return ResponseError::NotCoordinator.code();
+    }
+    // AUTHZ-GROUP-4: authorized on the group's topics before anything of it is forgotten.
+    if let Some(code) = permissions.on_group(group_id, &[]).await.refusal_code() {
+        return code;
     }
     let known = gateway.groups.describe(group_id).is_some();
     if !gateway.groups.remove_if_empty(group_id) {
@@ -72,9 +82,10 @@ pub async fn handle<B: Backend>(
     session: &Session<B>,
     request: DeleteGroupsRequest,
 ) -> DeleteGroupsResponse {
+    let mut permissions = PollPermissions::new(gateway, session);
     let mut results = Vec::with_capacity(request.groups_names.len());
     for group_id in request.groups_names {
-        let code = delete_one(gateway, session, group_id.0.as_str()).await;
+        let code = delete_one(gateway, session, &mut permissions, group_id.0.as_str()).await;
         results.push(
             DeletableGroupResult::default()
                 .with_group_id(group_id)

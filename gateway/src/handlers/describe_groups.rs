@@ -3,7 +3,7 @@
 //! `Dead`, as Kafka does (DESCRIBEGROUPS-UNKNOWN-1); a group the principal may not join is
 //! GROUP_AUTHORIZATION_FAILED (AUTHZ-GROUP-3).
 
-use super::join_group::PollPermissions;
+use super::group_authz::PollPermissions;
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;

@@ -4,12 +4,16 @@
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
-use crate::groups::{JoinOutcome, JoinRequest};
+use crate::groups::subscription::{subscribed_topics, SubscriptionError};
+use crate::groups::{JoinAttempt, JoinOutcome, JoinRequest};
+use crate::log_text::clip;
+use super::group_authz::{owner, PollPermissions};
 use crate::offset_store::MAX_GROUP_ID_LEN;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
 use kafka_protocol::messages::{JoinGroupRequest, JoinGroupResponse, RequestHeader};
 use kafka_protocol::protocol::StrBytes;
+use std::net::IpAddr;
 use std::time::Duration;
 
 fn s(v: &str) -> StrBytes {
@@ -21,108 +25,82 @@ pub(crate) fn valid_group_id(group_id: &str) -> bool {
     !group_id.is_empty() && group_id.len() <= MAX_GROUP_ID_LEN
 }
 
-/// The topics a consumer-protocol member subscribes to, from every protocol it offers; none for
-/// other protocol types or metadata that does not decode (the group then carries no topic).
-pub(crate) fn subscribed_topics(protocol_type: &str, protocols: &[(String, bytes::Bytes)]) -> Vec<String> {
-    use kafka_protocol::messages::ConsumerProtocolSubscription;
-    use kafka_protocol::protocol::Decodable;
-    if protocol_type != "consumer" {
-        return Vec::new();
+/// Rounds of asking Iggy before a join whose group keeps gaining topics is answered
+/// COORDINATOR_NOT_AVAILABLE, for the client to retry (AUTHZ-GROUP-4).
+const AUTHORIZATION_ROUNDS: usize = 3;
+
+/// The topics a consumer-protocol member subscribes to, from every protocol it offers, read
+/// only after the coordinator admitted the request's sizes (GROUP-SUBSCRIPTION-1); none for
+/// other protocol types or metadata that does not decode. Each subscription may name at most
+/// `max_request_entries` topics: more is INVALID_REQUEST.
+fn read_subscriptions<B>(gateway: &Gateway<B>, join: &JoinRequest) -> Result<Vec<String>, JoinOutcome> {
+    if join.protocol_type != "consumer" {
+        return Ok(Vec::new());
     }
-    let mut topics: Vec<String> = Vec::new();
-    for (_, metadata) in protocols {
-        let mut bytes = metadata.clone();
-        if bytes.len() < 2 {
-            continue;
-        }
-        let version = i16::from_be_bytes([bytes[0], bytes[1]]);
-        let _ = bytes::Buf::get_i16(&mut bytes);
-        if let Ok(subscription) = ConsumerProtocolSubscription::decode(&mut bytes, version.clamp(0, 3)) {
-            topics.extend(subscription.topics.iter().map(|t| t.as_str().to_string()));
-        }
-    }
-    topics.sort();
-    topics.dedup();
-    topics
-}
-
-/// The topics a group's members subscribe to, from the metadata of the protocol it chose.
-pub(crate) fn group_topics(group: &crate::groups::DescribedGroup) -> Vec<String> {
-    let protocols: Vec<(String, bytes::Bytes)> = group
-        .members
-        .iter()
-        .map(|m| (group.protocol.clone(), m.metadata.clone()))
-        .collect();
-    subscribed_topics(&group.protocol_type, &protocols)
-}
-
-/// Whether a session may poll topics, each asked of Iggy once per request however many groups
-/// name it.
-pub(crate) struct PollPermissions<'a, B> {
-    gateway: &'a Gateway<B>,
-    session: &'a Session<B>,
-    known: std::collections::HashMap<String, bool>,
-}
-
-impl<'a, B: Backend> PollPermissions<'a, B> {
-    /// Whether anything is checked: without SASL every session may everything.
-    pub(crate) fn checks(&self) -> bool {
-        self.session.principal.is_some()
-    }
-
-    /// AUTHZ-GROUP-3: whether the session may see `group` (it could join it).
-    pub(crate) async fn may_see(&mut self, group_id: &str, group: &crate::groups::DescribedGroup) -> bool {
-        !self.checks() || self.all(group_id, &group_topics(group)).await
-    }
-
-    pub(crate) fn new(gateway: &'a Gateway<B>, session: &'a Session<B>) -> Self {
-        Self {
-            gateway,
-            session,
-            known: std::collections::HashMap::new(),
-        }
-    }
-
-    /// AUTHZ-GROUP-1: Iggy lets the session poll every existing topic of `topics`, asked by
-    /// reading `group_id`'s stored offset of partition 0 in the session (Iggy's GetConsumerOffset
-    /// rule is its poll rule). Without SASL everyone may.
-    pub(crate) async fn all(&mut self, group_id: &str, topics: &[String]) -> bool {
-        if !self.checks() {
-            return true;
-        }
-        let key = crate::offset_store::offsets_group(group_id);
-        for topic in topics {
-            let allowed = match self.known.get(topic) {
-                Some(&allowed) => allowed,
-                None => {
-                    let target = self.gateway.config.topics.resolve(topic);
-                    let answer = self
-                        .session
-                        .backend
-                        .get_consumer_offset(&target.stream, &target.topic, 0, &key)
-                        .await;
-                    let allowed = !matches!(&answer, Err(e) if crate::error_map::is_denied(e));
-                    self.known.insert(topic.clone(), allowed);
-                    allowed
-                }
-            };
-            if !allowed {
-                tracing::info!(
-                    "group {}: {} may not poll subscribed topic {} (AUTHZ-GROUP-1)",
-                    crate::log_text::clip(group_id),
-                    self.session.who(),
-                    crate::log_text::clip(topic)
+    let limit = gateway.config.limits.max_request_entries;
+    let mut topics = std::collections::BTreeSet::new();
+    for (name, metadata) in &join.protocols {
+        match subscribed_topics(metadata, limit) {
+            Ok(named) => topics.extend(named),
+            Err(e @ SubscriptionError::TooManyTopics { .. }) => {
+                crate::metrics::metrics().limit_hit("GROUP-SUBSCRIPTION-1");
+                tracing::error!(
+                    "JoinGroup for {}: protocol {}: {e} (GROUP-SUBSCRIPTION-1)",
+                    clip(&join.group_id),
+                    clip(name)
                 );
-                return false;
+                return Err(JoinOutcome::error(ResponseError::InvalidRequest.code(), &join.member_id));
+            }
+            Err(e) => tracing::debug!(
+                "JoinGroup for {}: protocol {}: {e}; it names no topic",
+                clip(&join.group_id),
+                clip(name)
+            ),
+        }
+    }
+    Ok(topics.into_iter().collect())
+}
+
+/// Joins with SASL on (AUTHZ-GROUP-1, AUTHZ-GROUP-4): a joiner who is not yet a member needs
+/// poll on its own topics and on every topic of the group; a rejoining member on its own.
+/// What was authorized goes with the join, and the coordinator sends it back when the group
+/// gained a topic meanwhile.
+async fn join_authorized<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    mut join: JoinRequest,
+) -> JoinOutcome {
+    let mut permissions = PollPermissions::new(gateway, session);
+    if !permissions.checks() {
+        return gateway.groups.join(join).await;
+    }
+    let mut needed: std::collections::BTreeSet<String> = join.topics.iter().cloned().collect();
+    needed.extend(gateway.groups.topics_for_joiner(&join.group_id, &join.member_id));
+    for _ in 0..AUTHORIZATION_ROUNDS {
+        let topics: Vec<&str> = needed.iter().map(String::as_str).collect();
+        let verdict = permissions.verdict(&join.group_id, &topics).await;
+        if let Some(code) = verdict.refusal_code() {
+            return JoinOutcome::error(code, &join.member_id);
+        }
+        match gateway.groups.join_authorized(join, Some(&needed)).await {
+            JoinAttempt::Done(outcome) => return outcome,
+            JoinAttempt::Recheck { request, topics } => {
+                join = *request;
+                needed.extend(topics);
             }
         }
-        true
     }
+    tracing::warn!(
+        "JoinGroup for {}: the group gained topics during {AUTHORIZATION_ROUNDS} rounds of authorization; asking the client to retry (AUTHZ-GROUP-4)",
+        clip(&join.group_id)
+    );
+    JoinOutcome::error(ResponseError::CoordinatorNotAvailable.code(), &join.member_id)
 }
 
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
+    peer: IpAddr,
     request: JoinGroupRequest,
     header: &RequestHeader,
     version: i16,
@@ -139,7 +117,7 @@ pub async fn handle<B: Backend>(
         } else {
             request.rebalance_timeout_ms
         };
-        let join = JoinRequest {
+        let mut join = JoinRequest {
             group_id,
             member_id: request.member_id.as_str().to_string(),
             instance_id: request.group_instance_id.as_ref().map(|i| i.as_str().to_string()),
@@ -159,15 +137,20 @@ pub async fn handle<B: Backend>(
                 .map(|p| (p.name.as_str().to_string(), bytes::Bytes::copy_from_slice(&p.metadata)))
                 .collect(),
             require_known_member_id: version >= 4,
+            owner: owner(session, peer),
+            topics: Vec::new(),
         };
-        let topics = subscribed_topics(&join.protocol_type, &join.protocols);
-        if PollPermissions::new(gateway, session)
-            .all(&join.group_id, &topics)
-            .await
+        // GROUP-SUBSCRIPTION-1: sizes first, then the subscription, read once.
+        match gateway
+            .groups
+            .admit(&mut join)
+            .and_then(|()| read_subscriptions(gateway, &join))
         {
-            gateway.groups.join(join).await
-        } else {
-            JoinOutcome::error(ResponseError::GroupAuthorizationFailed.code(), &join.member_id)
+            Err(outcome) => outcome,
+            Ok(topics) => {
+                join.topics = topics;
+                join_authorized(gateway, session, join).await
+            }
         }
     };
     JoinGroupResponse::default()

@@ -1,7 +1,7 @@
 //! ListGroups: the groups this gateway coordinates (LISTGROUPS-COORDINATED-1), filtered by state
 //! from v4 (LISTGROUPS-STATES-FILTER-1), and to those the principal may join (AUTHZ-GROUP-3).
 
-use super::join_group::PollPermissions;
+use super::group_authz::{PollPermissions, Verdict};
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
@@ -28,11 +28,9 @@ pub async fn handle<B: Backend>(
             continue;
         }
         // AUTHZ-GROUP-3: each distinct topic is asked of Iggy once per request; without SASL
-        // nothing is described or decoded.
-        let seen = match gateway.groups.describe(&id).filter(|_| permissions.checks()) {
-            Some(group) => permissions.may_see(&id, &group).await,
-            None => true,
-        };
+        // nothing is asked. The topics were read from the subscriptions when members joined
+        // (GROUP-SUBSCRIPTION-1): nothing is decoded or copied per request.
+        let seen = !permissions.checks() || permissions.on_group(&id, &[]).await == Verdict::Allowed;
         if seen {
             visible.push((id, protocol_type, state));
         }

@@ -9,6 +9,7 @@ pub mod describe_configs;
 pub mod describe_groups;
 pub mod fetch;
 pub mod find_coordinator;
+pub(crate) mod group_authz;
 pub mod heartbeat;
 pub mod init_producer_id;
 pub mod join_group;

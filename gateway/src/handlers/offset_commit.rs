@@ -1,6 +1,7 @@
 //! OffsetCommit: membership and generation checked as Kafka does, then each offset stored in
 //! Iggy per docs/spec/consumer-offsets.md. Metadata and leader epoch are dropped (CO-METADATA-1).
 
+use super::group_authz::PollPermissions;
 use super::join_group::valid_group_id;
 use crate::auth::sessions::Session;
 use crate::backend::{Backend, BackendError};
@@ -56,9 +57,20 @@ pub async fn handle<B: Backend>(
     // One group's commits never interleave: a commit is two steps in Iggy (CO-ZERO-1).
     let lock = gateway.groups.commit_lock(group_id);
     let _serialised = lock.lock().await;
-    let refused = request_error(gateway, &request);
+    let mut refused = request_error(gateway, &request);
     if refused.is_none() && !request.member_id.is_empty() {
         gateway.groups.touch(group_id, request.member_id.as_str());
+    }
+    // AUTHZ-GROUP-4: a commit from outside the group (no member id: an admin's reset, a
+    // consumer that assigns its partitions itself) needs the group's permissions and those of
+    // every topic it names, before anything is remembered or stored for it. A member's commit
+    // was authorized when it joined; Iggy still checks each topic as the commit is stored.
+    if refused.is_none() && request.member_id.is_empty() {
+        let named: Vec<&str> = request.topics.iter().map(|t| t.name.0.as_str()).collect();
+        refused = PollPermissions::new(gateway, session)
+            .on_group(group_id, &named)
+            .await
+            .refusal_code();
     }
     let store = OffsetStore {
         backend: session.backend.as_ref(),
