@@ -149,9 +149,10 @@ pub(super) struct Group {
     leader: Option<String>,
     /// In join order: the first member leads when the leader is gone.
     members: Vec<Member>,
-    /// KIP-394 ids handed out, each with the time it lapses if its member never rejoins and
-    /// whom it counts against.
-    pending: BTreeMap<String, (Instant, Owner)>,
+    /// KIP-394 ids handed out: when each lapses if its member never rejoins, whom it counts
+    /// against, and what its member subscribed to (a member-to-be is part of the group for
+    /// AUTHZ-GROUP-4).
+    pending: BTreeMap<String, (Instant, Owner, Vec<String>)>,
     /// Who created the group: it counts against that owner's groups (LIMIT-GROUP-OWNER-1).
     creator: Owner,
     /// Members and pending ids gained (+1) or lost (-1) per owner since the coordinator last
@@ -277,11 +278,14 @@ impl Group {
         std::mem::take(&mut self.owner_changes)
     }
 
-    /// Every topic the members subscribe to (AUTHZ-GROUP-4), each once.
+    /// Every topic the members and members-to-be subscribe to (AUTHZ-GROUP-4), each once.
     pub(super) fn topics(&self) -> std::collections::BTreeSet<&str> {
+        let pending = self.pending.values().flat_map(|(_, _, topics)| topics);
         self.members
             .iter()
-            .flat_map(|m| m.topics.iter().map(String::as_str))
+            .flat_map(|m| m.topics.iter())
+            .chain(pending)
+            .map(String::as_str)
             .collect()
     }
 
@@ -353,7 +357,10 @@ impl Group {
                 }
                 // GROUP-JOIN-1 (KIP-394)
                 let lapse = request.session_timeout.min(limits.pending_member_timeout);
-                self.pending.insert(new_id.clone(), (now + lapse, request.owner.clone()));
+                self.pending.insert(
+                    new_id.clone(),
+                    (now + lapse, request.owner.clone(), request.topics.clone()),
+                );
                 self.owner_changes.push((request.owner.clone(), 1));
                 return err(ResponseError::MemberIdRequired, &new_id);
             } else {
@@ -361,7 +368,7 @@ impl Group {
             }
         } else if self.fenced(&member_id, request.instance_id.as_deref()) {
             return err(ResponseError::FencedInstanceId, &member_id);
-        } else if let Some((_, owner)) = self.pending.remove(&member_id) {
+        } else if let Some((_, owner, _)) = self.pending.remove(&member_id) {
             self.owner_changes.push((owner, -1));
         } else if !self.members.iter().any(|m| m.id == member_id) {
             return err(ResponseError::UnknownMemberId, &member_id);
@@ -656,7 +663,7 @@ impl Group {
     /// deadline passed, every member that did not rejoin (GROUP-TIMEOUT-1).
     pub(super) fn expire(&mut self, now: Instant) {
         let changes = &mut self.owner_changes;
-        self.pending.retain(|_, (deadline, owner)| {
+        self.pending.retain(|_, (deadline, owner, _)| {
             let keep = *deadline > now;
             if !keep {
                 changes.push((owner.clone(), -1));
@@ -715,7 +722,7 @@ impl Group {
             .filter(|m| m.join_waiter.is_none())
             .map(|m| m.session_deadline);
         sessions
-            .chain(self.pending.values().map(|(deadline, _)| *deadline))
+            .chain(self.pending.values().map(|(deadline, _, _)| *deadline))
             .chain(self.rebalance_deadline)
             .min()
     }
@@ -741,7 +748,7 @@ impl Group {
 
     /// Forgets every pending id: the group is being forgotten.
     pub(super) fn clear_pending(&mut self) {
-        for (_, (_, owner)) in std::mem::take(&mut self.pending) {
+        for (_, (_, owner, _)) in std::mem::take(&mut self.pending) {
             self.owner_changes.push((owner, -1));
         }
     }

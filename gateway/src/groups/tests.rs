@@ -397,3 +397,73 @@ async fn limit_group_members_1_and_limit_group_bytes_1_totals_over_all_groups() 
     c.expire(Instant::now());
     assert_eq!(c.usage(), (0, 0));
 }
+
+fn owned_join(owner: &str, group: &str) -> JoinRequest {
+    JoinRequest {
+        owner: owner.into(),
+        group_id: group.into(),
+        require_known_member_id: false,
+        ..join_request("", None)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn limit_group_owner_1_one_owner_cannot_take_the_groups_of_everyone() {
+    let limits = GroupLimits {
+        max_groups: 6,
+        max_groups_per_owner: 3,
+        ..GroupLimits::default()
+    };
+    let c = Arc::new(GroupCoordinator::new(limits, SharedRng::seeded(3)));
+    let mut held = Vec::new();
+    for i in 0..5 {
+        let joined = c.join(owned_join("address:10.0.0.1", &format!("a{i}"))).await;
+        held.push(joined);
+    }
+    let codes: Vec<i16> = held.iter().map(|j| j.error_code).collect();
+    let refused = ResponseError::CoordinatorNotAvailable.code();
+    assert_eq!(codes, [0, 0, 0, refused, refused], "the owner's fourth group is refused");
+    // Another owner still creates groups: the gateway holds 3 of its 6.
+    for i in 0..3 {
+        assert_eq!(c.join(owned_join("address:10.0.0.2", &format!("b{i}"))).await.error_code, 0);
+    }
+    // A group the owner created and left is forgotten, and its quota is free again.
+    assert_eq!(
+        c.leave("a0", &[MemberLeave { member_id: held[0].member_id.clone(), instance_id: None }]),
+        [0]
+    );
+    c.expire(Instant::now());
+    assert_eq!(c.join(owned_join("address:10.0.0.1", "a9")).await.error_code, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn limit_group_owner_1_members_and_pending_ids_count_per_owner() {
+    let limits = GroupLimits {
+        max_members_per_owner: 4,
+        ..GroupLimits::default()
+    };
+    let c = Arc::new(GroupCoordinator::new(limits.clone(), SharedRng::seeded(4)));
+    // KIP-394 pending ids, the cheapest thing to make, count against their owner.
+    let mut pending = owned_join("user:mallory", "g");
+    pending.require_known_member_id = true;
+    let mut codes = Vec::new();
+    for _ in 0..6 {
+        codes.push(c.join(pending.clone()).await.error_code);
+    }
+    let (required, refused) = (
+        ResponseError::MemberIdRequired.code(),
+        ResponseError::CoordinatorNotAvailable.code(),
+    );
+    assert_eq!(codes, [required, required, required, required, refused, refused]);
+    // Another principal joins the same group.
+    let mut alice = owned_join("user:alice", "g");
+    alice.require_known_member_id = true;
+    let first = c.join(alice.clone()).await;
+    assert_eq!(first.error_code, required);
+    alice.member_id = first.member_id;
+    let joined = c.join(alice).await;
+    assert_eq!(joined.error_code, 0, "alice is not refused for mallory's quota");
+    // Mallory's pending ids lapse and its quota frees.
+    c.expire(Instant::now() + limits.pending_member_timeout);
+    assert_eq!(c.join(pending).await.error_code, required);
+}

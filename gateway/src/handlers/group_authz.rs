@@ -50,6 +50,17 @@ fn is_not_found(e: &BackendError) -> bool {
     crate::error_map::kafka_code(e).0 == ResponseError::UnknownTopicOrPartition.code()
 }
 
+/// What Iggy's answer to a poll-permission probe of `topic` says (AUTHZ-GROUP-4): a grant, a
+/// refusal, a topic that does not exist (nothing to protect), or no answer, which refuses.
+fn verdict_of<T>(topic: &str, answer: &Result<T, BackendError>) -> Verdict {
+    match answer {
+        Ok(_) => Verdict::Allowed,
+        Err(e) if crate::error_map::is_denied(e) => Verdict::Denied(topic.to_string()),
+        Err(e) if is_not_found(e) => Verdict::Allowed,
+        Err(_) => Verdict::Unknown(topic.to_string()),
+    }
+}
+
 /// Iggy's answers for one request's session, each topic asked once however many groups name
 /// it.
 pub(crate) struct PollPermissions<'a, B> {
@@ -85,26 +96,20 @@ impl<'a, B: Backend> PollPermissions<'a, B> {
                 Some(verdict) => verdict.clone(),
                 None => {
                     let target = self.gateway.config.topics.resolve(topic);
-                    let verdict = match self
+                    let answer = self
                         .session
                         .backend
                         .get_consumer_offset(&target.stream, &target.topic, 0, &key)
-                        .await
-                    {
-                        Ok(_) => Verdict::Allowed,
-                        Err(e) if crate::error_map::is_denied(&e) => Verdict::Denied(topic.to_string()),
-                        Err(e) if is_not_found(&e) => Verdict::Allowed,
-                        Err(e) => {
-                            // AUTHZ-GROUP-4: fail closed.
-                            tracing::warn!(
-                                "group {}: Iggy did not say whether {} may poll {}: {e}; refusing (AUTHZ-GROUP-4)",
-                                crate::log_text::clip(group_id),
-                                self.session.who(),
-                                crate::log_text::clip(topic)
-                            );
-                            Verdict::Unknown(topic.to_string())
-                        }
-                    };
+                        .await;
+                    let verdict = verdict_of(topic, &answer);
+                    if let (Verdict::Unknown(_), Err(e)) = (&verdict, &answer) {
+                        tracing::warn!(
+                            "group {}: Iggy did not say whether {} may poll {}: {e}; refusing (AUTHZ-GROUP-4)",
+                            crate::log_text::clip(group_id),
+                            self.session.who(),
+                            crate::log_text::clip(topic)
+                        );
+                    }
                     self.known.insert(topic.to_string(), verdict.clone());
                     verdict
                 }
@@ -144,5 +149,29 @@ impl<'a, B: Backend> PollPermissions<'a, B> {
         }
         let topics: Vec<&str> = group.topics.iter().map(String::as_str).collect();
         self.verdict(group_id, &topics).await == Verdict::Allowed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use iggy_common::IggyError;
+
+    #[test]
+    fn authz_group_4_a_permission_probe_without_an_answer_refuses() {
+        let probe = |e: IggyError| verdict_of::<()>("t", &Err(BackendError::Iggy(e)));
+        assert_eq!(verdict_of("t", &Ok::<_, BackendError>(None::<u64>)), Verdict::Allowed);
+        assert_eq!(probe(IggyError::Unauthorized), Verdict::Denied("t".into()));
+        assert_eq!(probe(IggyError::TopicNameNotFound("t".into(), "s".into())), Verdict::Allowed);
+        // An Iggy timeout or a lost connection granted everything before (AUTHZ-GROUP-4).
+        for unanswered in [IggyError::Disconnected, IggyError::NotConnected, IggyError::CannotEstablishConnection] {
+            let verdict = probe(unanswered);
+            assert_eq!(verdict, Verdict::Unknown("t".into()));
+            assert_eq!(verdict.refusal_code(), Some(ResponseError::CoordinatorNotAvailable.code()));
+        }
+        assert_eq!(
+            probe(IggyError::Unauthorized).refusal_code(),
+            Some(ResponseError::GroupAuthorizationFailed.code())
+        );
     }
 }
