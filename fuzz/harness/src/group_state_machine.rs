@@ -1,10 +1,12 @@
 //! Target `group_state_machine`: the group coordinator (docs/spec/groups.md) driven by a random
-//! sequence of JoinGroup, SyncGroup, Heartbeat, LeaveGroup, commits and the passing of time.
+//! sequence of JoinGroup, SyncGroup, Heartbeat, LeaveGroup, commits and the passing of time,
+//! from several principals with subscriptions of their own (LIMIT-GROUP-OWNER-1,
+//! AUTHZ-GROUP-4).
 
 use arbitrary::{Arbitrary, Unstructured};
 use bytes::Bytes;
 use kafka_iggy_gateway::clock::SharedRng;
-use kafka_iggy_gateway::groups::{GroupCoordinator, GroupLimits, GroupState, JoinRequest, MemberLeave};
+use kafka_iggy_gateway::groups::{GroupCoordinator, GroupLimits, GroupState, JoinAttempt, JoinRequest, MemberLeave};
 use kafka_protocol::error::ResponseError;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
@@ -16,6 +18,9 @@ use tokio::time::Instant;
 const GROUPS: [&str; 4] = ["g0", "g1", "g2", "g3"];
 const INSTANCES: [&str; 3] = ["i0", "i1", "i2"];
 const PROTOCOLS: [&str; 3] = ["range", "roundrobin", "sticky"];
+/// Principals and an address: whom groups and members count against.
+const OWNERS: [&str; 3] = ["user:ann", "user:ben", "address:127.0.0.1"];
+const TOPICS: [&str; 3] = ["t0", "t1", "t2"];
 /// Operations per input: enough for several rebalances, few enough to stay fast.
 const MAX_OPS: usize = 64;
 
@@ -33,6 +38,9 @@ fn limits() -> GroupLimits {
         pending_member_timeout: Duration::from_secs(5),
         max_members_total: 7,
         max_stored_bytes: 256,
+        // Below the gateway-wide limits, so an owner meets its own first.
+        max_groups_per_owner: 2,
+        max_members_per_owner: 3,
     }
 }
 
@@ -54,6 +62,12 @@ enum Op {
         other_type: bool,
         require_known_member_id: bool,
         metadata_len: u8,
+        owner: u8,
+        /// A bit per entry of `TOPICS`: what the joiner subscribes to.
+        topics: u8,
+        /// A bit per entry of `TOPICS`: what the joiner was authorized for, when the join goes
+        /// through `join_authorized` (AUTHZ-GROUP-4).
+        authorized: Option<u8>,
     },
     Sync {
         group: u8,
@@ -129,7 +143,19 @@ impl Driver {
                 other_type,
                 require_known_member_id,
                 metadata_len,
+                owner,
+                topics,
+                authorized,
             } => {
+                let pick = |bits: u8| -> Vec<String> {
+                    TOPICS
+                        .iter()
+                        .enumerate()
+                        .filter(|(i, _)| bits & (1 << i) != 0)
+                        .map(|(_, t)| t.to_string())
+                        .collect()
+                };
+                let authorized: Option<BTreeSet<String>> = authorized.map(|bits| pick(bits).into_iter().collect());
                 let protocols: Vec<(String, Bytes)> = PROTOCOLS
                     .iter()
                     .enumerate()
@@ -147,11 +173,23 @@ impl Driver {
                     protocol_type: if other_type { "connect" } else { "consumer" }.to_string(),
                     protocols,
                     require_known_member_id,
+                    owner: OWNERS[usize::from(owner) % OWNERS.len()].into(),
+                    topics: pick(topics),
                 };
                 let (coordinator, known) = (self.coordinator.clone(), self.known.clone());
                 self.waiting.push(tokio::spawn(async move {
                     let sent: Vec<String> = request.protocols.iter().map(|(n, _)| n.clone()).collect();
-                    let outcome = coordinator.join(request).await;
+                    let outcome = match coordinator.join_authorized(request, authorized.as_ref()).await {
+                        JoinAttempt::Done(outcome) => outcome,
+                        JoinAttempt::Recheck { topics, .. } => {
+                            let authorized = authorized.expect("only an authorized join is sent back");
+                            assert!(
+                                topics.iter().any(|t| !authorized.contains(t)),
+                                "sent back for topics {topics:?} it was authorized for"
+                            );
+                            return;
+                        }
+                    };
                     if outcome.error_code == 0 {
                         assert!(outcome.generation >= 1, "a successful join has a generation");
                         assert!(!outcome.member_id.is_empty() && !outcome.leader.is_empty());
@@ -240,6 +278,15 @@ impl Driver {
     /// What holds between any two operations.
     fn check_invariants(&self) {
         let limits = limits();
+        // LIMIT-GROUP-OWNER-1: no owner past its quotas, and the per-owner counts add up.
+        let mut members = 0;
+        for owner in OWNERS {
+            let (groups, held) = self.coordinator.owner_usage(owner);
+            assert!(groups <= limits.max_groups_per_owner, "{owner} created {groups} groups");
+            assert!(held <= limits.max_members_per_owner, "{owner} holds {held} members");
+            members += held;
+        }
+        assert_eq!(members, self.coordinator.usage().0, "per-owner members add up to the total");
         let groups = self.coordinator.list();
         assert!(groups.len() <= limits.max_groups, "{} groups", groups.len());
         for (id, _, _) in groups {
@@ -319,6 +366,8 @@ async fn run(ops: Vec<Op>) {
         protocol_type: "consumer".to_string(),
         protocols: vec![("range".to_string(), Bytes::new())],
         require_known_member_id: false,
+        owner: OWNERS[0].into(),
+        topics: Vec::new(),
     });
     let late = tokio::time::timeout(Duration::from_secs(3600), late)
         .await

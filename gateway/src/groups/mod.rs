@@ -167,6 +167,14 @@ impl GroupCoordinator {
         )
     }
 
+    /// (groups created, members and pending ids) held by `owner` (LIMIT-GROUP-OWNER-1).
+    pub fn owner_usage(&self, owner: &str) -> (usize, usize) {
+        self.lock()
+            .owners
+            .get(owner)
+            .map_or((0, 0), |usage| (usage.groups, usage.members))
+    }
+
     /// Moves the totals from `before` to `after`; called with the `groups` lock held. Adds
     /// first, so a concurrent reader never sees a total below zero.
     fn retally(&self, before: Usage, after: Usage) {

@@ -333,6 +333,9 @@ impl Group {
             }
         }
         let mut member_id = request.member_id.clone();
+        // A member counts against whoever its pending id counted against: the quota was
+        // checked when that id was handed out (LIMIT-GROUP-OWNER-1).
+        let mut member_owner = request.owner.clone();
         if member_id.is_empty() {
             let static_member = request
                 .instance_id
@@ -369,7 +372,8 @@ impl Group {
         } else if self.fenced(&member_id, request.instance_id.as_deref()) {
             return err(ResponseError::FencedInstanceId, &member_id);
         } else if let Some((_, owner, _)) = self.pending.remove(&member_id) {
-            self.owner_changes.push((owner, -1));
+            self.owner_changes.push((owner.clone(), -1));
+            member_owner = owner;
         } else if !self.members.iter().any(|m| m.id == member_id) {
             return err(ResponseError::UnknownMemberId, &member_id);
         }
@@ -380,10 +384,10 @@ impl Group {
             if self.members.len() >= limits.max_members_per_group {
                 return err(ResponseError::GroupMaxSizeReached, &member_id);
             }
-            self.owner_changes.push((request.owner.clone(), 1));
+            self.owner_changes.push((member_owner.clone(), 1));
             self.members.push(Member {
                 id: member_id.clone(),
-                owner: request.owner.clone(),
+                owner: member_owner,
                 topics: Vec::new(),
                 instance_id: request.instance_id.clone(),
                 client_id: request.client_id.clone(),
