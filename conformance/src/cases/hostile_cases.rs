@@ -75,7 +75,7 @@ pub const WATCH_PERIOD: Duration = Duration::from_millis(50);
 pub const LONG_POLL_GUARD: Duration = Duration::from_secs(35);
 /// What a case assumes of an endpoint that does not tell its max_frame_size: Kafka's default
 /// `message.max.bytes`, so that a request sized by it is an ordinary one for a broker.
-const ASSUMED_MAX_FRAME_SIZE: usize = 1024 * 1024;
+pub(crate) const ASSUMED_MAX_FRAME_SIZE: usize = 1024 * 1024;
 /// The longest Kafka string with an INT16 length: every non-flexible string field's ceiling.
 const KAFKA_STRING_MAX: usize = i16::MAX as usize;
 
@@ -373,7 +373,7 @@ struct Member {
 
 /// Kafka's default group.min.session.timeout.ms is 6 s; 10 s is above it and far above
 /// [`WATCH_PERIOD`], so the member never lapses while it is answered.
-const MEMBER_SESSION_TIMEOUT_MS: i32 = 10_000;
+pub(crate) const MEMBER_SESSION_TIMEOUT_MS: i32 = 10_000;
 
 impl Member {
     async fn join(endpoint: &Endpoint) -> anyhow::Result<Self> {
@@ -444,7 +444,7 @@ impl Member {
 // ---------------------------------------------------------------------------------------------
 // Helpers: hostile requests, their answers, and the ordinary requests around them.
 
-fn string(value: &str) -> StrBytes {
+pub(crate) fn string(value: &str) -> StrBytes {
     StrBytes::from_string(value.to_string())
 }
 
@@ -489,7 +489,7 @@ async fn api_versions(client: &mut Client) -> anyhow::Result<ApiVersionsResponse
 
 /// A new connection is answered: after an attack that may still hold the endpoint's
 /// connection slots for a moment, retried every [`POLL_INTERVAL`] for at most [`LIVENESS`].
-async fn new_connection_answers(endpoint: &Endpoint, after: &str) -> anyhow::Result<()> {
+pub(crate) async fn new_connection_answers(endpoint: &Endpoint, after: &str) -> anyhow::Result<()> {
     let deadline = Instant::now() + LIVENESS;
     loop {
         let attempt = async {
@@ -513,7 +513,7 @@ async fn new_connection_answers(endpoint: &Endpoint, after: &str) -> anyhow::Res
 }
 
 /// A request frame (without its size prefix) whose header carries `client_id`.
-fn request_frame<Req: Encodable>(
+pub(crate) fn request_frame<Req: Encodable>(
     key: ApiKey,
     version: i16,
     correlation_id: i32,
@@ -533,7 +533,7 @@ fn request_frame<Req: Encodable>(
 }
 
 /// What the endpoint did with one hostile request.
-enum Answer {
+pub(crate) enum Answer {
     Frame(Bytes),
     Closed,
 }
@@ -546,7 +546,7 @@ fn closed_by_peer(error: &std::io::Error) -> bool {
 
 /// Sends `frame` and waits at most `within` for its answer or the connection's close; a
 /// connection closed while the frame was still being written counts as closed.
-async fn send_hostile(client: &mut Client, frame: &[u8], what: &str, within: Duration) -> anyhow::Result<Answer> {
+pub(crate) async fn send_hostile(client: &mut Client, frame: &[u8], what: &str, within: Duration) -> anyhow::Result<Answer> {
     match client.send_frame(frame).await {
         Ok(()) => {}
         Err(e) if closed_by_peer(&e) => return Ok(Answer::Closed),
@@ -561,7 +561,7 @@ async fn send_hostile(client: &mut Client, frame: &[u8], what: &str, within: Dur
 }
 
 /// An answer decoded as `key` at `version`, correlation id and length checked.
-fn decoded<Resp: Decodable>(
+pub(crate) fn decoded<Resp: Decodable>(
     key: ApiKey,
     version: i16,
     correlation_id: i32,

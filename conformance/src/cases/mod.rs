@@ -11,6 +11,7 @@ use std::pin::Pin;
 
 pub mod auth_cases;
 pub mod gateway_cases;
+pub mod group_amplification_cases;
 pub mod group_admin_cases;
 pub mod group_cases;
 pub mod hostile_cases;
@@ -182,6 +183,7 @@ pub fn all() -> Vec<Case> {
     cases.extend(rdkafka_cases::cases());
     cases.extend(group_cases::cases());
     cases.extend(hostile_cases::cases());
+    cases.extend(group_amplification_cases::cases());
     cases.extend(migration_cases::cases());
     cases.extend(group_admin_cases::cases());
     cases.extend(legacy_cases::cases());
