@@ -156,15 +156,18 @@ impl<B: Backend> OffsetMembers<B> {
         let key = (target.clone(), group.to_string());
         let previous = {
             let mut holders = self.holders.lock().unwrap_or_else(|e| e.into_inner());
-            if !holders.contains_key(&key) {
-                // Entries of ended sessions go when the map would grow, not on every commit.
+            // LIMIT-OFFSET-HOLDERS-1: entries of ended sessions go when the table is full, not on
+            // every commit; if live ones still fill it, an eighth is forgotten at once, so the
+            // scan is paid once per many new entries. A forgotten holder's partitions are
+            // reclaimed by the next commit from another session instead (CO-RECLAIM-1).
+            if !holders.contains_key(&key) && holders.len() >= MAX_OFFSET_HOLDERS {
                 holders.retain(|_, held| held.strong_count() > 0);
-                // LIMIT-OFFSET-HOLDERS-1: past the bound an entry is forgotten; its next commit
-                // from another session reclaims the partition instead (CO-RECLAIM-1).
-                if holders.len() >= MAX_OFFSET_HOLDERS {
+                let keep = MAX_OFFSET_HOLDERS - MAX_OFFSET_HOLDERS / 8;
+                if holders.len() > keep {
                     crate::metrics::metrics().limit_hit("LIMIT-OFFSET-HOLDERS-1");
-                    if let Some(forgotten) = holders.keys().next().cloned() {
-                        holders.remove(&forgotten);
+                    let forgotten: Vec<_> = holders.keys().take(holders.len() - keep).cloned().collect();
+                    for key in forgotten {
+                        holders.remove(&key);
                     }
                 }
             }
@@ -583,6 +586,31 @@ mod tests {
             stream: "s".into(),
             topic: "t".into(),
         }
+    }
+
+    #[tokio::test]
+    async fn limit_offset_holders_1_the_memberships_remembered_are_bounded() {
+        let session = Arc::new(Session {
+            backend: Arc::new(EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default())),
+            principal: Some(Principal {
+                user_id: 1,
+                username: "ann".into(),
+            }),
+            offsets_client: 1,
+            opened_at_ms: 0,
+            known_topics: Default::default(),
+        });
+        let members = OffsetMembers::default();
+        let target = IggyTarget {
+            stream: "s".into(),
+            topic: "t".into(),
+        };
+        // Commits naming ever new groups, each from a live session: before, every one stayed.
+        for i in 0..MAX_OFFSET_HOLDERS + 100 {
+            members.claim(&target, &format!("g{i}"), &session).await;
+        }
+        let held = members.holders.lock().unwrap().len();
+        assert!(held <= MAX_OFFSET_HOLDERS, "{held} memberships remembered");
     }
 
     #[tokio::test]
