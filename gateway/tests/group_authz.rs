@@ -99,7 +99,12 @@ fn join(group: &str, metadata: Bytes, instance: Option<&str>) -> JoinGroupReques
             .with_metadata(metadata)])
 }
 
-async fn joined(g: &EmbeddedGateway, c: &mut Connection, version: i16, request: &JoinGroupRequest) -> JoinGroupResponse {
+async fn joined(
+    g: &EmbeddedGateway,
+    c: &mut Connection,
+    version: i16,
+    request: &JoinGroupRequest,
+) -> JoinGroupResponse {
     answer(
         g.handle(frame(ApiKey::JoinGroup, version, request), c).await,
         ApiKey::JoinGroup,
@@ -172,9 +177,16 @@ async fn authz_group_4_a_static_member_is_not_taken_over_nor_removed_by_its_inst
 async fn authz_group_4_delete_groups_checks_before_it_forgets_anything() {
     let mut w = world().await;
     // A KIP-394 join: the group holds Alice's pending id and nothing else.
-    let first = joined(&w.g, &mut w.alice, 4, &join("g-pending", subscription(&["orders"]), None)).await;
+    let first = joined(
+        &w.g,
+        &mut w.alice,
+        4,
+        &join("g-pending", subscription(&["orders"]), None),
+    )
+    .await;
     assert_eq!(first.error_code, MEMBER_ID_REQUIRED);
-    let delete = DeleteGroupsRequest::default().with_groups_names(vec![GroupId(StrBytes::from_static_str("g-pending"))]);
+    let delete =
+        DeleteGroupsRequest::default().with_groups_names(vec![GroupId(StrBytes::from_static_str("g-pending"))]);
     let deleted: DeleteGroupsResponse = answer(
         w.g.handle(frame(ApiKey::DeleteGroups, 1, &delete), &mut w.bob).await,
         ApiKey::DeleteGroups,
@@ -190,7 +202,13 @@ async fn authz_group_4_delete_groups_checks_before_it_forgets_anything() {
 async fn authz_group_4_a_commit_from_outside_the_group_needs_the_groups_topics() {
     let mut w = world().await;
     // A KIP-394 join: the group has no member yet, so it takes commits from outside it.
-    let first = joined(&w.g, &mut w.alice, 4, &join("g-commit", subscription(&["orders"]), None)).await;
+    let first = joined(
+        &w.g,
+        &mut w.alice,
+        4,
+        &join("g-commit", subscription(&["orders"]), None),
+    )
+    .await;
     assert_eq!(first.error_code, MEMBER_ID_REQUIRED);
     // Carol may poll `audit`, so Iggy would store her offset there: the group is not hers.
     let commit = OffsetCommitRequest::default()
@@ -206,8 +224,5 @@ async fn authz_group_4_a_commit_from_outside_the_group_needs_the_groups_topics()
         ApiKey::OffsetCommit,
         5,
     );
-    assert_eq!(
-        committed.topics[0].partitions[0].error_code,
-        GROUP_AUTHORIZATION_FAILED
-    );
+    assert_eq!(committed.topics[0].partitions[0].error_code, GROUP_AUTHORIZATION_FAILED);
 }

@@ -81,7 +81,10 @@ pub async fn group_join_subscribing_to_millions_of_empty_topic_names(endpoint: E
             let names = max_frame_size.saturating_sub(1024) / 2;
             let request = join_v0(&group, empty_names_subscription(names));
             let frame = request_frame(ApiKey::JoinGroup, JOIN_GROUP_V0, 1, "kig-amplify", &request)?;
-            let what = format!("a JoinGroup v0 of {} bytes subscribing to {names} empty topic names", frame.len());
+            let what = format!(
+                "a JoinGroup v0 of {} bytes subscribing to {names} empty topic names",
+                frame.len()
+            );
             let mut client = coordinator_of(&endpoint.bootstrap, &group).await?;
             if let Answer::Frame(answer) = send_hostile(&mut client, &frame, &what, LIVENESS).await? {
                 let joined: JoinGroupResponse = decoded(ApiKey::JoinGroup, JOIN_GROUP_V0, 1, answer, &what)?;

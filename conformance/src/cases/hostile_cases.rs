@@ -546,7 +546,12 @@ fn closed_by_peer(error: &std::io::Error) -> bool {
 
 /// Sends `frame` and waits at most `within` for its answer or the connection's close; a
 /// connection closed while the frame was still being written counts as closed.
-pub(crate) async fn send_hostile(client: &mut Client, frame: &[u8], what: &str, within: Duration) -> anyhow::Result<Answer> {
+pub(crate) async fn send_hostile(
+    client: &mut Client,
+    frame: &[u8],
+    what: &str,
+    within: Duration,
+) -> anyhow::Result<Answer> {
     match client.send_frame(frame).await {
         Ok(()) => {}
         Err(e) if closed_by_peer(&e) => return Ok(Answer::Closed),

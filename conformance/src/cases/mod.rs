@@ -11,8 +11,8 @@ use std::pin::Pin;
 
 pub mod auth_cases;
 pub mod gateway_cases;
-pub mod group_amplification_cases;
 pub mod group_admin_cases;
+pub mod group_amplification_cases;
 pub mod group_cases;
 pub mod hostile_cases;
 pub mod legacy_cases;

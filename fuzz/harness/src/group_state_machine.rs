@@ -286,7 +286,11 @@ impl Driver {
             assert!(held <= limits.max_members_per_owner, "{owner} holds {held} members");
             members += held;
         }
-        assert_eq!(members, self.coordinator.usage().0, "per-owner members add up to the total");
+        assert_eq!(
+            members,
+            self.coordinator.usage().0,
+            "per-owner members add up to the total"
+        );
         let groups = self.coordinator.list();
         assert!(groups.len() <= limits.max_groups, "{} groups", groups.len());
         for (id, _, _) in groups {

@@ -120,7 +120,10 @@ pub enum JoinAttempt {
     Done(JoinOutcome),
     /// The group's topics grew past what was authorized while the permissions were asked: ask
     /// again for `topics` (AUTHZ-GROUP-4). The request comes back unused.
-    Recheck { request: Box<JoinRequest>, topics: Vec<String> },
+    Recheck {
+        request: Box<JoinRequest>,
+        topics: Vec<String>,
+    },
 }
 
 /// Every group this gateway coordinates.
@@ -256,13 +259,13 @@ impl GroupCoordinator {
     /// timeout, protocols, metadata bytes (GROUP-LIMIT-1, LIMIT-JOIN-PROTOCOLS-1); a rebalance
     /// timeout above the cap is lowered (LIMIT-REBALANCE-TIMEOUT-1). The JoinGroup handler calls
     /// it before it reads a subscription (GROUP-SUBSCRIPTION-1).
-    pub fn admit(&self, request: &mut JoinRequest) -> Result<(), JoinOutcome> {
+    pub fn admit(&self, request: &mut JoinRequest) -> Result<(), i16> {
         let limits = &self.limits;
         if !(limits.min_session_timeout..=limits.max_session_timeout).contains(&request.session_timeout) {
-            return Err(JoinOutcome::error(code(ResponseError::InvalidSessionTimeout), &request.member_id));
+            return Err(code(ResponseError::InvalidSessionTimeout));
         }
         if request.protocol_type.is_empty() || request.protocols.is_empty() {
-            return Err(JoinOutcome::error(code(ResponseError::InconsistentGroupProtocol), &request.member_id));
+            return Err(code(ResponseError::InconsistentGroupProtocol));
         }
         // LIMIT-JOIN-PROTOCOLS-1
         if request.protocols.len() > limits.max_protocols {
@@ -273,7 +276,7 @@ impl GroupCoordinator {
                 request.protocols.len(),
                 limits.max_protocols
             );
-            return Err(JoinOutcome::error(code(ResponseError::InvalidRequest), &request.member_id));
+            return Err(code(ResponseError::InvalidRequest));
         }
         let metadata_bytes = protocol_bytes(&request.protocols);
         if metadata_bytes > limits.max_metadata_bytes {
@@ -282,7 +285,7 @@ impl GroupCoordinator {
                 clip(&request.group_id),
                 limits.max_metadata_bytes
             );
-            return Err(JoinOutcome::error(code(ResponseError::InvalidRequest), &request.member_id));
+            return Err(code(ResponseError::InvalidRequest));
         }
         // LIMIT-REBALANCE-TIMEOUT-1: a member may hold a rebalance open only so long.
         if request.rebalance_timeout > limits.max_rebalance_timeout {
@@ -315,12 +318,19 @@ impl GroupCoordinator {
     /// by anyone when it is `None`. A joiner who is not yet a member joins only when
     /// `authorized` covers every topic of the group, checked under the coordinator's lock, so a
     /// member who joined meanwhile with a new topic cannot be slipped past.
-    pub async fn join_authorized(&self, mut request: JoinRequest, authorized: Option<&BTreeSet<String>>) -> JoinAttempt {
+    pub async fn join_authorized(
+        &self,
+        mut request: JoinRequest,
+        authorized: Option<&BTreeSet<String>>,
+    ) -> JoinAttempt {
         if self.is_stopped() {
-            return JoinAttempt::Done(JoinOutcome::error(code(ResponseError::NotCoordinator), &request.member_id));
+            return JoinAttempt::Done(JoinOutcome::error(
+                code(ResponseError::NotCoordinator),
+                &request.member_id,
+            ));
         }
-        if let Err(outcome) = self.admit(&mut request) {
-            return JoinAttempt::Done(outcome);
+        if let Err(error_code) = self.admit(&mut request) {
+            return JoinAttempt::Done(JoinOutcome::error(error_code, &request.member_id));
         }
         let limits = &self.limits;
         let metadata_bytes = protocol_bytes(&request.protocols);
@@ -410,9 +420,7 @@ impl GroupCoordinator {
         request: &JoinRequest,
         creates_group: bool,
     ) -> Option<JoinOutcome> {
-        let Some(usage) = owners.get_mut(&request.owner) else {
-            return None;
-        };
+        let usage = owners.get_mut(&request.owner)?;
         let adds_member = request.member_id.is_empty();
         let over = if creates_group && usage.groups >= self.limits.max_groups_per_owner {
             Some(("groups", usage.groups, self.limits.max_groups_per_owner))
@@ -490,7 +498,9 @@ impl GroupCoordinator {
             let Some(group) = groups.get_mut(group_id) else {
                 return SyncOutcome::error(code(ResponseError::UnknownMemberId));
             };
-            match self.tracked(owners, group, |g| g.sync(generation, member_id, instance_id, assignments)) {
+            match self.tracked(owners, group, |g| {
+                g.sync(generation, member_id, instance_id, assignments)
+            }) {
                 Ok(receiver) => receiver,
                 Err(outcome) => return outcome,
             }

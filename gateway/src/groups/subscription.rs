@@ -136,7 +136,12 @@ mod tests {
 
     #[test]
     fn group_subscription_1_malformed_input_is_an_error() {
-        for bad in [&[][..], &[0][..], &[255, 255, 0, 0, 0, 0][..], &[0, 0, 255, 255, 255, 255][..]] {
+        for bad in [
+            &[][..],
+            &[0][..],
+            &[255, 255, 0, 0, 0, 0][..],
+            &[0, 0, 255, 255, 255, 255][..],
+        ] {
             assert!(matches!(
                 subscribed_topics(bad, 10),
                 Err(SubscriptionError::Malformed(_))

@@ -422,14 +422,29 @@ async fn limit_group_owner_1_one_owner_cannot_take_the_groups_of_everyone() {
     }
     let codes: Vec<i16> = held.iter().map(|j| j.error_code).collect();
     let refused = ResponseError::CoordinatorNotAvailable.code();
-    assert_eq!(codes, [0, 0, 0, refused, refused], "the owner's fourth group is refused");
+    assert_eq!(
+        codes,
+        [0, 0, 0, refused, refused],
+        "the owner's fourth group is refused"
+    );
     // Another owner still creates groups: the gateway holds 3 of its 6.
     for i in 0..3 {
-        assert_eq!(c.join(owned_join("address:10.0.0.2", &format!("b{i}"))).await.error_code, 0);
+        assert_eq!(
+            c.join(owned_join("address:10.0.0.2", &format!("b{i}")))
+                .await
+                .error_code,
+            0
+        );
     }
     // A group the owner created and left is forgotten, and its quota is free again.
     assert_eq!(
-        c.leave("a0", &[MemberLeave { member_id: held[0].member_id.clone(), instance_id: None }]),
+        c.leave(
+            "a0",
+            &[MemberLeave {
+                member_id: held[0].member_id.clone(),
+                instance_id: None
+            }]
+        ),
         [0]
     );
     c.expire(Instant::now());

@@ -162,12 +162,22 @@ mod tests {
         let probe = |e: IggyError| verdict_of::<()>("t", &Err(BackendError::Iggy(e)));
         assert_eq!(verdict_of("t", &Ok::<_, BackendError>(None::<u64>)), Verdict::Allowed);
         assert_eq!(probe(IggyError::Unauthorized), Verdict::Denied("t".into()));
-        assert_eq!(probe(IggyError::TopicNameNotFound("t".into(), "s".into())), Verdict::Allowed);
+        assert_eq!(
+            probe(IggyError::TopicNameNotFound("t".into(), "s".into())),
+            Verdict::Allowed
+        );
         // An Iggy timeout or a lost connection granted everything before (AUTHZ-GROUP-4).
-        for unanswered in [IggyError::Disconnected, IggyError::NotConnected, IggyError::CannotEstablishConnection] {
+        for unanswered in [
+            IggyError::Disconnected,
+            IggyError::NotConnected,
+            IggyError::CannotEstablishConnection,
+        ] {
             let verdict = probe(unanswered);
             assert_eq!(verdict, Verdict::Unknown("t".into()));
-            assert_eq!(verdict.refusal_code(), Some(ResponseError::CoordinatorNotAvailable.code()));
+            assert_eq!(
+                verdict.refusal_code(),
+                Some(ResponseError::CoordinatorNotAvailable.code())
+            );
         }
         assert_eq!(
             probe(IggyError::Unauthorized).refusal_code(),

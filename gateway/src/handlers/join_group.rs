@@ -1,13 +1,13 @@
 //! JoinGroup (GROUP-JOIN-1): KIP-394 member ids from v4, protocol selection by vote,
 //! generations, the leader gets the member list.
 
+use super::group_authz::{owner, PollPermissions};
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
 use crate::groups::subscription::{subscribed_topics, SubscriptionError};
 use crate::groups::{JoinAttempt, JoinOutcome, JoinRequest};
 use crate::log_text::clip;
-use super::group_authz::{owner, PollPermissions};
 use crate::offset_store::MAX_GROUP_ID_LEN;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::join_group_response::JoinGroupResponseMember;
@@ -33,7 +33,7 @@ const AUTHORIZATION_ROUNDS: usize = 3;
 /// only after the coordinator admitted the request's sizes (GROUP-SUBSCRIPTION-1); none for
 /// other protocol types or metadata that does not decode. Each subscription may name at most
 /// `max_request_entries` topics: more is INVALID_REQUEST.
-fn read_subscriptions<B>(gateway: &Gateway<B>, join: &JoinRequest) -> Result<Vec<String>, JoinOutcome> {
+fn read_subscriptions<B>(gateway: &Gateway<B>, join: &JoinRequest) -> Result<Vec<String>, i16> {
     if join.protocol_type != "consumer" {
         return Ok(Vec::new());
     }
@@ -49,7 +49,7 @@ fn read_subscriptions<B>(gateway: &Gateway<B>, join: &JoinRequest) -> Result<Vec
                     clip(&join.group_id),
                     clip(name)
                 );
-                return Err(JoinOutcome::error(ResponseError::InvalidRequest.code(), &join.member_id));
+                return Err(ResponseError::InvalidRequest.code());
             }
             Err(e) => tracing::debug!(
                 "JoinGroup for {}: protocol {}: {e}; it names no topic",
@@ -65,11 +65,7 @@ fn read_subscriptions<B>(gateway: &Gateway<B>, join: &JoinRequest) -> Result<Vec
 /// poll on its own topics and on every topic of the group; a rejoining member on its own.
 /// What was authorized goes with the join, and the coordinator sends it back when the group
 /// gained a topic meanwhile.
-async fn join_authorized<B: Backend>(
-    gateway: &Gateway<B>,
-    session: &Session<B>,
-    mut join: JoinRequest,
-) -> JoinOutcome {
+async fn join_authorized<B: Backend>(gateway: &Gateway<B>, session: &Session<B>, mut join: JoinRequest) -> JoinOutcome {
     let mut permissions = PollPermissions::new(gateway, session);
     if !permissions.checks() {
         return gateway.groups.join(join).await;
@@ -146,7 +142,7 @@ pub async fn handle<B: Backend>(
             .admit(&mut join)
             .and_then(|()| read_subscriptions(gateway, &join))
         {
-            Err(outcome) => outcome,
+            Err(error_code) => JoinOutcome::error(error_code, &join.member_id),
             Ok(topics) => {
                 join.topics = topics;
                 join_authorized(gateway, session, join).await
