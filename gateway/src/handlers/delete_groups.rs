@@ -42,7 +42,7 @@ async fn delete_one<B: Backend>(
         return ResponseError::NotCoordinator.code();
     }
     // AUTHZ-GROUP-4: authorized on the group's topics before anything of it is forgotten.
-    if let Some(code) = permissions.on_group(group_id, &[]).await.refusal_code() {
+    if let Some(code) = permissions.on_group(group_id).await.refusal_code() {
         return code;
     }
     let known = gateway.groups.describe(group_id).is_some();

@@ -130,16 +130,15 @@ impl<'a, B: Backend> PollPermissions<'a, B> {
     }
 
     /// AUTHZ-GROUP-4: whether the session may act on `group_id` as a non-member (leave by
-    /// instance id, delete, commit from outside): it may poll every topic the group's members
-    /// subscribe to, and every topic of `more`.
-    pub(crate) async fn on_group(&mut self, group_id: &str, more: &[&str]) -> Verdict {
+    /// instance id, delete, commit from outside, see it listed): it may poll every topic the
+    /// group's members and pending members subscribe to.
+    pub(crate) async fn on_group(&mut self, group_id: &str) -> Verdict {
         if !self.checks() {
             return Verdict::Allowed;
         }
         let topics = self.gateway.groups.topics(group_id).unwrap_or_default();
-        let mut all: Vec<&str> = topics.iter().map(String::as_str).collect();
-        all.extend_from_slice(more);
-        self.verdict(group_id, &all).await
+        let topics: Vec<&str> = topics.iter().map(String::as_str).collect();
+        self.verdict(group_id, &topics).await
     }
 
     /// AUTHZ-GROUP-3: whether the session may see `group` (it could join it). Fails closed.

@@ -32,7 +32,7 @@ pub async fn handle<B: Backend>(
     // AUTHZ-GROUP-4: an instance id is no secret (it is in a client's configuration and in
     // DescribeGroups); removing a static member by it alone needs the group's permissions.
     if request.members.iter().any(|m| m.member_id.is_empty()) {
-        let verdict = PollPermissions::new(gateway, session).on_group(group_id, &[]).await;
+        let verdict = PollPermissions::new(gateway, session).on_group(group_id).await;
         if let Some(code) = verdict.refusal_code() {
             return LeaveGroupResponse::default().with_error_code(code);
         }

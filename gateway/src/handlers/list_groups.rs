@@ -30,7 +30,7 @@ pub async fn handle<B: Backend>(
         // AUTHZ-GROUP-3: each distinct topic is asked of Iggy once per request; without SASL
         // nothing is asked. The topics were read from the subscriptions when members joined
         // (GROUP-SUBSCRIPTION-1): nothing is decoded or copied per request.
-        let seen = !permissions.checks() || permissions.on_group(&id, &[]).await == Verdict::Allowed;
+        let seen = !permissions.checks() || permissions.on_group(&id).await == Verdict::Allowed;
         if seen {
             visible.push((id, protocol_type, state));
         }

@@ -62,13 +62,14 @@ pub async fn handle<B: Backend>(
         gateway.groups.touch(group_id, request.member_id.as_str());
     }
     // AUTHZ-GROUP-4: a commit from outside the group (no member id: an admin's reset, a
-    // consumer that assigns its partitions itself) needs the group's permissions and those of
-    // every topic it names, before anything is remembered or stored for it. A member's commit
-    // was authorized when it joined; Iggy still checks each topic as the commit is stored.
+    // consumer that assigns its partitions itself) needs the group's permissions before
+    // anything is remembered or stored for it; each topic it names then needs the user's own,
+    // as every commit does (a refusal there is TOPIC_AUTHORIZATION_FAILED, as in Kafka, which
+    // asks READ on the group first and on each topic after). A member's commit was authorized
+    // when it joined.
     if refused.is_none() && request.member_id.is_empty() {
-        let named: Vec<&str> = request.topics.iter().map(|t| t.name.0.as_str()).collect();
         refused = PollPermissions::new(gateway, session)
-            .on_group(group_id, &named)
+            .on_group(group_id)
             .await
             .refusal_code();
     }
