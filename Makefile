@@ -15,7 +15,12 @@ GATEWAY_METRICS_ADDR ?= 127.0.0.1:19093
 # APIs the suite sends in `make run`: each must show a request counter in target/metrics.txt.
 RUN_APIS := ApiVersions Metadata Produce Fetch ListOffsets CreateTopics FindCoordinator JoinGroup SyncGroup Heartbeat OffsetCommit OffsetFetch
 
-.PHONY: setup build run test real-iggy-tier junit-schema-check conformance-matrix bench lint fuzz
+# Where cargo puts what it builds: `target/` unless CARGO_TARGET_DIR (or a cargo config) says
+# otherwise. Binaries are run from there and the reports written there, so every target works
+# with CARGO_TARGET_DIR set (`make target-dir-check` proves it in `make test`).
+TARGET_DIR := $(shell cargo metadata --format-version 1 --no-deps 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null || echo target)
+
+.PHONY: setup build run test real-iggy-tier junit-schema-check conformance-matrix bench lint fuzz target-dir-check
 
 setup:
 	missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done)
@@ -32,26 +37,26 @@ build: setup
 # loopback, a scrape of its metrics (target/metrics.txt; every API of RUN_APIS must be counted),
 # then a graceful shutdown (SIGINT) of the gateway, whose log must hold no escape codes.
 run: build
-	./target/release/kafka-iggy-gateway --listen $(GATEWAY_ADDR) --instance-id $(GATEWAY_INSTANCE_ID) \
+	$(TARGET_DIR)/release/kafka-iggy-gateway --listen $(GATEWAY_ADDR) --instance-id $(GATEWAY_INSTANCE_ID) \
 	  --max-frame-size $(GATEWAY_MAX_FRAME_SIZE) --backend embedded \
-	  --metrics-listen $(GATEWAY_METRICS_ADDR) > target/gateway.log 2>&1 &
+	  --metrics-listen $(GATEWAY_METRICS_ADDR) > $(TARGET_DIR)/gateway.log 2>&1 &
 	gateway=$$!
 	trap 'kill -INT $$gateway 2>/dev/null || true' EXIT
-	for _ in $$(seq 1 100); do grep -q "listening on" target/gateway.log && break; sleep 0.1; done
-	cat target/gateway.log
-	./target/release/conformance --bootstrap $(GATEWAY_ADDR) \
+	for _ in $$(seq 1 100); do grep -q "listening on" $(TARGET_DIR)/gateway.log && break; sleep 0.1; done
+	cat $(TARGET_DIR)/gateway.log
+	$(TARGET_DIR)/release/conformance --bootstrap $(GATEWAY_ADDR) \
 	  --instance-id $(GATEWAY_INSTANCE_ID) --max-frame-size $(GATEWAY_MAX_FRAME_SIZE) \
-	  --junit target/conformance/junit.xml --json target/conformance/results.json \
-	  --markdown target/conformance/results.md
-	python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen("http://$(GATEWAY_METRICS_ADDR)/metrics", timeout=10).read().decode())' > target/metrics.txt
+	  --junit $(TARGET_DIR)/conformance/junit.xml --json $(TARGET_DIR)/conformance/results.json \
+	  --markdown $(TARGET_DIR)/conformance/results.md
+	python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen("http://$(GATEWAY_METRICS_ADDR)/metrics", timeout=10).read().decode())' > $(TARGET_DIR)/metrics.txt
 	for api in $(RUN_APIS); do
-	  grep -Eq "^kafka_iggy_gateway_requests_total\{api=\"$$api\",version=\"[0-9]+\"\} [1-9]" target/metrics.txt \
-	    || { echo "run: no request counter for $$api in target/metrics.txt"; exit 1; }
+	  grep -Eq "^kafka_iggy_gateway_requests_total\{api=\"$$api\",version=\"[0-9]+\"\} [1-9]" $(TARGET_DIR)/metrics.txt \
+	    || { echo "run: no request counter for $$api in $(TARGET_DIR)/metrics.txt"; exit 1; }
 	done
-	echo "run: target/metrics.txt counts requests of $(RUN_APIS)"
+	echo "run: $(TARGET_DIR)/metrics.txt counts requests of $(RUN_APIS)"
 	kill -INT $$gateway; wait $$gateway; trap - EXIT
-	tail -n 2 target/gateway.log
-	if grep -q $$'\x1b\[' target/gateway.log; then echo "run: target/gateway.log holds ANSI escape codes"; exit 1; fi
+	tail -n 2 $(TARGET_DIR)/gateway.log
+	if grep -q $$'\x1b\[' $(TARGET_DIR)/gateway.log; then echo "run: $(TARGET_DIR)/gateway.log holds ANSI escape codes"; exit 1; fi
 
 lint: setup
 	cargo fmt --all -- --check
@@ -63,8 +68,23 @@ test: lint
 	INSTA_UPDATE=no cargo test --workspace
 	echo "test: disk after the build: $$(df -h . | tail -n 1); target is $$(du -sh target | cut -f1)"
 	$(MAKE) --no-print-directory junit-schema-check
+	$(MAKE) --no-print-directory target-dir-check
 	$(MAKE) --no-print-directory real-iggy-tier
 	$(MAKE) --no-print-directory compat-quick
+
+# The targets that run what cargo built, planned (make -n, nothing built or run) with
+# CARGO_TARGET_DIR set to another directory: every binary and report must be found there, and no
+# recipe may name ./target. A second full build would not fit CI's time; cargo itself honours the
+# variable, so where the recipes look is what can break.
+target-dir-check:
+	alt=$$(mktemp -d)
+	plan=$$(CARGO_TARGET_DIR=$$alt $(MAKE) --no-print-directory -n run junit-schema-check conformance-matrix fuzz)
+	for binary in release/kafka-iggy-gateway release/conformance debug/conformance debug/real-iggy-tier fuzz-scratch; do
+	  grep -q "$$alt/$$binary" <<< "$$plan" || { echo "target-dir-check: no recipe runs $$alt/$$binary"; exit 1; }
+	done
+	if grep -nE '(^|[ =(])(\./|\.\./)?target/' <<< "$$plan"; then echo "target-dir-check: recipes above name ./target"; exit 1; fi
+	rmdir $$alt
+	echo "target-dir-check: with CARGO_TARGET_DIR=$$alt every recipe looks there"
 
 # Runs whenever a server is reachable (IGGY_ADDR, an iggy-server binary, or Docker); otherwise it
 # prints SKIPPED and why, and IGGY_REQUIRED=1 makes that a failure.
@@ -75,52 +95,52 @@ real-iggy-tier:
 # and GitLab reporters also read), taken from the pinned pytest source distribution on PyPI: one
 # report of passing cases (in process) and one of failed and skipped cases (an endpoint where
 # nothing listens, which also skips the cases that need an in-process gateway).
-JUNIT_XSD := target/junit-schema/junit-10.xsd
+JUNIT_XSD := $(TARGET_DIR)/junit-schema/junit-10.xsd
 PYTEST_SDIST := pytest==9.2.0
 junit-schema-check: setup
 	if [ ! -s $(JUNIT_XSD) ]; then
-	  rm -rf target/junit-schema/sdist && mkdir -p target/junit-schema/sdist
-	  python3 -m pip download --quiet --no-deps --no-binary :all: -d target/junit-schema/sdist '$(PYTEST_SDIST)'
-	  tar -xzf target/junit-schema/sdist/pytest-*.tar.gz -C target/junit-schema/sdist --wildcards '*/testing/example_scripts/junit-10.xsd'
-	  cp target/junit-schema/sdist/pytest-*/testing/example_scripts/junit-10.xsd $(JUNIT_XSD)
+	  rm -rf $(TARGET_DIR)/junit-schema/sdist && mkdir -p $(TARGET_DIR)/junit-schema/sdist
+	  python3 -m pip download --quiet --no-deps --no-binary :all: -d $(TARGET_DIR)/junit-schema/sdist '$(PYTEST_SDIST)'
+	  tar -xzf $(TARGET_DIR)/junit-schema/sdist/pytest-*.tar.gz -C $(TARGET_DIR)/junit-schema/sdist --wildcards '*/testing/example_scripts/junit-10.xsd'
+	  cp $(TARGET_DIR)/junit-schema/sdist/pytest-*/testing/example_scripts/junit-10.xsd $(JUNIT_XSD)
 	fi
 	cargo build -q -p kafka-iggy-conformance --bin conformance
-	./target/debug/conformance --filter produce_to_a_named_partition --filter sasl_plain_right \
-	  --junit target/junit-schema/passing.xml > target/junit-schema/passing.log
-	if ./target/debug/conformance --bootstrap 127.0.0.1:9 --filter produce_v2_closes --filter sasl_plain_right \
-	  --junit target/junit-schema/failing.xml > target/junit-schema/failing.log; then
+	$(TARGET_DIR)/debug/conformance --filter produce_to_a_named_partition --filter sasl_plain_right \
+	  --junit $(TARGET_DIR)/junit-schema/passing.xml > $(TARGET_DIR)/junit-schema/passing.log
+	if $(TARGET_DIR)/debug/conformance --bootstrap 127.0.0.1:9 --filter produce_v2_closes --filter sasl_plain_right \
+	  --junit $(TARGET_DIR)/junit-schema/failing.xml > $(TARGET_DIR)/junit-schema/failing.log; then
 	  echo "junit-schema-check: the run against a closed port passed"; exit 1
 	fi
-	grep -q "<failure " target/junit-schema/failing.xml && grep -q "<skipped " target/junit-schema/failing.xml
-	xmllint --noout --schema $(JUNIT_XSD) target/junit-schema/passing.xml target/junit-schema/failing.xml
+	grep -q "<failure " $(TARGET_DIR)/junit-schema/failing.xml && grep -q "<skipped " $(TARGET_DIR)/junit-schema/failing.xml
+	xmllint --noout --schema $(JUNIT_XSD) $(TARGET_DIR)/junit-schema/passing.xml $(TARGET_DIR)/junit-schema/failing.xml
 
 # docs/conformance.md: the suite in process on the embedded backend, and the real-Iggy tier when
 # a server is reachable (a skipped tier leaves the committed real-Iggy results as they are), each
 # writing its JSON results under docs/conformance/, then the matrix rendered from them.
 conformance-matrix: setup
 	cargo build -q -p kafka-iggy-conformance --bins
-	./target/debug/conformance --json docs/conformance/embedded.json || true
-	./target/debug/real-iggy-tier --json docs/conformance/real-iggy.json || true
-	./target/debug/conformance matrix
+	$(TARGET_DIR)/debug/conformance --json docs/conformance/embedded.json || true
+	$(TARGET_DIR)/debug/real-iggy-tier --json docs/conformance/real-iggy.json || true
+	$(TARGET_DIR)/debug/conformance matrix
 # The compatibility tier (docs/compat.md): librdkafka's own broker tests, built from the
-# rdkafka-sys crate's sources into target/compat, against an in-process gateway. Exits non-zero
+# rdkafka-sys crate's sources into $(TARGET_DIR)/compat, against an in-process gateway. Exits non-zero
 # while a test fails; COMPAT_ARGS passes options (--tests 0001,0012, --backend auto, ...).
 .PHONY: compat compat-quick
 compat: setup
 	cargo run -q -p kafka-iggy-conformance --bin compat -- \
-	  --markdown target/compat/report.md --junit target/compat/junit.xml $(COMPAT_ARGS)
+	  --markdown $(TARGET_DIR)/compat/report.md --junit $(TARGET_DIR)/compat/junit.xml $(COMPAT_ARGS)
 
 # A fixed handful of those tests, for `make test`.
 compat-quick: setup
-	cargo run -q -p kafka-iggy-conformance --bin compat -- --quick --junit target/compat/quick-junit.xml
+	cargo run -q -p kafka-iggy-conformance --bin compat -- --quick --junit $(TARGET_DIR)/compat/quick-junit.xml
 
 # docs/performance.md: the core and Fetch read-path micro benches, then the one table (native
 # Iggy SDK, the native SDK through a byte-copying relay, gateway on real Iggy, gateway embedded,
 # tansu, the fetch bound for any gateway, and the gateway's stored messages read back bare for
-# the bound on the seed's stored form; JSON in target/bench/table.json; a row without its
+# the bound on the seed's stored form; JSON in $(TARGET_DIR)/bench/table.json; a row without its
 # server or binary says why), the server's cost per 1 MiB read through the SDK
 # backend (skipped, with why, without a server), the gateway against librdkafka's mock broker, the
-# scale matrix (target/bench/scale.json) and the hostile run. BENCH_ARGS go to the table.
+# scale matrix ($(TARGET_DIR)/bench/scale.json) and the hostile run. BENCH_ARGS go to the table.
 # The environment of an Iggy server the benches start (docs/performance.md, round 6): glibc's
 # malloc otherwise maps each large read buffer afresh, and the server's per-read CPU then swings
 # up to four times between server processes on this machine; with an arena per thread, a shard's
@@ -141,14 +161,14 @@ bench: setup
 # Coverage-guided fuzzing (fuzz/README.md): every target for FUZZ_SECONDS on stable Rust.
 # cargo-fuzz passes nightly-only flags; RUSTC_BOOTSTRAP=1 lets stable accept them, and
 # --sanitizer none because AddressSanitizer needs a nightly toolchain. New inputs go to a scratch
-# directory under target/, never into the committed corpus; a crash fails the target.
+# directory under $(TARGET_DIR)/, never into the committed corpus; a crash fails the target.
 FUZZ_SECONDS ?= 60
 FUZZ_TARGETS := frame_reader request_header request_bodies handle_frame record_batches envelope group_state_machine
 fuzz: setup
 	command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 	cd fuzz
 	for target in $(FUZZ_TARGETS); do
-	  scratch=../target/fuzz-scratch/$$target
+	  scratch=$(TARGET_DIR)/fuzz-scratch/$$target
 	  mkdir -p $$scratch
 	  echo "fuzz: $$target for $(FUZZ_SECONDS) s"
 	  RUSTC_BOOTSTRAP=1 cargo fuzz run --sanitizer none $$target $$scratch corpus/$$target -- \
