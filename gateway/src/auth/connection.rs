@@ -64,6 +64,12 @@ impl<B> ConnectionAuth<B> {
         }
     }
 
+    /// Whether SASL is on and the connection has not authenticated yet (LIMIT-PREAUTH-FRAME-1,
+    /// LIMIT-PREAUTH-DEADLINE-1); a connection re-authenticating (KIP-368) has.
+    pub fn is_unauthenticated(&self) -> bool {
+        matches!(self.state, AuthState::Unauthenticated { .. })
+    }
+
     /// Whether the next frame is a bare PLAIN message rather than a Kafka request.
     pub fn expects_raw_token(&self) -> bool {
         matches!(
