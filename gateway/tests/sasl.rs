@@ -517,3 +517,75 @@ async fn authz_map_1_create_topics_as_the_user() {
     );
     assert_eq!(refused.topics[0].error_code, 29);
 }
+
+/// A wrong-password login on a connection of its own from `peer()`; true when it was refused.
+async fn guess(g: EmbeddedGateway, user: &'static str) -> bool {
+    let mut c = g.new_connection(peer());
+    let (response, close) = login(&g, &mut c, user, "wrong").await;
+    response.error_code != 0 && close
+}
+
+#[tokio::test(start_paused = true)]
+async fn auth_sasl_throttle_1_parallel_guesses_from_one_address_wait_their_turn_before_iggy() {
+    let g = gateway_with_login_delay(std::time::Duration::from_millis(20));
+    g.backend
+        .create_user("ann", "secret", UserStatus::Active, None)
+        .unwrap();
+    for _ in 0..3 {
+        assert!(guess(g.clone(), "ann").await);
+    }
+    assert_eq!(g.backend.logins_attempted(), 3, "Iggy is asked once per guess");
+    let started = tokio::time::Instant::now();
+    let parallel: Vec<_> = (0..3).map(|_| tokio::spawn(guess(g.clone(), "ann"))).collect();
+    // The fourth guess waits 250 ms before Iggy is asked; the others wait behind it.
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(g.backend.logins_attempted(), 3, "a guess reached Iggy before its wait");
+    tokio::time::sleep(std::time::Duration::from_millis(400)).await;
+    assert_eq!(
+        g.backend.logins_attempted(),
+        4,
+        "the fifth guess did not wait its turn and its own 500 ms"
+    );
+    for attempt in parallel {
+        assert!(attempt.await.unwrap());
+    }
+    assert_eq!(g.backend.logins_attempted(), 6);
+    assert!(
+        started.elapsed() >= std::time::Duration::from_millis(250 + 500 + 1_000),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn auth_sasl_throttle_1_a_success_for_another_user_keeps_the_failures_against_the_first() {
+    let g = gateway_with_login_delay(std::time::Duration::ZERO);
+    g.backend
+        .create_user("ann", "secret", UserStatus::Active, None)
+        .unwrap();
+    g.backend
+        .create_user("ben", "secret", UserStatus::Active, None)
+        .unwrap();
+    for _ in 0..5 {
+        assert!(guess(g.clone(), "ann").await);
+    }
+    let mut c = g.new_connection(peer());
+    let started = tokio::time::Instant::now();
+    assert_eq!(login(&g, &mut c, "ben", "secret").await.0.error_code, 0);
+    assert_eq!(
+        started.elapsed(),
+        std::time::Duration::ZERO,
+        "ben has no failures to wait for"
+    );
+    // Ann's sixth guess still waits 1 s before Iggy is asked.
+    let before = g.backend.logins_attempted();
+    let sixth = tokio::spawn(guess(g.clone(), "ann"));
+    tokio::time::sleep(std::time::Duration::from_millis(900)).await;
+    assert_eq!(
+        g.backend.logins_attempted(),
+        before,
+        "ben's login forgave ann's failures"
+    );
+    assert!(sixth.await.unwrap());
+    assert!(started.elapsed() >= std::time::Duration::from_millis(1_000));
+}
