@@ -87,6 +87,7 @@ impl<B: Backend> Gateway<B> {
             offsets_client,
             opened_at_ms: 0,
             known_topics: Default::default(),
+            slot: None,
         });
         let mut salt = [0u8; 32];
         for chunk in salt.chunks_mut(8) {

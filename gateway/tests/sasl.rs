@@ -518,6 +518,37 @@ async fn authz_map_1_create_topics_as_the_user() {
     assert_eq!(refused.topics[0].error_code, 29);
 }
 
+/// A SASL PLAIN gateway whose model takes `login_delay` to check each login, as a real server's
+/// round trip does, so that logins can overlap.
+fn gateway_with_login_delay(login_delay: std::time::Duration) -> EmbeddedGateway {
+    use kafka_iggy_gateway::backend::embedded::EmbeddedConfig;
+    use kafka_iggy_gateway::clock::SharedRng;
+    let args = Args {
+        sasl: SaslSettings {
+            mechanism: Some(Mechanism::Plain),
+            ..SaslSettings::default()
+        },
+        ..Args::default()
+    };
+    let config = Config::resolve(args, FileConfig::default()).expect("valid config");
+    let clock = Arc::new(TokioClock::new(0));
+    let backend = EmbeddedBackend::new(
+        clock.clone(),
+        EmbeddedConfig {
+            username: config.iggy_username.clone(),
+            password: config.iggy_password.clone(),
+            login_delay,
+            ..EmbeddedConfig::default()
+        },
+    );
+    Arc::new(kafka_iggy_gateway::gateway::Gateway::new(
+        Arc::new(config),
+        Arc::new(backend),
+        clock,
+        SharedRng::seeded(7),
+    ))
+}
+
 /// A wrong-password login on a connection of its own from `peer()`; true when it was refused.
 async fn guess(g: EmbeddedGateway, user: &'static str) -> bool {
     let mut c = g.new_connection(peer());

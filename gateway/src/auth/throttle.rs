@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
 
 /// Failures of one username from one address that cost no wait.
 pub const FREE_FAILURES: u32 = 3;
@@ -154,70 +153,13 @@ pub fn delay_ms(attempt: u32, free: u32) -> u64 {
 }
 
 /// One lock per address with a login under way: the logins of one address take turns
-/// (AUTH-SASL-THROTTLE-1). An address's entry lives while someone holds or waits for its lock,
-/// so the table holds at most one entry per login in progress.
-#[derive(Default)]
-pub struct LoginQueues {
-    queues: Mutex<HashMap<IpAddr, Arc<tokio::sync::Mutex<()>>>>,
-}
-
-/// A login's turn for its address; the next one's starts when it is dropped.
-pub struct LoginTurn<'a> {
-    queues: &'a LoginQueues,
-    address: IpAddr,
-    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
-}
-
-impl LoginQueues {
-    fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Arc<tokio::sync::Mutex<()>>>> {
-        self.queues.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Waits until no other login from `address` is under way, in arrival order.
-    pub async fn turn(&self, address: IpAddr) -> LoginTurn<'_> {
-        let lock = {
-            let mut queues = self.queues();
-            // Entries whose waiters all gave up (their connections closed) are left with no
-            // holder: cleared whenever the table grows past its bound.
-            if queues.len() >= MAX_ADDRESSES {
-                queues.retain(|_, lock| Arc::strong_count(lock) > 1);
-            }
-            queues.entry(address).or_default().clone()
-        };
-        let guard = lock.lock_owned().await;
-        LoginTurn {
-            queues: self,
-            address,
-            guard: Some(guard),
-        }
-    }
-
-    /// Addresses with a login under way or waiting.
-    pub fn len(&self) -> usize {
-        self.queues().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl Drop for LoginTurn<'_> {
-    fn drop(&mut self) {
-        drop(self.guard.take());
-        let mut queues = self.queues.queues();
-        if queues
-            .get(&self.address)
-            .is_some_and(|lock| Arc::strong_count(lock) == 1)
-        {
-            queues.remove(&self.address);
-        }
-    }
-}
+/// (AUTH-SASL-THROTTLE-1).
+pub type LoginQueues = super::turns::Turns<IpAddr>;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use std::time::Duration;
 
     fn ip(last: u8) -> IpAddr {

@@ -30,37 +30,6 @@ pub fn gateway_with(sasl: Option<Mechanism>, lifetime_ms: Option<u64>) -> Embedd
     kafka_iggy_gateway::embedded_gateway(config, Arc::new(TokioClock::new(0)), 7)
 }
 
-/// A SASL PLAIN gateway whose model takes `login_delay` to check each login, as a real server's
-/// round trip does, so that logins can overlap.
-pub fn gateway_with_login_delay(login_delay: std::time::Duration) -> EmbeddedGateway {
-    use kafka_iggy_gateway::backend::embedded::EmbeddedConfig;
-    use kafka_iggy_gateway::clock::SharedRng;
-    let args = Args {
-        sasl: SaslSettings {
-            mechanism: Some(Mechanism::Plain),
-            ..SaslSettings::default()
-        },
-        ..Args::default()
-    };
-    let config = Config::resolve(args, FileConfig::default()).expect("valid config");
-    let clock = Arc::new(TokioClock::new(0));
-    let backend = EmbeddedBackend::new(
-        clock.clone(),
-        EmbeddedConfig {
-            username: config.iggy_username.clone(),
-            password: config.iggy_password.clone(),
-            login_delay,
-            ..EmbeddedConfig::default()
-        },
-    );
-    Arc::new(Gateway::new(
-        Arc::new(config),
-        Arc::new(backend),
-        clock,
-        SharedRng::seeded(7),
-    ))
-}
-
 pub fn gateway() -> EmbeddedGateway {
     gateway_with(Some(Mechanism::Plain), None)
 }
