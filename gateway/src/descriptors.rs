@@ -29,6 +29,8 @@ pub fn connections_within(max_connections: usize, soft: u64, reserve: u64) -> us
 const UNLIMITED_RAISE: u64 = 1 << 20;
 
 /// Raises RLIMIT_NOFILE's soft limit to its hard limit and reports both.
+// `rlim_t` is u64 on Linux but not on every platform the gateway builds on.
+#[allow(clippy::unnecessary_cast)]
 pub fn raise_open_file_limit() -> std::io::Result<OpenFileLimit> {
     let mut limit = libc::rlimit {
         rlim_cur: 0,
