@@ -8,7 +8,7 @@
 //! simulation seed decides it (PROTO-DETERMINISM-1). The table is locked only to admit and to
 //! remove a connection; a connection stamps its activity in atomics of its own.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -163,11 +163,36 @@ struct Entry {
     activity: Arc<Activity>,
 }
 
+/// The open connections, and how many of them each address holds.
+#[derive(Default)]
+struct Entries {
+    by_id: BTreeMap<ConnectionId, Entry>,
+    per_address: HashMap<IpAddr, usize>,
+}
+
+impl Entries {
+    fn insert(&mut self, id: ConnectionId, entry: Entry) {
+        *self.per_address.entry(entry.address).or_default() += 1;
+        self.by_id.insert(id, entry);
+    }
+
+    fn remove(&mut self, id: &ConnectionId) -> Option<Entry> {
+        let entry = self.by_id.remove(id)?;
+        if let Some(count) = self.per_address.get_mut(&entry.address) {
+            *count -= 1;
+            if *count == 0 {
+                self.per_address.remove(&entry.address);
+            }
+        }
+        Some(entry)
+    }
+}
+
 /// The open connections.
 pub struct ConnectionTable {
     epoch: Instant,
     limits: AdmissionLimits,
-    entries: Mutex<BTreeMap<ConnectionId, Entry>>,
+    entries: Mutex<Entries>,
     next_id: AtomicU64,
 }
 
@@ -197,12 +222,12 @@ impl ConnectionTable {
         Arc::new(Self {
             epoch: Instant::now(),
             limits,
-            entries: Mutex::new(BTreeMap::new()),
+            entries: Mutex::new(Entries::default()),
             next_id: AtomicU64::new(0),
         })
     }
 
-    fn entries(&self) -> std::sync::MutexGuard<'_, BTreeMap<ConnectionId, Entry>> {
+    fn entries(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -212,15 +237,16 @@ impl ConnectionTable {
 
     /// Connections in the table.
     pub fn len(&self) -> usize {
-        self.entries().len()
+        self.entries().by_id.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
-    fn snapshot(entries: &BTreeMap<ConnectionId, Entry>) -> Vec<Occupant> {
+    fn snapshot(entries: &Entries) -> Vec<Occupant> {
         entries
+            .by_id
             .iter()
             .map(|(&id, e)| Occupant {
                 id,
@@ -233,7 +259,7 @@ impl ConnectionTable {
     }
 
     /// Removes `victim` from the table and tells its task to close.
-    fn shed(&self, entries: &mut BTreeMap<ConnectionId, Entry>, victim: ConnectionId, now_ms: u64) -> Option<Shed> {
+    fn shed(&self, entries: &mut Entries, victim: ConnectionId, now_ms: u64) -> Option<Shed> {
         let entry = entries.remove(&victim)?;
         entry.activity.shed.notify_one();
         let since = entry.activity.silent_since_ms.load(Ordering::Relaxed);
@@ -250,7 +276,16 @@ impl ConnectionTable {
     pub fn admit(self: &Arc<Self>, address: IpAddr) -> Result<(Registration, Option<Shed>), Refusal> {
         let now_ms = self.now_ms();
         let mut entries = self.entries();
-        let shed = match choose(&Self::snapshot(&entries), address, now_ms, &self.limits) {
+        // Below both limits nothing is chosen: no snapshot is taken.
+        let from_address = entries.per_address.get(&address).copied().unwrap_or(0);
+        let room =
+            entries.by_id.len() < self.limits.max_connections && from_address < self.limits.max_connections_per_address;
+        let admission = if room {
+            Admission::Admit
+        } else {
+            choose(&Self::snapshot(&entries), address, now_ms, &self.limits)
+        };
+        let shed = match admission {
             Admission::Admit => None,
             Admission::AdmitShedding(victim) => self.shed(&mut entries, victim, now_ms),
             Admission::Refuse(refusal) => return Err(refusal),
