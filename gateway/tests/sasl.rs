@@ -649,3 +649,27 @@ async fn auth_sasl_mechanism_1_an_unknown_mechanism_is_answered_and_counted() {
         "the unknown mechanism was not counted"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn limit_sessions_1_a_connection_re_authenticates_at_full_capacity() {
+    let args = Args {
+        sasl: SaslSettings {
+            mechanism: Some(Mechanism::Plain),
+            session_lifetime_ms: Some(60_000),
+            max_sessions: Some(1),
+        },
+        ..Args::default()
+    };
+    let config = Config::resolve(args, FileConfig::default()).expect("valid config");
+    let g = kafka_iggy_gateway::embedded_gateway(config, Arc::new(TokioClock::new(0)), 7);
+    g.backend
+        .create_user("fay", "fay-pw", UserStatus::Active, None)
+        .unwrap();
+    let mut c = g.new_connection(peer());
+    assert_eq!(login(&g, &mut c, "fay", "fay-pw").await.0.error_code, 0);
+    tokio::time::advance(std::time::Duration::from_millis(60_000)).await;
+    // The one place is the expired session this connection holds: re-authenticating gives it
+    // up for the new one instead of being refused for want of room.
+    assert_eq!(login(&g, &mut c, "fay", "fay-pw").await.0.error_code, 0);
+    assert_eq!(g.sessions.live(), 1);
+}

@@ -42,6 +42,19 @@ async fn authenticate<B: Backend>(
         }
     };
     let username = crate::limits::truncate_utf8(&credentials.username, 64);
+    // LIMIT-SESSIONS-1: a re-authenticating connection lets go of its session before the login,
+    // so that at full capacity an expired session held by nothing else makes room for its
+    // successor. A re-authentication that fails closes the connection anyway
+    // (AUTH-SASL-FAIL-1), so nothing is served in between.
+    let before = match &connection.state {
+        AuthState::Authenticated { session, .. } => Some((session.principal.clone(), session.who())),
+        _ => None,
+    };
+    if before.is_some() {
+        connection.state = AuthState::Unauthenticated {
+            handshake: connection.pending_handshake(),
+        };
+    }
     let turn = gateway.login_queues.turn(peer).await;
     let wait_ms = throttle().wait_before_ms(peer, &credentials.username, gateway.now_ms());
     if wait_ms > 0 {
@@ -78,14 +91,13 @@ async fn authenticate<B: Backend>(
         }
     };
     // AUTH-SASL-REAUTH-1: re-authentication keeps the principal.
-    let reauthenticating = matches!(connection.state, AuthState::Authenticated { .. });
-    if let AuthState::Authenticated { session: before, .. } = &connection.state {
-        if before.principal != session.principal {
+    let reauthenticating = before.is_some();
+    if let Some((principal, who)) = before {
+        if principal != session.principal {
             tracing::warn!(
                 %peer,
-                "SASL re-authentication as {} on a connection of {} refused (AUTH-SASL-REAUTH-1)",
+                "SASL re-authentication as {} on a connection of {who} refused (AUTH-SASL-REAUTH-1)",
                 session.who(),
-                before.who()
             );
             return Err("Authentication failed: re-authentication must be as the same user".into());
         }
