@@ -5,7 +5,7 @@
 
 use crate::auth::connection::{Access, ConnectionAuth};
 use crate::auth::sessions::{Session, SessionPool};
-use crate::auth::throttle::LoginThrottle;
+use crate::auth::throttle::{LoginQueues, LoginThrottle};
 use crate::backend::{Backend, ClientId};
 use crate::clock::{Clock, SharedRng};
 use crate::config::{Config, Node};
@@ -49,8 +49,10 @@ pub struct Gateway<B> {
     pub default_session: Arc<Session<B>>,
     /// Backend sessions of authenticated principals (AUTHZ-SESSION-1).
     pub sessions: SessionPool<B>,
-    /// Failed logins per address (AUTH-SASL-THROTTLE-1).
+    /// Failed logins per address and username (AUTH-SASL-THROTTLE-1).
     pub login_throttle: Mutex<LoginThrottle>,
+    /// One login at a time per address (AUTH-SASL-THROTTLE-1).
+    pub login_queues: LoginQueues,
     /// Whose offsets client is in each offsets group (AUTHZ-OFFSETS-1).
     pub offset_members: OffsetMembers<B>,
     /// Successful KIP-368 re-authentications on open connections, since start.
@@ -85,6 +87,7 @@ impl<B: Backend> Gateway<B> {
             offsets_client,
             opened_at_ms: 0,
             known_topics: Default::default(),
+            slot: None,
         });
         let mut salt = [0u8; 32];
         for chunk in salt.chunks_mut(8) {
@@ -104,6 +107,7 @@ impl<B: Backend> Gateway<B> {
             default_session,
             sessions,
             login_throttle: Mutex::new(LoginThrottle::default()),
+            login_queues: LoginQueues::default(),
             offset_members: OffsetMembers::default(),
             reauthentications: std::sync::atomic::AtomicU64::new(0),
             read_ahead: ReadAhead::new(read_ahead_bytes),

@@ -17,6 +17,18 @@ pub const DEFAULT_FETCH_MAX_BYTES: usize = 55 * 1024 * 1024;
 /// 64 one-MiB partition reads, librdkafka's and the Java client's `max.partition.fetch.bytes`.
 pub const DEFAULT_FETCH_READ_AHEAD_BYTES: usize = 64 * 1024 * 1024;
 
+/// Kafka's `sasl.server.max.receive.size` default: the largest frame a connection may send
+/// before it has authenticated (LIMIT-PREAUTH-FRAME-1).
+pub const DEFAULT_MAX_UNAUTHENTICATED_FRAME_BYTES: usize = 512 * 1024;
+
+/// How long a connection has to complete SASL authentication (LIMIT-PREAUTH-DEADLINE-1): the
+/// Java client's `request.timeout.ms`, so no client gives up on its login later than this.
+pub const DEFAULT_AUTHENTICATION_TIMEOUT_MS: u64 = 30_000;
+
+/// How long a connection must have been silent to be closed for a newcomer when the connection
+/// table is full (LIMIT-CONNECTIONS-SHED-1); one that never sent a request qualifies at once.
+pub const DEFAULT_SHED_IDLE_AFTER_MS: u64 = 10_000;
+
 /// The longest error message the gateway puts in a response (LIMIT-BUILT-STRING-1).
 pub const MAX_ERROR_MESSAGE_BYTES: usize = 512;
 
@@ -87,6 +99,20 @@ pub struct LimitSettings {
     /// (PROTO-SHUTDOWN-2).
     #[arg(long, env = "IGGY_KAFKA_SHUTDOWN_TIMEOUT_MS")]
     pub shutdown_timeout_ms: Option<u64>,
+    /// The largest frame accepted before SASL authentication (LIMIT-PREAUTH-FRAME-1).
+    #[arg(long, env = "IGGY_KAFKA_MAX_UNAUTHENTICATED_FRAME_BYTES")]
+    pub max_unauthenticated_frame_bytes: Option<usize>,
+    /// How long a connection has to complete SASL authentication (LIMIT-PREAUTH-DEADLINE-1).
+    #[arg(long, env = "IGGY_KAFKA_AUTHENTICATION_TIMEOUT_MS")]
+    pub authentication_timeout_ms: Option<u64>,
+    /// Open connections from one client address at most (LIMIT-CONNECTIONS-ADDRESS-1);
+    /// default `max_connections`.
+    #[arg(long, env = "IGGY_KAFKA_MAX_CONNECTIONS_PER_ADDRESS")]
+    pub max_connections_per_address: Option<usize>,
+    /// Silence after which a connection may be closed to admit a new one when the table is
+    /// full (LIMIT-CONNECTIONS-SHED-1).
+    #[arg(long, env = "IGGY_KAFKA_SHED_IDLE_AFTER_MS")]
+    pub shed_idle_after_ms: Option<u64>,
 }
 
 impl LimitSettings {
@@ -118,6 +144,12 @@ impl LimitSettings {
                 .or(file.group_max_members_per_principal),
             decode_threads: self.decode_threads.or(file.decode_threads),
             shutdown_timeout_ms: self.shutdown_timeout_ms.or(file.shutdown_timeout_ms),
+            max_unauthenticated_frame_bytes: self
+                .max_unauthenticated_frame_bytes
+                .or(file.max_unauthenticated_frame_bytes),
+            authentication_timeout_ms: self.authentication_timeout_ms.or(file.authentication_timeout_ms),
+            max_connections_per_address: self.max_connections_per_address.or(file.max_connections_per_address),
+            shed_idle_after_ms: self.shed_idle_after_ms.or(file.shed_idle_after_ms),
         }
     }
 }
@@ -134,6 +166,10 @@ pub struct Limits {
     pub fetch_read_ahead_bytes: usize,
     pub decode_threads: usize,
     pub shutdown_timeout: Duration,
+    pub max_unauthenticated_frame_bytes: usize,
+    pub authentication_timeout: Duration,
+    pub max_connections_per_address: usize,
+    pub shed_idle_after: Duration,
 }
 
 /// The group coordinator's share of the settings, resolved (GroupLimits takes them).
@@ -176,8 +212,9 @@ impl Limits {
     pub fn resolve(settings: &LimitSettings) -> anyhow::Result<(Limits, GroupLimitSettings)> {
         let group_defaults = GroupLimitSettings::default();
         let parallelism = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let max_connections = settings.max_connections.unwrap_or(4_096);
         let limits = Limits {
-            max_connections: settings.max_connections.unwrap_or(4_096),
+            max_connections,
             max_inflight_request_bytes: settings.max_inflight_request_bytes.unwrap_or(256 * 1024 * 1024),
             max_request_entries: settings.max_request_entries.unwrap_or(10_000),
             max_records_per_request: settings
@@ -190,6 +227,19 @@ impl Limits {
                 .unwrap_or(DEFAULT_FETCH_READ_AHEAD_BYTES),
             decode_threads: settings.decode_threads.unwrap_or(parallelism),
             shutdown_timeout: Duration::from_millis(settings.shutdown_timeout_ms.unwrap_or(30_000)),
+            max_unauthenticated_frame_bytes: settings
+                .max_unauthenticated_frame_bytes
+                .unwrap_or(DEFAULT_MAX_UNAUTHENTICATED_FRAME_BYTES),
+            authentication_timeout: Duration::from_millis(
+                settings
+                    .authentication_timeout_ms
+                    .unwrap_or(DEFAULT_AUTHENTICATION_TIMEOUT_MS),
+            ),
+            // Clients behind one NAT share an address, so by default one address may use the
+            // whole table; shedding (LIMIT-CONNECTIONS-SHED-1) keeps its silent ones from
+            // holding it against others.
+            max_connections_per_address: settings.max_connections_per_address.unwrap_or(max_connections),
+            shed_idle_after: Duration::from_millis(settings.shed_idle_after_ms.unwrap_or(DEFAULT_SHED_IDLE_AFTER_MS)),
         };
         let groups = GroupLimitSettings {
             max_join_protocols: settings.max_join_protocols.unwrap_or(group_defaults.max_join_protocols),
@@ -217,6 +267,11 @@ impl Limits {
         };
         for (name, value) in [
             ("max_connections", limits.max_connections),
+            ("max_connections_per_address", limits.max_connections_per_address),
+            (
+                "max_unauthenticated_frame_bytes",
+                limits.max_unauthenticated_frame_bytes,
+            ),
             ("max_request_entries", limits.max_request_entries),
             ("max_records_per_request", limits.max_records_per_request),
             ("fetch_max_bytes", limits.fetch_max_bytes),

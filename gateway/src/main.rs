@@ -106,10 +106,60 @@ impl Signals {
     }
 }
 
+/// LIMIT-DESCRIPTORS-1: raises the open-file limit to its hard limit and lowers
+/// `max_connections` (and the per-address quota with it) below what it leaves, keeping a reserve
+/// for the gateway's own descriptors and its connections to Iggy.
+fn fit_connections_to_descriptors(config: &mut Config) {
+    use kafka_iggy_gateway::descriptors::{connections_within, raise_open_file_limit, BASE_RESERVE};
+    // The real backend's pool, and under SASL each pooled session's two SDK connections
+    // (LIMIT-SESSIONS-1).
+    let backend = match config.backend {
+        BackendKind::Embedded => 0,
+        BackendKind::Iggy => {
+            let sessions = if config.sasl.enabled() {
+                2 * config.sasl.max_sessions
+            } else {
+                0
+            };
+            (IGGY_POOL_SIZE + sessions) as u64
+        }
+    };
+    let reserve = BASE_RESERVE + backend;
+    let limits = &mut config.limits;
+    match raise_open_file_limit() {
+        Ok(limit) => {
+            let allowed = connections_within(limits.max_connections, limit.soft, reserve);
+            if allowed < limits.max_connections {
+                tracing::warn!(
+                    "max_connections lowered from {} to {allowed}: the open-file limit is {} (hard {}), {reserve} kept for the gateway and Iggy (LIMIT-DESCRIPTORS-1)",
+                    limits.max_connections,
+                    limit.soft,
+                    limit.hard
+                );
+            } else {
+                tracing::info!(
+                    "open-file limit {} (raised from {}, hard {}): room for max_connections {} and {reserve} more (LIMIT-DESCRIPTORS-1)",
+                    limit.soft,
+                    limit.before,
+                    limit.hard,
+                    limits.max_connections
+                );
+            }
+            limits.max_connections = allowed;
+            limits.max_connections_per_address = limits.max_connections_per_address.min(allowed);
+        }
+        Err(e) => tracing::warn!(
+            "could not read or raise the open-file limit: {e}; max_connections stays {}",
+            limits.max_connections
+        ),
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let config = Config::load(Args::parse())?;
+    let mut config = Config::load(Args::parse())?;
     init_logs(config.log_format);
+    fit_connections_to_descriptors(&mut config);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;

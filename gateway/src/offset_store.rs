@@ -599,6 +599,7 @@ mod tests {
             offsets_client: 1,
             opened_at_ms: 0,
             known_topics: Default::default(),
+            slot: None,
         });
         let members = OffsetMembers::default();
         let target = IggyTarget {

@@ -481,6 +481,7 @@ mod tests {
             offsets_client: session.offsets_client,
             opened_at_ms: 0,
             known_topics: Default::default(),
+            slot: None,
         }
     }
 

@@ -4,15 +4,20 @@
 //! A connection answers its requests one at a time, in order (PROTO-ORDER-1), as a Kafka broker
 //! does; clients pipeline across connections. So a connection's records are written in the
 //! order its requests arrive (DELIVERY-ORDER-1). A connection has one request in flight, and
-//! the gateway as a whole at most `max_connections` connections (LIMIT-CONNECTIONS-1) and
-//! `max_inflight_request_bytes` of frames (LIMIT-INFLIGHT-1). Shutdown stops accepting, lets
+//! the gateway as a whole at most `max_connections` connections (LIMIT-CONNECTIONS-1), at most
+//! `max_connections_per_address` from one address (LIMIT-CONNECTIONS-ADDRESS-1), making room
+//! for a newcomer by closing the connection silent longest (LIMIT-CONNECTIONS-SHED-1), and
+//! `max_inflight_request_bytes` of frames (LIMIT-INFLIGHT-1). Under SASL, a connection has
+//! `authentication_timeout_ms` to authenticate (LIMIT-PREAUTH-DEADLINE-1) and sends frames of at
+//! most `max_unauthenticated_frame_bytes` until it has (LIMIT-PREAUTH-FRAME-1). Shutdown stops accepting, lets
 //! every connection finish the request it is in, then closes (PROTO-SHUTDOWN-1), within the
 //! shutdown timeout (PROTO-SHUTDOWN-2).
 
 use crate::backend::Backend;
+use crate::connections::{AdmissionLimits, ConnectionTable, Registration, Shed};
 use crate::gateway::{Gateway, Reply};
 use crate::metrics::metrics;
-use crate::protocol::frame::{read_admitted_frame, FrameError};
+use crate::protocol::frame::{read_admitted_frame, FrameCap, FrameError};
 use crate::protocol::response_frame::write_response;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -102,6 +107,11 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
         async move { gateway.groups.run_timers(stop).await }
     });
     let limits = gateway.config.limits.clone();
+    let table = ConnectionTable::new(AdmissionLimits {
+        max_connections: limits.max_connections,
+        max_connections_per_address: limits.max_connections_per_address.min(limits.max_connections),
+        shed_idle_after_ms: u64::try_from(limits.shed_idle_after.as_millis()).unwrap_or(u64::MAX),
+    });
     let mut connections = JoinSet::new();
     let mut refused = Burst::default();
     let mut failed = Burst::default();
@@ -118,31 +128,41 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
                     if let Some(errors) = failed.end() {
                         tracing::warn!("accepting again after {errors} failed accepts");
                     }
-                    // Connections that ended and were not joined yet still count in `len`.
                     while connections.try_join_next().is_some() {}
-                    // LIMIT-CONNECTIONS-1: closed at once, so the client sees it and backs off,
-                    // instead of waiting in the backlog.
-                    if connections.len() >= limits.max_connections {
-                        metrics().limit_hit("LIMIT-CONNECTIONS-1");
-                        if refused.hit() {
-                            tracing::warn!(
-                                %peer,
-                                "refusing connections: {} open, max_connections is {} (LIMIT-CONNECTIONS-1)",
-                                connections.len(),
-                                limits.max_connections
-                            );
+                    // LIMIT-CONNECTIONS-1, LIMIT-CONNECTIONS-ADDRESS-1: closed at once, so the
+                    // client sees it and backs off, instead of waiting in the backlog; unless a
+                    // silent connection can make room (LIMIT-CONNECTIONS-SHED-1).
+                    let registration = match table.admit(peer.ip()) {
+                        Ok((registration, shed)) => {
+                            if let Some(shed) = shed {
+                                log_shed(&shed, "to admit a new connection");
+                            }
+                            registration
                         }
-                        drop(stream);
-                        continue;
-                    }
+                        Err(refusal) => {
+                            metrics().limit_hit(refusal.rule());
+                            if refused.hit() {
+                                tracing::warn!(
+                                    %peer,
+                                    "refusing connections: {} open, max_connections {}, max_connections_per_address {}, none silent enough to close ({})",
+                                    table.len(),
+                                    limits.max_connections,
+                                    limits.max_connections_per_address,
+                                    refusal.rule()
+                                );
+                            }
+                            drop(stream);
+                            continue;
+                        }
+                    };
                     if let Some(count) = refused.end() {
-                        tracing::warn!("accepting connections again after refusing {count} at max_connections");
+                        tracing::warn!("accepting connections again after refusing {count}");
                     }
                     tracing::debug!(%peer, "connection accepted");
                     // Every log line of the connection carries its peer as a field. Error level:
                     // the span is on whenever any line is, whatever RUST_LOG says.
                     let span = tracing::error_span!("connection", %peer);
-                    connections.spawn(handshake_then_serve(stream, peer, gateway.clone(), shutdown.subscribe()).instrument(span));
+                    connections.spawn(handshake_then_serve(stream, peer, gateway.clone(), registration, shutdown.subscribe()).instrument(span));
                 }
                 Err(e) => {
                     // LIMIT-ACCEPT-1: an accept that fails (EMFILE, ENFILE, ENOBUFS) fails again
@@ -150,6 +170,11 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
                     metrics().limit_hit("LIMIT-ACCEPT-1");
                     if failed.hit() {
                         tracing::warn!("accept failed: {e}; backing off up to {ACCEPT_BACKOFF_MAX:?} between tries (LIMIT-ACCEPT-1)");
+                    }
+                    // LIMIT-CONNECTIONS-SHED-1: a silent connection's descriptor serves the one
+                    // waiting; the pause below ends when it has closed.
+                    if let Some(shed) = table.shed_for_descriptor() {
+                        log_shed(&shed, &format!("to free a descriptor after a failed accept ({e})"));
                     }
                     tokio::select! {
                         biased;
@@ -184,16 +209,29 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
     gateway.backend.release_client(gateway.offsets_client);
 }
 
+/// Counts and logs a connection closed to make room (LIMIT-CONNECTIONS-SHED-1); at debug level,
+/// since a flood of silent connections makes one per accept.
+fn log_shed(shed: &Shed, why: &str) {
+    metrics().limit_hit("LIMIT-CONNECTIONS-SHED-1");
+    tracing::debug!(
+        peer = %shed.address,
+        "closing a connection silent for {:?}{} {why} (LIMIT-CONNECTIONS-SHED-1)",
+        shed.silent_for,
+        if shed.spoke { "" } else { " that never sent a request" }
+    );
+}
+
 /// Runs the connection's request loop, over TLS when the listener has it: the handshake runs
 /// here, in the connection's own task, so a client slow to finish it stalls no other accept.
 async fn handshake_then_serve<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
     stream: S,
     peer: SocketAddr,
     gateway: Arc<Gateway<B>>,
+    registration: Registration,
     mut stop: watch::Receiver<bool>,
 ) {
     let Some(tls) = gateway.config.tls.clone() else {
-        return connection(stream, peer, gateway, stop).await;
+        return connection(stream, peer, gateway, registration, stop).await;
     };
     // AUTH-TLS-1: bounded by the read timeout, like a started request frame; a client that
     // fails it (a plaintext client; under a client CA, a missing or untrusted client
@@ -202,10 +240,11 @@ async fn handshake_then_serve<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
     let accepted = tokio::select! {
         biased;
         _ = stopped(&mut stop) => return,
+        _ = registration.activity.shed() => return,
         accepted = tokio::time::timeout(read_timeout, tokio_rustls::TlsAcceptor::from(tls).accept(stream)) => accepted,
     };
     match accepted {
-        Ok(Ok(stream)) => connection(stream, peer, gateway, stop).await,
+        Ok(Ok(stream)) => connection(stream, peer, gateway, registration, stop).await,
         Ok(Err(e)) => tracing::debug!("closing connection: TLS handshake failed: {e}"),
         Err(_) => tracing::debug!("closing connection: TLS handshake not done within {read_timeout:?}"),
     }
@@ -215,12 +254,37 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
     peer: SocketAddr,
     gateway: Arc<Gateway<B>>,
+    registration: Registration,
     mut stop: watch::Receiver<bool>,
 ) {
     let config = gateway.config.clone();
     let mut auth = gateway.new_connection(peer.ip());
     let _open = metrics().connection_opened();
+    let activity = registration.activity.clone();
+    // LIMIT-PREAUTH-DEADLINE-1: counted from the start of the Kafka exchange (after TLS).
+    let authenticate_by = tokio::time::Instant::now() + config.limits.authentication_timeout;
+    let frame_cap = FrameCap::max_frame_size(config.max_frame_size);
+    // LIMIT-PREAUTH-FRAME-1: Kafka's sasl.server.max.receive.size, until the client has
+    // authenticated; a re-authenticating connection has, and keeps max_frame_size.
+    let unauthenticated_cap = FrameCap {
+        max_bytes: config.max_frame_size.min(config.limits.max_unauthenticated_frame_bytes),
+        setting: "max_unauthenticated_frame_bytes",
+        rule: "LIMIT-PREAUTH-FRAME-1",
+    };
     loop {
+        let unauthenticated = auth.is_unauthenticated();
+        let cap = if unauthenticated {
+            unauthenticated_cap
+        } else {
+            frame_cap
+        };
+        let deadline = async {
+            if unauthenticated {
+                tokio::time::sleep_until(authenticate_by).await
+            } else {
+                std::future::pending().await
+            }
+        };
         // LIMIT-INFLIGHT-1: a frame's bytes are admitted against the gateway-wide budget as they
         // arrive, before they are allocated; the permits are held until the response is written.
         let admit = |frame_size: usize, chunk: usize| gateway.admit_request_bytes(frame_size, chunk);
@@ -229,7 +293,12 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
             // decide every choice the server makes (PROTO-DETERMINISM-1).
             biased;
             _ = stopped(&mut stop) => break,
-            read = tokio::time::timeout(config.idle_timeout, read_admitted_frame(&mut stream, config.max_frame_size, config.read_timeout, admit)) => match read {
+            _ = activity.shed() => break,
+            _ = deadline => {
+                not_authenticated_in_time(config.limits.authentication_timeout);
+                break;
+            }
+            read = tokio::time::timeout(config.idle_timeout, read_admitted_frame(&mut stream, cap, config.read_timeout, admit)) => match read {
                 Err(_) => {
                     tracing::debug!("closing idle connection after {:?}", config.idle_timeout);
                     break;
@@ -257,7 +326,21 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
             correlation_id = labels.correlation_id
         );
         let started = std::time::Instant::now();
-        let handled = gateway.handle(frame, &mut auth).instrument(span).await;
+        activity.request_started();
+        // LIMIT-PREAUTH-DEADLINE-1: a login queued behind an address's earlier attempts
+        // (AUTH-SASL-THROTTLE-1) waits no longer than the deadline.
+        let handled = if unauthenticated {
+            tokio::select! {
+                biased;
+                handled = gateway.handle(frame, &mut auth).instrument(span) => handled,
+                _ = tokio::time::sleep_until(authenticate_by) => {
+                    not_authenticated_in_time(config.limits.authentication_timeout);
+                    break;
+                }
+            }
+        } else {
+            gateway.handle(frame, &mut auth).instrument(span).await
+        };
         let handled_in = started.elapsed();
         metrics().record_request(&labels, received, handled_in, handled.is_err());
         // A timeline of requests to lay beside a client's (docs/operating.md, "Timelines").
@@ -271,7 +354,10 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
             Ok(Reply::Frame(body)) => (body, false),
             // AUTH-SASL-FAIL-1: the answer goes out, then the connection closes.
             Ok(Reply::FrameThenClose(body)) => (body, true),
-            Ok(Reply::Nothing) => continue,
+            Ok(Reply::Nothing) => {
+                activity.request_done();
+                continue;
+            }
             Err(e) => {
                 // PROTO-VERSION-2, PROTO-MALFORMED-1, LIMIT-ENTRIES-1,
                 // PROTO-ENCODE-1, AUTH-SASL-GATE-1
@@ -280,7 +366,10 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
             }
         };
         match tokio::time::timeout(config.write_timeout, write_response(&mut stream, &body)).await {
-            Ok(Ok(())) => metrics().add_sent_bytes(body.len() + 4),
+            Ok(Ok(())) => {
+                metrics().add_sent_bytes(body.len() + 4);
+                activity.request_done();
+            }
             Ok(Err(e)) => {
                 tracing::debug!("connection write failed: {e}");
                 break;
@@ -299,6 +388,15 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
     }
 }
 
+/// Counts and logs a connection closed for not authenticating in time
+/// (LIMIT-PREAUTH-DEADLINE-1); at debug level, as a flood makes one per connection.
+fn not_authenticated_in_time(timeout: Duration) {
+    metrics().limit_hit("LIMIT-PREAUTH-DEADLINE-1");
+    tracing::debug!(
+        "closing connection: SASL authentication not completed within {timeout:?} (LIMIT-PREAUTH-DEADLINE-1)"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,15 +407,87 @@ mod tests {
     use tokio::sync::mpsc;
 
     /// Connections handed over in memory: the same server code, no sockets.
-    struct ChannelListener(mpsc::Receiver<DuplexStream>);
+    struct ChannelListener(mpsc::Receiver<(DuplexStream, SocketAddr)>);
 
     impl Listener for ChannelListener {
         type Stream = DuplexStream;
         async fn accept(&mut self) -> std::io::Result<(DuplexStream, SocketAddr)> {
             match self.0.recv().await {
-                Some(stream) => Ok((stream, "127.0.0.1:1".parse().expect("valid"))),
+                Some(accepted) => Ok(accepted),
                 None => std::future::pending().await,
             }
+        }
+    }
+
+    /// A stream that counts itself open until the server drops it: a descriptor.
+    struct Descriptor {
+        stream: DuplexStream,
+        open: Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Drop for Descriptor {
+        fn drop(&mut self) {
+            self.open.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        }
+    }
+
+    impl AsyncRead for Descriptor {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::pin::Pin::new(&mut self.stream).poll_read(cx, buf)
+        }
+    }
+
+    impl AsyncWrite for Descriptor {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
+        }
+        fn poll_flush(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+        }
+        fn poll_shutdown(
+            mut self: std::pin::Pin<&mut Self>,
+            cx: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
+        }
+    }
+
+    /// A listener with `max_open` descriptors: while they are all held, accepting the waiting
+    /// connection fails with EMFILE, as the kernel's does.
+    struct DescriptorListener {
+        incoming: mpsc::Receiver<(DuplexStream, SocketAddr)>,
+        waiting: Option<(DuplexStream, SocketAddr)>,
+        open: Arc<std::sync::atomic::AtomicUsize>,
+        max_open: usize,
+    }
+
+    impl Listener for DescriptorListener {
+        type Stream = Descriptor;
+        async fn accept(&mut self) -> std::io::Result<(Descriptor, SocketAddr)> {
+            if self.waiting.is_none() {
+                match self.incoming.recv().await {
+                    Some(accepted) => self.waiting = Some(accepted),
+                    None => std::future::pending().await,
+                }
+            }
+            if self.open.load(std::sync::atomic::Ordering::SeqCst) >= self.max_open {
+                return Err(std::io::Error::from_raw_os_error(24)); // EMFILE
+            }
+            let (stream, peer) = self.waiting.take().expect("a connection waits");
+            self.open.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let open = self.open.clone();
+            Ok((Descriptor { stream, open }, peer))
         }
     }
 
@@ -332,7 +502,9 @@ mod tests {
         }
     }
 
-    fn start(idle_ms: u64, read_ms: u64) -> (mpsc::Sender<DuplexStream>, Shutdown, tokio::task::JoinHandle<()>) {
+    type Incoming = mpsc::Sender<(DuplexStream, SocketAddr)>;
+
+    fn start(idle_ms: u64, read_ms: u64) -> (Incoming, Shutdown, tokio::task::JoinHandle<()>) {
         start_with(FileConfig {
             idle_timeout_ms: Some(idle_ms),
             read_timeout_ms: Some(read_ms),
@@ -340,7 +512,7 @@ mod tests {
         })
     }
 
-    fn start_with(file: FileConfig) -> (mpsc::Sender<DuplexStream>, Shutdown, tokio::task::JoinHandle<()>) {
+    fn start_with(file: FileConfig) -> (Incoming, Shutdown, tokio::task::JoinHandle<()>) {
         let config = Config::resolve(Args::default(), file).expect("valid config");
         let gateway = crate::embedded_gateway(config, Arc::new(TokioClock::new(0)), 1);
         let (tx, rx) = mpsc::channel(4);
@@ -349,15 +521,30 @@ mod tests {
         (tx, shutdown, task)
     }
 
-    async fn connect(tx: &mpsc::Sender<DuplexStream>) -> DuplexStream {
+    async fn connect(tx: &Incoming) -> DuplexStream {
         connect_buffered(tx, 64 * 1024).await
     }
 
     /// A connection whose in-flight bytes, each way, are capped at `buffer_size`.
-    async fn connect_buffered(tx: &mpsc::Sender<DuplexStream>, buffer_size: usize) -> DuplexStream {
+    async fn connect_buffered(tx: &Incoming, buffer_size: usize) -> DuplexStream {
+        connect_from(tx, [127, 0, 0, 1], buffer_size).await
+    }
+
+    /// A connection from `address`.
+    async fn connect_from(tx: &Incoming, address: [u8; 4], buffer_size: usize) -> DuplexStream {
         let (client, server) = tokio::io::duplex(buffer_size);
-        tx.send(server).await.expect("server accepts");
+        let peer = SocketAddr::from((address, 1));
+        tx.send((server, peer)).await.expect("server accepts");
         client
+    }
+
+    /// Whether the server closed `client`: a read ends at once instead of waiting.
+    async fn closed<S: AsyncRead + Unpin>(client: &mut S) -> bool {
+        let mut byte = [0u8; 1];
+        matches!(
+            tokio::time::timeout(Duration::from_millis(1), client.read(&mut byte)).await,
+            Ok(Ok(0) | Err(_))
+        )
     }
 
     /// An ApiVersions v0 request frame (header v1, no client id): its answer lists every API,
@@ -618,10 +805,7 @@ mod tests {
     }
 
     /// A gateway whose listener speaks TLS with the test PKI's server certificate.
-    fn start_tls(
-        pki: &crate::tls::test_pki::Pki,
-        read_ms: u64,
-    ) -> (mpsc::Sender<DuplexStream>, Shutdown, tokio::task::JoinHandle<()>) {
+    fn start_tls(pki: &crate::tls::test_pki::Pki, read_ms: u64) -> (Incoming, Shutdown, tokio::task::JoinHandle<()>) {
         start_with(FileConfig {
             idle_timeout_ms: Some(600_000),
             read_timeout_ms: Some(read_ms),
@@ -636,7 +820,7 @@ mod tests {
 
     async fn tls_connect(
         pki: &crate::tls::test_pki::Pki,
-        tx: &mpsc::Sender<DuplexStream>,
+        tx: &Incoming,
     ) -> std::io::Result<tokio_rustls::client::TlsStream<DuplexStream>> {
         use rustls::pki_types::pem::PemObject;
         let mut roots = rustls::RootCertStore::empty();
@@ -701,5 +885,154 @@ mod tests {
         );
         shutdown.trigger();
         task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn limit_connections_shed_1_a_silent_connection_makes_room_for_a_new_client() {
+        let (tx, shutdown, task) = start_with(with_limits(crate::limits::LimitSettings {
+            max_connections: Some(2),
+            ..Default::default()
+        }));
+        let mut talker = connect(&tx).await;
+        assert!(served(&mut talker).await);
+        // Connects and never sends a byte: it holds the second place.
+        let mut silent = connect(&tx).await;
+        tokio::task::yield_now().await;
+        let started = tokio::time::Instant::now();
+        let mut newcomer = connect(&tx).await;
+        assert!(served(&mut newcomer).await, "the newcomer is served");
+        assert_eq!(started.elapsed(), Duration::ZERO, "at once, not after the idle timeout");
+        assert!(closed(&mut silent).await, "the silent connection made room");
+        assert!(served(&mut talker).await, "the talking connection stays");
+        shutdown.trigger();
+        task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn limit_connections_shed_1_a_failed_accept_sheds_a_silent_connection() {
+        let config = Config::resolve(Args::default(), with_limits(Default::default())).expect("valid config");
+        let gateway = crate::embedded_gateway(config, Arc::new(TokioClock::new(0)), 1);
+        let (tx, incoming) = mpsc::channel(4);
+        let listener = DescriptorListener {
+            incoming,
+            waiting: None,
+            open: Arc::new(std::sync::atomic::AtomicUsize::new(0)),
+            max_open: 2,
+        };
+        let shutdown = Shutdown::default();
+        let task = tokio::spawn(serve(listener, gateway, shutdown.clone()));
+        let mut talker = connect(&tx).await;
+        assert!(served(&mut talker).await);
+        let mut silent = connect(&tx).await;
+        tokio::task::yield_now().await;
+        // Both descriptors are held: accepting the newcomer fails until one is freed.
+        let started = tokio::time::Instant::now();
+        let mut newcomer = connect(&tx).await;
+        assert!(served(&mut newcomer).await, "the newcomer is served");
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "it waited {:?}, for the idle timeout",
+            started.elapsed()
+        );
+        assert!(closed(&mut silent).await, "the silent connection gave its descriptor");
+        assert!(served(&mut talker).await);
+        shutdown.trigger();
+        task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn limit_connections_address_1_one_address_holds_at_most_its_quota() {
+        let (tx, shutdown, task) = start_with(with_limits(crate::limits::LimitSettings {
+            max_connections: Some(10),
+            max_connections_per_address: Some(2),
+            ..Default::default()
+        }));
+        let mut a = connect_from(&tx, [10, 0, 0, 1], 64 * 1024).await;
+        let mut b = connect_from(&tx, [10, 0, 0, 1], 64 * 1024).await;
+        assert!(served(&mut a).await && served(&mut b).await);
+        // Both talk: a third from the same address is refused though the table has room.
+        let mut c = connect_from(&tx, [10, 0, 0, 1], 64 * 1024).await;
+        assert!(closed(&mut c).await, "the third connection from one address is closed");
+        let mut other = connect_from(&tx, [10, 0, 0, 2], 64 * 1024).await;
+        assert!(served(&mut other).await, "another address is served");
+        // Once a is silent past the shed threshold, a newcomer of its address replaces it.
+        tokio::time::advance(Duration::from_millis(crate::limits::DEFAULT_SHED_IDLE_AFTER_MS)).await;
+        assert!(served(&mut b).await);
+        let mut d = connect_from(&tx, [10, 0, 0, 1], 64 * 1024).await;
+        assert!(served(&mut d).await);
+        assert!(closed(&mut a).await, "the silent one of its own address made room");
+        assert!(
+            served(&mut other).await,
+            "the other address's connection was not touched"
+        );
+        shutdown.trigger();
+        task.await.unwrap();
+    }
+
+    fn sasl_on(limits: crate::limits::LimitSettings) -> FileConfig {
+        FileConfig {
+            sasl: crate::auth::settings::SaslSettings {
+                mechanism: Some(crate::auth::settings::Mechanism::Plain),
+                ..Default::default()
+            },
+            ..with_limits(limits)
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn limit_preauth_frame_1_a_large_frame_before_authentication_is_refused_from_its_prefix() {
+        let (tx, shutdown, task) = start_with(sasl_on(Default::default()));
+        let mut client = connect(&tx).await;
+        assert!(
+            served(&mut client).await,
+            "ApiVersions is answered before authentication"
+        );
+        // Above 512 KiB, below max_frame_size: declared, a little of it sent.
+        let declared = crate::limits::DEFAULT_MAX_UNAUTHENTICATED_FRAME_BYTES as i32 + 1;
+        client.write_all(&declared.to_be_bytes()).await.unwrap();
+        client.write_all(&[0u8; 100]).await.unwrap();
+        let started = tokio::time::Instant::now();
+        let mut byte = [0u8; 1];
+        assert_eq!(client.read(&mut byte).await.unwrap(), 0, "closed without an answer");
+        assert_eq!(
+            started.elapsed(),
+            Duration::ZERO,
+            "refused from the prefix, not after the read timeout"
+        );
+        shutdown.trigger();
+        task.await.unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn limit_preauth_deadline_1_a_connection_that_does_not_authenticate_is_closed_at_the_deadline() {
+        let (tx, shutdown, task) = start_with(sasl_on(crate::limits::LimitSettings {
+            authentication_timeout_ms: Some(10_000),
+            ..Default::default()
+        }));
+        let started = tokio::time::Instant::now();
+        let mut client = connect(&tx).await;
+        assert!(
+            served(&mut client).await,
+            "ApiVersions keeps nothing open past the deadline"
+        );
+        let mut byte = [0u8; 1];
+        assert_eq!(client.read(&mut byte).await.unwrap(), 0);
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(10_000) && waited < Duration::from_millis(600_000),
+            "closed after {waited:?}, not at the 10 s deadline"
+        );
+        // Without SASL there is no deadline: only the idle timeout closes a connection.
+        let (tx, shutdown_open, task_open) = start_with(with_limits(crate::limits::LimitSettings {
+            authentication_timeout_ms: Some(10_000),
+            ..Default::default()
+        }));
+        let mut open = connect(&tx).await;
+        tokio::time::advance(Duration::from_secs(20)).await;
+        assert!(served(&mut open).await);
+        shutdown.trigger();
+        shutdown_open.trigger();
+        task.await.unwrap();
+        task_open.await.unwrap();
     }
 }

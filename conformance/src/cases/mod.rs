@@ -18,6 +18,7 @@ pub mod hostile_cases;
 pub mod legacy_cases;
 pub mod migration_cases;
 pub mod model_only_cases;
+pub mod preauth_cases;
 pub mod rdkafka_cases;
 pub mod wire_cases;
 

@@ -204,8 +204,9 @@ fn status_cell(own: &[&ListedCase], results: Option<&RunResults>) -> String {
     parts.join("<br>")
 }
 
-/// The areas a suite run does not cover: the model-only cases run on models built for them.
-const NOT_IN_SUITE_RUNS: &[&str] = &["model_only"];
+/// The areas a suite run does not cover: the model-only and the pre-authentication cases run
+/// on models built for them (`model_only_suite`, `preauth_suite`).
+const NOT_IN_SUITE_RUNS: &[&str] = &["model_only", "preauth"];
 /// The areas a run may hold beyond the suite: the real-Iggy tier's own checks.
 const BEYOND_THE_SUITE: &[&str] = &["real_iggy"];
 

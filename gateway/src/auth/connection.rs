@@ -64,6 +64,12 @@ impl<B> ConnectionAuth<B> {
         }
     }
 
+    /// Whether SASL is on and the connection has not authenticated yet (LIMIT-PREAUTH-FRAME-1,
+    /// LIMIT-PREAUTH-DEADLINE-1); a connection re-authenticating (KIP-368) has.
+    pub fn is_unauthenticated(&self) -> bool {
+        matches!(self.state, AuthState::Unauthenticated { .. })
+    }
+
     /// Whether the next frame is a bare PLAIN message rather than a Kafka request.
     pub fn expects_raw_token(&self) -> bool {
         matches!(
@@ -150,6 +156,7 @@ mod tests {
             offsets_client: 1,
             opened_at_ms: 0,
             known_topics: Default::default(),
+            slot: None,
         })
     }
 

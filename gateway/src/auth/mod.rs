@@ -5,7 +5,8 @@
 //! - [`credentials`]: what a client proves itself with, never printable.
 //! - [`plain`]: the SASL PLAIN message, parsed without I/O.
 //! - [`throttle`]: slowing down repeated failures from one address.
-//! - [`sessions`]: backend sessions per principal, pooled and bounded.
+//! - [`turns`]: one holder per key at a time (an address's logins, one credentials' login).
+//! - [`sessions`]: backend sessions per principal, pooled, joined and bounded.
 //! - [`settings`]: the `[sasl]` settings.
 //! - [`connection`]: one connection's authentication state and what it may ask.
 
@@ -15,3 +16,4 @@ pub mod plain;
 pub mod sessions;
 pub mod settings;
 pub mod throttle;
+pub mod turns;

@@ -1,12 +1,15 @@
 //! Backend sessions per principal: a client's requests run in a backend session logged in to
 //! Iggy as the client's own user, so Iggy's permissions decide them (AUTHZ-SESSION-1). Sessions
-//! are pooled by credentials, bounded in number (LIMIT-SESSIONS-1) and in age (AUTH-SESSION-1).
+//! are pooled by credentials, joined when logins with the same credentials overlap
+//! (AUTH-SASL-JOIN-1), bounded in number, counting every live one (LIMIT-SESSIONS-1), and in
+//! age (AUTH-SESSION-1).
 
 use super::credentials::{Credentials, Principal, SecretKind};
 use crate::backend::{Backend, BackendError, ClientId};
 use iggy_common::IggyError;
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The backend a request runs on, and as whom.
@@ -20,6 +23,20 @@ pub struct Session<B> {
     pub opened_at_ms: u64,
     /// Topics its lookups found, for Produce (PRODUCE-RESOLVE-2).
     pub known_topics: crate::known_topics::KnownTopics,
+    /// Its place among the pool's live sessions, given back when the last connection holding
+    /// it lets go (LIMIT-SESSIONS-1); `None` for the gateway's own session.
+    pub slot: Option<SessionSlot>,
+}
+
+/// A place among a pool's live sessions (LIMIT-SESSIONS-1), given back on drop: a session
+/// replaced in the pool, or expired, still counts while connections hold it.
+#[derive(Debug)]
+pub struct SessionSlot(Arc<AtomicUsize>);
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl<B> Session<B> {
@@ -64,6 +81,10 @@ fn is_unreachable(e: &BackendError) -> bool {
 /// a right one's session, and the table holds no secret.
 pub struct SessionPool<B> {
     entries: Mutex<HashMap<[u8; 32], Arc<Session<B>>>>,
+    /// Sessions alive, pooled or not (LIMIT-SESSIONS-1).
+    live: Arc<AtomicUsize>,
+    /// One login at a time per credentials (AUTH-SASL-JOIN-1).
+    joins: super::turns::Turns<[u8; 32]>,
     salt: [u8; 32],
     max_sessions: usize,
     lifetime_ms: u64,
@@ -73,6 +94,8 @@ impl<B: Backend> SessionPool<B> {
     pub fn new(max_sessions: usize, lifetime_ms: u64, salt: [u8; 32]) -> Self {
         Self {
             entries: Mutex::new(HashMap::new()),
+            live: Arc::new(AtomicUsize::new(0)),
+            joins: Default::default(),
             salt,
             max_sessions,
             lifetime_ms,
@@ -108,6 +131,11 @@ impl<B: Backend> SessionPool<B> {
         self.len() == 0
     }
 
+    /// Sessions alive now, pooled or only held by connections (LIMIT-SESSIONS-1).
+    pub fn live(&self) -> usize {
+        self.live.load(Ordering::SeqCst)
+    }
+
     /// A session logged in as `credentials`: a pooled one younger than the lifetime, or a new
     /// login to Iggy. A token-shaped secret that Iggy does not take as a token is tried as a
     /// password (AUTH-SASL-PAT-1).
@@ -128,11 +156,14 @@ impl<B: Backend> SessionPool<B> {
         let mut refusal = String::new();
         for attempt in attempts {
             let key = self.key(&attempt);
+            // AUTH-SASL-JOIN-1: a login with the same credentials as one under way waits for
+            // it, then finds its session pooled, instead of opening a session of its own.
+            let _turn = self.joins.turn(key).await;
             if let Some(session) = self.pooled(&key, now_ms) {
                 return Ok(session);
             }
             // LIMIT-SESSIONS-1 before any Iggy connection is opened (evicting nothing: the login
-            // may yet fail); `insert` makes the room, as logins run concurrently.
+            // may yet fail); `take_slot` makes the room, as logins run concurrently.
             if !self.has_room(now_ms) {
                 crate::metrics::metrics().limit_hit("LIMIT-SESSIONS-1");
                 return Err(LoginError::TooManySessions(self.max_sessions));
@@ -147,14 +178,17 @@ impl<B: Backend> SessionPool<B> {
                         );
                         continue;
                     }
+                    let slot = self.take_slot(now_ms)?;
                     let session = Arc::new(Session {
                         backend: Arc::new(backend),
                         principal: Some(principal),
                         offsets_client,
                         opened_at_ms: now_ms,
                         known_topics: Default::default(),
+                        slot: Some(slot),
                     });
-                    self.insert(key, session.clone(), now_ms)?;
+                    // A session this replaces stays counted while connections hold it.
+                    self.entries().insert(key, session.clone());
                     return Ok(session);
                 }
                 Err(e) if is_unreachable(&e) => return Err(LoginError::Unavailable(e)),
@@ -181,45 +215,55 @@ impl<B: Backend> SessionPool<B> {
         session.opened_at_ms.saturating_add(self.lifetime_ms)
     }
 
-    /// LIMIT-SESSIONS-1: expired sessions leave the pool first, then idle ones (held by no
-    /// connection), oldest first; when every pooled session is young and in use, the login is
-    /// refused rather than opening more Iggy connections.
-    fn insert(&self, key: [u8; 32], session: Arc<Session<B>>, now_ms: u64) -> Result<(), LoginError> {
-        let mut entries = self.entries();
-        if !entries.contains_key(&key) {
-            self.make_room(&mut entries, now_ms)?;
-        }
-        entries.insert(key, session);
-        Ok(())
+    /// A place for one more live session, if there is one now.
+    fn try_slot(&self) -> Option<SessionSlot> {
+        self.live
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |live| {
+                (live < self.max_sessions).then_some(live + 1)
+            })
+            .ok()
+            .map(|_| SessionSlot(self.live.clone()))
     }
 
-    /// Whether one more session would fit: the pool is not full, or holds an expired or idle one.
-    fn has_room(&self, now_ms: u64) -> bool {
-        let entries = self.entries();
-        entries.len() < self.max_sessions
-            || entries
-                .values()
-                .any(|s| now_ms.saturating_sub(s.opened_at_ms) >= self.lifetime_ms || Arc::strong_count(s) == 1)
+    /// Whether one more session would fit: fewer live than `max_sessions`, or an idle one
+    /// (held by no connection) in the pool to close.
+    fn has_room(&self, _now_ms: u64) -> bool {
+        self.live() < self.max_sessions || self.entries().values().any(|s| Arc::strong_count(s) == 1)
     }
 
-    /// Leaves room for one more session, evicting an expired or idle one if the pool is full.
-    fn make_room(&self, entries: &mut HashMap<[u8; 32], Arc<Session<B>>>, now_ms: u64) -> Result<(), LoginError> {
-        entries.retain(|_, s| now_ms.saturating_sub(s.opened_at_ms) < self.lifetime_ms);
-        if entries.len() < self.max_sessions {
-            return Ok(());
+    /// LIMIT-SESSIONS-1: a place for a new session. Expired sessions leave the pool first, then
+    /// idle ones, oldest first, and each gives its place back when no connection holds it; a
+    /// session a connection still holds keeps its place, pooled or not. When every live session
+    /// is young or in use, the login is refused rather than opening more Iggy connections.
+    fn take_slot(&self, now_ms: u64) -> Result<SessionSlot, LoginError> {
+        if let Some(slot) = self.try_slot() {
+            return Ok(slot);
         }
-        let idle = entries
-            .iter()
-            .filter(|(_, s)| Arc::strong_count(s) == 1)
-            .min_by_key(|(_, s)| s.opened_at_ms)
-            .map(|(k, _)| *k);
-        match idle {
-            Some(k) => {
-                entries.remove(&k);
-                Ok(())
+        let evicted = {
+            let mut entries = self.entries();
+            let mut evicted = Vec::new();
+            let expired: Vec<[u8; 32]> = entries
+                .iter()
+                .filter(|(_, s)| now_ms.saturating_sub(s.opened_at_ms) >= self.lifetime_ms)
+                .map(|(k, _)| *k)
+                .collect();
+            for key in expired {
+                evicted.extend(entries.remove(&key));
             }
-            None => Err(LoginError::TooManySessions(self.max_sessions)),
-        }
+            let idle = entries
+                .iter()
+                .filter(|(_, s)| Arc::strong_count(s) == 1)
+                .min_by_key(|(_, s)| s.opened_at_ms)
+                .map(|(k, _)| *k);
+            evicted.extend(idle.and_then(|k| entries.remove(&k)));
+            evicted
+        };
+        // Dropped outside the lock: an idle one gives its place back here.
+        drop(evicted);
+        self.try_slot().ok_or_else(|| {
+            crate::metrics::metrics().limit_hit("LIMIT-SESSIONS-1");
+            LoginError::TooManySessions(self.max_sessions)
+        })
     }
 }
 
@@ -229,6 +273,7 @@ mod tests {
     use crate::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
     use crate::clock::SystemClock;
     use iggy_common::UserStatus;
+    use std::sync::Arc;
 
     fn model() -> EmbeddedBackend {
         let b = EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default());
@@ -276,5 +321,90 @@ mod tests {
             .unwrap();
         assert_eq!(late.opened_at_ms, 40 + 30_000);
         assert_eq!(pool.expires_at_ms(&late), 40 + 30_000 + 60_000);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn auth_sasl_join_1_concurrent_logins_with_the_same_credentials_share_one_session() {
+        let root = Arc::new(EmbeddedBackend::new(
+            Arc::new(SystemClock),
+            EmbeddedConfig {
+                login_delay: std::time::Duration::from_millis(50),
+                ..EmbeddedConfig::default()
+            },
+        ));
+        root.create_user("ann", "secret", UserStatus::Active, None).unwrap();
+        let pool = Arc::new(SessionPool::<EmbeddedBackend>::new(8, 60_000, [7; 32]));
+        let logins: Vec<_> = (0..4)
+            .map(|i| {
+                let (root, pool) = (root.clone(), pool.clone());
+                tokio::spawn(async move {
+                    pool.login(&root, &Credentials::password("ann", "secret"), 0, i)
+                        .await
+                        .map_err(|e| e.to_string())
+                })
+            })
+            .collect();
+        let mut sessions = Vec::new();
+        for login in logins {
+            sessions.push(login.await.unwrap().expect("logged in"));
+        }
+        assert_eq!(root.logins_attempted(), 1, "each login opened a session of its own");
+        assert!(sessions.iter().all(|s| Arc::ptr_eq(s, &sessions[0])));
+        assert_eq!(pool.live(), 1);
+        // A wrong password does not join the right one's login, nor the right one its.
+        let wrong = pool.login(&*root, &Credentials::password("ann", "wrong"), 0, 9).await;
+        assert!(matches!(wrong, Err(LoginError::Refused(_))));
+        assert_eq!(root.logins_attempted(), 2);
+    }
+
+    #[tokio::test]
+    async fn limit_sessions_1_an_expired_or_replaced_session_counts_until_dropped() {
+        let root = model();
+        let pool = SessionPool::<EmbeddedBackend>::new(1, 60_000, [7; 32]);
+        let ann = pool
+            .login(&root, &Credentials::password("ann", "secret"), 0, 1)
+            .await
+            .unwrap();
+        // Past its lifetime, ann's session leaves the pool, but a connection still holds it
+        // and its Iggy connections: no second session opens beside it.
+        let ben = pool
+            .login(&root, &Credentials::password("ben", "secret"), 60_000, 2)
+            .await;
+        assert!(
+            matches!(ben, Err(LoginError::TooManySessions(1))),
+            "{:?}",
+            ben.map(|_| ())
+        );
+        assert_eq!(pool.live(), 1);
+        drop(ann);
+        // Idle now, it makes way for ben's and gives its place back.
+        let ben = pool
+            .login(&root, &Credentials::password("ben", "secret"), 60_000, 3)
+            .await
+            .unwrap();
+        assert_eq!(pool.live(), 1);
+        drop(ben);
+        // A newer login replacing a pooled session in use: the old one counts until dropped.
+        let pool = SessionPool::<EmbeddedBackend>::new(2, 60_000, [7; 32]);
+        let first = pool
+            .login(&root, &Credentials::password("cat", "secret"), 0, 4)
+            .await
+            .unwrap();
+        let second = pool
+            .login(&root, &Credentials::password("cat", "secret"), 30_000, 5)
+            .await
+            .unwrap();
+        assert!(
+            !Arc::ptr_eq(&first, &second),
+            "past half its lifetime a session is replaced"
+        );
+        assert_eq!((pool.len(), pool.live()), (1, 2));
+        assert!(matches!(
+            pool.login(&root, &Credentials::password("ann", "secret"), 30_000, 6)
+                .await,
+            Err(LoginError::TooManySessions(2))
+        ));
+        drop(first);
+        assert_eq!(pool.live(), 1);
     }
 }

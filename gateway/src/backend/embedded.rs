@@ -240,6 +240,9 @@ pub struct EmbeddedConfig {
     /// (`decode_send_confirmations`): the path of OFFSET-BASE-1 that a real server, which always
     /// confirms, does not take on demand.
     pub send_confirmations: bool,
+    /// How long a login takes to check, as a real server's round trip does (zero by default):
+    /// what lets tests see logins overlap (AUTH-SASL-THROTTLE-1, AUTH-SASL-JOIN-1).
+    pub login_delay: std::time::Duration,
 }
 
 impl Default for EmbeddedConfig {
@@ -249,6 +252,7 @@ impl Default for EmbeddedConfig {
             password: crate::auth::credentials::Secret::new("iggy"),
             consumer_offsets_max: DEFAULT_CONSUMER_OFFSETS_MAX,
             send_confirmations: true,
+            login_delay: std::time::Duration::ZERO,
         }
     }
 }
@@ -261,6 +265,8 @@ struct Shared {
     appends: AppendSignal,
     /// Feeds the randomness of personal access tokens, so the model stays deterministic.
     tokens_minted: std::sync::atomic::AtomicU64,
+    /// Logins asked of the model, failed ones included.
+    logins_attempted: std::sync::atomic::AtomicU64,
     /// Tests of FETCH-READAHEAD-2: when non-zero, every read is planned to end this many
     /// messages after it starts (the model itself reads in one step and plans nothing).
     #[cfg(test)]
@@ -291,6 +297,7 @@ impl EmbeddedBackend {
                 config,
                 appends: AppendSignal::default(),
                 tokens_minted: std::sync::atomic::AtomicU64::new(0),
+                logins_attempted: std::sync::atomic::AtomicU64::new(0),
                 #[cfg(test)]
                 planned_read_messages: std::sync::atomic::AtomicU64::new(0),
             }),
@@ -332,6 +339,12 @@ impl EmbeddedBackend {
             .users
             .find(username)
             .ok_or_else(|| IggyError::ResourceNotFound(username.to_string()))
+    }
+
+    /// Logins asked of this model since it was made, failed ones included: how tests count
+    /// the Iggy logins the gateway tried (AUTH-SASL-THROTTLE-1, AUTH-SASL-JOIN-1).
+    pub fn logins_attempted(&self) -> u64 {
+        self.shared.logins_attempted.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Iggy's CreateUser, as this view's user.
@@ -456,6 +469,12 @@ impl Backend for EmbeddedBackend {
     }
 
     async fn open_session(&self, credentials: &Credentials) -> Result<(Self, Principal), BackendError> {
+        self.shared
+            .logins_attempted
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if !self.shared.config.login_delay.is_zero() {
+            tokio::time::sleep(self.shared.config.login_delay).await;
+        }
         let model = self.lock();
         let secret = credentials.secret.expose();
         let user = match credentials.kind {

@@ -1,8 +1,8 @@
 //! SaslAuthenticate, and the bare PLAIN frame after a v0 SaslHandshake: the PLAIN message is
 //! checked by logging in to Iggy as its user (AUTH-SASL-PLAIN-1), and the connection then runs in
 //! that user's backend session (AUTHZ-SESSION-1). A failure is answered
-//! SASL_AUTHENTICATION_FAILED and closes the connection (AUTH-SASL-FAIL-1), after a delay that
-//! grows with repeated failures from the address (AUTH-SASL-THROTTLE-1). Re-authentication
+//! SASL_AUTHENTICATION_FAILED and closes the connection (AUTH-SASL-FAIL-1); a login after
+//! recent failures waits before Iggy is asked, one at a time per address (AUTH-SASL-THROTTLE-1). Re-authentication
 //! (KIP-368) must prove the same user (AUTH-SASL-REAUTH-1).
 
 use crate::auth::connection::{AuthState, ConnectionAuth, Handshake};
@@ -21,72 +21,87 @@ use std::time::Duration;
 /// What a client is told when Iggy refuses its login; which part was wrong is not disclosed.
 const REFUSED: &str = "Authentication failed: invalid username or password";
 
-/// Authenticates `message` on `connection`: a session, or the message to answer with. Failures
-/// are logged (never with the secret) and held for the throttle's delay.
+/// Authenticates `message` on `connection`: a session, or the message to answer with.
+///
+/// AUTH-SASL-THROTTLE-1: the logins of one address take turns, and each waits, before Iggy is
+/// asked, as long as the failures of its address, its username and the pair say; Iggy is asked
+/// once per message. Failures are logged, never with the secret.
 async fn authenticate<B: Backend>(
     gateway: &Gateway<B>,
     connection: &mut ConnectionAuth<B>,
     message: &[u8],
 ) -> Result<Arc<Session<B>>, String> {
     let peer = connection.peer;
-    let outcome = match plain::parse(message) {
-        Err(e) => Err((String::new(), e.to_string(), format!("Authentication failed: {e}"))),
-        Ok(credentials) => {
-            let offsets_client = gateway.rng.next_u64();
-            match gateway
-                .sessions
-                .login(&gateway.backend, &credentials, gateway.now_ms(), offsets_client)
-                .await
-            {
-                Ok(session) => Ok(session),
-                Err(e) => {
-                    let told = match &e {
-                        LoginError::Refused(_) => REFUSED.to_string(),
-                        LoginError::Unavailable(_) => "Authentication failed: Iggy is unreachable; retry later".into(),
-                        LoginError::TooManySessions(_) => {
-                            "Authentication failed: the gateway has no room for another session; retry later".into()
-                        }
-                    };
-                    Err((credentials.username.clone(), e.to_string(), told))
-                }
-            }
+    let throttle = || gateway.login_throttle.lock().unwrap_or_else(|e| e.into_inner());
+    let credentials = match plain::parse(message) {
+        Ok(credentials) => credentials,
+        Err(e) => {
+            throttle().failed(peer, "", gateway.now_ms());
+            tracing::warn!(%peer, "SASL authentication failed: {e} (AUTH-SASL-FAIL-1)");
+            return Err(format!("Authentication failed: {e}"));
         }
     };
-    let session = match outcome {
-        Ok(session) => session,
-        Err((username, cause, told)) => {
-            let delay_ms = gateway
-                .login_throttle
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .failed(peer, gateway.now_ms());
-            tracing::warn!(
-                %peer,
-                username = %crate::limits::truncate_utf8(&username, 64),
-                "SASL authentication failed: {cause}; answering after {delay_ms} ms (AUTH-SASL-FAIL-1)"
-            );
-            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+    let username = crate::limits::truncate_utf8(&credentials.username, 64);
+    // LIMIT-SESSIONS-1: a re-authenticating connection lets go of its session before the login,
+    // so that at full capacity an expired session held by nothing else makes room for its
+    // successor. A re-authentication that fails closes the connection anyway
+    // (AUTH-SASL-FAIL-1), so nothing is served in between.
+    let before = match &connection.state {
+        AuthState::Authenticated { session, .. } => Some((session.principal.clone(), session.who())),
+        _ => None,
+    };
+    if before.is_some() {
+        connection.state = AuthState::Unauthenticated {
+            handshake: connection.pending_handshake(),
+        };
+    }
+    let turn = gateway.login_queues.turn(peer).await;
+    let wait_ms = throttle().wait_before_ms(peer, &credentials.username, gateway.now_ms());
+    if wait_ms > 0 {
+        crate::metrics::metrics().limit_hit("AUTH-SASL-THROTTLE-1");
+        tracing::debug!(%peer, %username, "SASL login waits {wait_ms} ms after recent failures (AUTH-SASL-THROTTLE-1)");
+        tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+    }
+    let offsets_client = gateway.rng.next_u64();
+    let login = gateway
+        .sessions
+        .login(&gateway.backend, &credentials, gateway.now_ms(), offsets_client)
+        .await;
+    let session = match login {
+        Ok(session) => {
+            throttle().succeeded(peer, &credentials.username);
+            drop(turn);
+            session
+        }
+        Err(e) => {
+            let told = match &e {
+                LoginError::Refused(_) => {
+                    // Only a refusal is a guess; Iggy unreachable or no room is not the client's.
+                    throttle().failed(peer, &credentials.username, gateway.now_ms());
+                    REFUSED.to_string()
+                }
+                LoginError::Unavailable(_) => "Authentication failed: Iggy is unreachable; retry later".into(),
+                LoginError::TooManySessions(_) => {
+                    "Authentication failed: the gateway has no room for another session; retry later".into()
+                }
+            };
+            drop(turn);
+            tracing::warn!(%peer, %username, "SASL authentication failed: {e} (AUTH-SASL-FAIL-1)");
             return Err(told);
         }
     };
     // AUTH-SASL-REAUTH-1: re-authentication keeps the principal.
-    let reauthenticating = matches!(connection.state, AuthState::Authenticated { .. });
-    if let AuthState::Authenticated { session: before, .. } = &connection.state {
-        if before.principal != session.principal {
+    let reauthenticating = before.is_some();
+    if let Some((principal, who)) = before {
+        if principal != session.principal {
             tracing::warn!(
                 %peer,
-                "SASL re-authentication as {} on a connection of {} refused (AUTH-SASL-REAUTH-1)",
+                "SASL re-authentication as {} on a connection of {who} refused (AUTH-SASL-REAUTH-1)",
                 session.who(),
-                before.who()
             );
             return Err("Authentication failed: re-authentication must be as the same user".into());
         }
     }
-    gateway
-        .login_throttle
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .succeeded(peer);
     let expires_at_ms = gateway.sessions.expires_at_ms(&session);
     if reauthenticating {
         gateway

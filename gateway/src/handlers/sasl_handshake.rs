@@ -21,9 +21,12 @@ pub fn handle<B: Backend>(
     };
     let offered = vec![StrBytes::from_static_str(mechanism.name())];
     if request.mechanism.as_str() != mechanism.name() {
-        tracing::warn!(
+        // AUTH-SASL-MECHANISM-1: counted, and logged at debug: a client probing mechanisms, or
+        // a flood of them, makes one per connection.
+        crate::metrics::metrics().limit_hit("AUTH-SASL-MECHANISM-1");
+        tracing::debug!(
             peer = %connection.peer,
-            "SaslHandshake asked for mechanism {:?}; only {} is offered",
+            "SaslHandshake asked for mechanism {:?}; only {} is offered (AUTH-SASL-MECHANISM-1)",
             crate::limits::truncate_utf8(request.mechanism.as_str(), 64),
             mechanism.name()
         );

@@ -8,14 +8,35 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
-    #[error("frame of {size} bytes exceeds max_frame_size {max}")]
-    TooLarge { size: i64, max: usize },
+    #[error("frame of {size} bytes exceeds {} {max} ({})", .cap.setting, .cap.rule)]
+    TooLarge { size: i64, max: usize, cap: FrameCap },
     #[error("frame size {0} is not positive")]
     NotPositive(i32),
     #[error("frame body not complete within {0:?}")]
     ReadTimeout(Duration),
     #[error(transparent)]
     Io(#[from] std::io::Error),
+}
+
+/// The largest frame a connection may send now, and the setting and rule that say so: the
+/// configured `max_frame_size` (LIMIT-FRAME-1), or, before SASL authentication, the lower
+/// `max_unauthenticated_frame_bytes` (LIMIT-PREAUTH-FRAME-1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FrameCap {
+    pub max_bytes: usize,
+    pub setting: &'static str,
+    pub rule: &'static str,
+}
+
+impl FrameCap {
+    /// `max_frame_size` (LIMIT-FRAME-1).
+    pub fn max_frame_size(max_bytes: usize) -> FrameCap {
+        FrameCap {
+            max_bytes,
+            setting: "max_frame_size",
+            rule: "LIMIT-FRAME-1",
+        }
+    }
 }
 
 /// Reads the next frame. `Ok(None)` on a clean end of stream between frames. The caller bounds
@@ -25,7 +46,8 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     max_frame_size: usize,
     read_timeout: Duration,
 ) -> Result<Option<Bytes>, FrameError> {
-    let frame = read_admitted_frame(reader, max_frame_size, read_timeout, |_, _| async {}).await?;
+    let cap = FrameCap::max_frame_size(max_frame_size);
+    let frame = read_admitted_frame(reader, cap, read_timeout, |_, _| async {}).await?;
     Ok(frame.map(|(body, _)| body))
 }
 
@@ -41,7 +63,7 @@ pub const ADMISSION_CHUNK: usize = 64 * 1024;
 /// since it is bounded by the frames that hold the room.
 pub async fn read_admitted_frame<R, P, F, Fut>(
     reader: &mut R,
-    max_frame_size: usize,
+    cap: FrameCap,
     read_timeout: Duration,
     mut admit: F,
 ) -> Result<Option<(Bytes, Vec<P>)>, FrameError>
@@ -60,12 +82,14 @@ where
         if size <= 0 {
             return Err(FrameError::NotPositive(size));
         }
-        // LIMIT-FRAME-1: refused on the prefix alone, before any of the body is read or allocated.
-        if size as usize > max_frame_size {
-            crate::metrics::metrics().limit_hit("LIMIT-FRAME-1");
+        // LIMIT-FRAME-1, LIMIT-PREAUTH-FRAME-1: refused on the prefix alone, before any of the
+        // body is read, allocated or admitted to the in-flight budget.
+        if size as usize > cap.max_bytes {
+            crate::metrics::metrics().limit_hit(cap.rule);
             return Err(FrameError::TooLarge {
                 size: i64::from(size),
-                max: max_frame_size,
+                max: cap.max_bytes,
+                cap,
             });
         }
         Ok(size as usize)
@@ -179,10 +203,15 @@ mod tests {
             client.write_all(b"abc").await.unwrap();
         });
         let mut admitted = Vec::new();
-        let (first, _) = read_admitted_frame(&mut server, 1 << 20, Duration::from_secs(5), |size, chunk| {
-            admitted.push((size, chunk));
-            async {}
-        })
+        let (first, _) = read_admitted_frame(
+            &mut server,
+            FrameCap::max_frame_size(1 << 20),
+            Duration::from_secs(5),
+            |size, chunk| {
+                admitted.push((size, chunk));
+                async {}
+            },
+        )
         .await
         .unwrap()
         .unwrap();
