@@ -184,7 +184,6 @@ pub fn all() -> Vec<Case> {
     cases.extend(rdkafka_cases::cases());
     cases.extend(group_cases::cases());
     cases.extend(hostile_cases::cases());
-    cases.extend(group_amplification_cases::cases());
     cases.extend(migration_cases::cases());
     cases.extend(group_admin_cases::cases());
     cases.extend(legacy_cases::cases());
