@@ -17,6 +17,11 @@ pub const DEFAULT_FETCH_MAX_BYTES: usize = 55 * 1024 * 1024;
 /// 64 one-MiB partition reads, librdkafka's and the Java client's `max.partition.fetch.bytes`.
 pub const DEFAULT_FETCH_READ_AHEAD_BYTES: usize = 64 * 1024 * 1024;
 
+/// Bytes one response other than Fetch's may take (LIMIT-RESPONSE-BYTES-1): above Fetch's own
+/// 55 MiB `fetch.max.bytes`, so no answer a real client needs comes near it, and small enough that
+/// a few connections asking at once stay within ordinary memory.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
 /// The longest error message the gateway puts in a response (LIMIT-BUILT-STRING-1).
 pub const MAX_ERROR_MESSAGE_BYTES: usize = 512;
 
@@ -79,6 +84,10 @@ pub struct LimitSettings {
     /// (PROTO-SHUTDOWN-2).
     #[arg(long, env = "IGGY_KAFKA_SHUTDOWN_TIMEOUT_MS")]
     pub shutdown_timeout_ms: Option<u64>,
+    /// Bytes one response other than Fetch's may take; past it the request is answered with an
+    /// error instead (LIMIT-RESPONSE-BYTES-1).
+    #[arg(long, env = "IGGY_KAFKA_MAX_RESPONSE_BYTES")]
+    pub max_response_bytes: Option<usize>,
 }
 
 impl LimitSettings {
@@ -104,6 +113,7 @@ impl LimitSettings {
             group_max_stored_bytes: self.group_max_stored_bytes.or(file.group_max_stored_bytes),
             decode_threads: self.decode_threads.or(file.decode_threads),
             shutdown_timeout_ms: self.shutdown_timeout_ms.or(file.shutdown_timeout_ms),
+            max_response_bytes: self.max_response_bytes.or(file.max_response_bytes),
         }
     }
 }
@@ -120,6 +130,7 @@ pub struct Limits {
     pub fetch_read_ahead_bytes: usize,
     pub decode_threads: usize,
     pub shutdown_timeout: Duration,
+    pub max_response_bytes: usize,
 }
 
 /// The group coordinator's share of the settings, resolved (GroupLimits takes them).
@@ -169,6 +180,7 @@ impl Limits {
                 .unwrap_or(DEFAULT_FETCH_READ_AHEAD_BYTES),
             decode_threads: settings.decode_threads.unwrap_or(parallelism),
             shutdown_timeout: Duration::from_millis(settings.shutdown_timeout_ms.unwrap_or(30_000)),
+            max_response_bytes: settings.max_response_bytes.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES),
         };
         let groups = GroupLimitSettings {
             max_join_protocols: settings.max_join_protocols.unwrap_or(group_defaults.max_join_protocols),
@@ -195,6 +207,7 @@ impl Limits {
             ("fetch_max_bytes", limits.fetch_max_bytes),
             ("max_join_protocols", groups.max_join_protocols),
             ("group_max_members_total", groups.max_members_total),
+            ("max_response_bytes", limits.max_response_bytes),
         ] {
             if value == 0 {
                 bail!("{name} must be at least 1");
