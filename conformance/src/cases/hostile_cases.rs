@@ -444,11 +444,11 @@ impl Member {
 // ---------------------------------------------------------------------------------------------
 // Helpers: hostile requests, their answers, and the ordinary requests around them.
 
-fn string(value: &str) -> StrBytes {
+pub(crate) fn string(value: &str) -> StrBytes {
     StrBytes::from_string(value.to_string())
 }
 
-fn topic_name(name: &str) -> TopicName {
+pub(crate) fn topic_name(name: &str) -> TopicName {
     TopicName(string(name))
 }
 
@@ -457,14 +457,14 @@ fn now_ms() -> anyhow::Result<i64> {
 }
 
 /// `request` bounded by [`LIVENESS`]; `what` names it in the error.
-async fn bounded<T>(what: &str, request: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+pub(crate) async fn bounded<T>(what: &str, request: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
     timeout(LIVENESS, request)
         .await
         .map_err(|_| anyhow!("{what}: not answered within {LIVENESS:?}"))?
         .with_context(|| what.to_string())
 }
 
-async fn connect(endpoint: &Endpoint) -> anyhow::Result<Client> {
+pub(crate) async fn connect(endpoint: &Endpoint) -> anyhow::Result<Client> {
     Client::connect(&endpoint.bootstrap).await
 }
 
@@ -533,7 +533,7 @@ fn request_frame<Req: Encodable>(
 }
 
 /// What the endpoint did with one hostile request.
-enum Answer {
+pub(crate) enum Answer {
     Frame(Bytes),
     Closed,
 }
@@ -546,7 +546,7 @@ fn closed_by_peer(error: &std::io::Error) -> bool {
 
 /// Sends `frame` and waits at most `within` for its answer or the connection's close; a
 /// connection closed while the frame was still being written counts as closed.
-async fn send_hostile(client: &mut Client, frame: &[u8], what: &str, within: Duration) -> anyhow::Result<Answer> {
+pub(crate) async fn send_hostile(client: &mut Client, frame: &[u8], what: &str, within: Duration) -> anyhow::Result<Answer> {
     match client.send_frame(frame).await {
         Ok(()) => {}
         Err(e) if closed_by_peer(&e) => return Ok(Answer::Closed),
@@ -561,7 +561,7 @@ async fn send_hostile(client: &mut Client, frame: &[u8], what: &str, within: Dur
 }
 
 /// An answer decoded as `key` at `version`, correlation id and length checked.
-fn decoded<Resp: Decodable>(
+pub(crate) fn decoded<Resp: Decodable>(
     key: ApiKey,
     version: i16,
     correlation_id: i32,
@@ -590,7 +590,7 @@ async fn create_topic(client: &mut Client, topic: &str, partitions: i32) -> anyh
     Ok(())
 }
 
-async fn new_topic(endpoint: &Endpoint, client: &mut Client, prefix: &str, partitions: i32) -> anyhow::Result<String> {
+pub(crate) async fn new_topic(endpoint: &Endpoint, client: &mut Client, prefix: &str, partitions: i32) -> anyhow::Result<String> {
     let topic = endpoint.unique_topic(prefix);
     create_topic(client, &topic, partitions).await?;
     Ok(topic)
