@@ -102,7 +102,9 @@ async fn create_topic(gateway: &EmbeddedGateway, name: &str, partitions: i32) {
 
 async fn topic_exists(gateway: &EmbeddedGateway, name: &str) -> bool {
     let request = MetadataRequest::default()
-        .with_topics(Some(vec![MetadataRequestTopic::default().with_name(Some(TopicName(s(name))))]))
+        .with_topics(Some(vec![
+            MetadataRequestTopic::default().with_name(Some(TopicName(s(name))))
+        ]))
         .with_allow_auto_topic_creation(false);
     let (_, response): (_, MetadataResponse) = ask(gateway, ApiKey::Metadata, 9, &request).await;
     response.topics[0].error_code == 0
@@ -158,10 +160,18 @@ async fn limit_response_bytes_1_describegroups_past_the_budget_answers_an_error_
     let gateway = gateway_answering_at_most(3 * GROUP_BLOB_BYTES);
     stable_group(&gateway, "first", GROUP_BLOB_BYTES).await;
     stable_group(&gateway, "second", GROUP_BLOB_BYTES).await;
-    let (frame_bytes, described): (_, DescribeGroupsResponse) =
-        ask(&gateway, ApiKey::DescribeGroups, 0, &describe_groups(&["first", "second"])).await;
+    let (frame_bytes, described): (_, DescribeGroupsResponse) = ask(
+        &gateway,
+        ApiKey::DescribeGroups,
+        0,
+        &describe_groups(&["first", "second"]),
+    )
+    .await;
     assert_eq!(described.groups.len(), 2);
-    assert_eq!((described.groups[0].error_code, described.groups[0].members.len()), (0, 1));
+    assert_eq!(
+        (described.groups[0].error_code, described.groups[0].members.len()),
+        (0, 1)
+    );
     // The second fits an answer of its own: an error clients retry alone.
     assert_eq!(described.groups[1].group_id.0.as_str(), "second");
     assert_eq!(described.groups[1].error_code, COORDINATOR_LOAD_IN_PROGRESS);
@@ -213,15 +223,29 @@ async fn limit_response_bytes_1_metadata_partitions_past_the_budget_answer_an_er
         ]))
         .with_allow_auto_topic_creation(false);
     let (frame_bytes, response): (_, MetadataResponse) = ask(&gateway, ApiKey::Metadata, 9, &request).await;
-    assert_eq!((response.topics[0].error_code, response.topics[0].partitions.len()), (0, 10));
+    assert_eq!(
+        (response.topics[0].error_code, response.topics[0].partitions.len()),
+        (0, 10)
+    );
     assert_eq!(response.topics[1].error_code, UNKNOWN_SERVER_ERROR);
     assert!(response.topics[1].partitions.is_empty());
     assert!(frame_bytes <= 4_000, "{frame_bytes} bytes");
     // A listing is held to the same budget.
-    let (_, listed): (_, MetadataResponse) =
-        ask(&gateway, ApiKey::Metadata, 9, &MetadataRequest::default().with_topics(None)).await;
-    let broad = listed.topics.iter().find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "broad"));
-    assert_eq!(broad.map(|t| (t.error_code, t.partitions.len())), Some((UNKNOWN_SERVER_ERROR, 0)));
+    let (_, listed): (_, MetadataResponse) = ask(
+        &gateway,
+        ApiKey::Metadata,
+        9,
+        &MetadataRequest::default().with_topics(None),
+    )
+    .await;
+    let broad = listed
+        .topics
+        .iter()
+        .find(|t| t.name.as_ref().is_some_and(|n| n.0.as_str() == "broad"));
+    assert_eq!(
+        broad.map(|t| (t.error_code, t.partitions.len())),
+        Some((UNKNOWN_SERVER_ERROR, 0))
+    );
 }
 
 fn list_offsets(topics: &[(&str, &[i32])]) -> ListOffsetsRequest {
@@ -229,12 +253,18 @@ fn list_offsets(topics: &[(&str, &[i32])]) -> ListOffsetsRequest {
         topics
             .iter()
             .map(|(name, partitions)| {
-                ListOffsetsTopic::default().with_name(TopicName(s(name))).with_partitions(
-                    partitions
-                        .iter()
-                        .map(|&p| ListOffsetsPartition::default().with_partition_index(p).with_timestamp(-1))
-                        .collect(),
-                )
+                ListOffsetsTopic::default()
+                    .with_name(TopicName(s(name)))
+                    .with_partitions(
+                        partitions
+                            .iter()
+                            .map(|&p| {
+                                ListOffsetsPartition::default()
+                                    .with_partition_index(p)
+                                    .with_timestamp(-1)
+                            })
+                            .collect(),
+                    )
             })
             .collect(),
     )
@@ -253,7 +283,11 @@ async fn limit_listoffsets_duplicates_1_a_repeated_partition_is_invalid_request_
         .collect();
     assert_eq!(
         codes,
-        vec![vec![(0, INVALID_REQUEST), (1, 0)], vec![(0, INVALID_REQUEST)], vec![(0, INVALID_REQUEST)]],
+        vec![
+            vec![(0, INVALID_REQUEST), (1, 0)],
+            vec![(0, INVALID_REQUEST)],
+            vec![(0, INVALID_REQUEST)]
+        ],
         "as Kafka's duplicatePartitions"
     );
     // v0, through the legacy decoder, keeps one answer per requested partition in order.
@@ -269,22 +303,28 @@ async fn limit_listoffsets_duplicates_1_a_repeated_partition_is_invalid_request_
         .collect();
     assert_eq!(
         codes,
-        vec![vec![(0, INVALID_REQUEST), (1, 0)], vec![(0, INVALID_REQUEST)], vec![(0, INVALID_REQUEST)]],
+        vec![
+            vec![(0, INVALID_REQUEST), (1, 0)],
+            vec![(0, INVALID_REQUEST)],
+            vec![(0, INVALID_REQUEST)]
+        ],
         "v0"
     );
 }
 
 fn offset_fetch(group: &str, topics: &[(&str, &[i32])]) -> OffsetFetchRequest {
-    OffsetFetchRequest::default().with_group_id(GroupId(s(group))).with_topics(Some(
-        topics
-            .iter()
-            .map(|(name, partitions)| {
-                OffsetFetchRequestTopic::default()
-                    .with_name(TopicName(s(name)))
-                    .with_partition_indexes(partitions.to_vec())
-            })
-            .collect(),
-    ))
+    OffsetFetchRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_topics(Some(
+            topics
+                .iter()
+                .map(|(name, partitions)| {
+                    OffsetFetchRequestTopic::default()
+                        .with_name(TopicName(s(name)))
+                        .with_partition_indexes(partitions.to_vec())
+                })
+                .collect(),
+        ))
 }
 
 #[tokio::test(start_paused = true)]
@@ -300,7 +340,12 @@ async fn limit_offsetfetch_duplicates_1_a_repeated_topic_and_partition_are_answe
         let answered: Vec<(&str, Vec<i32>)> = response
             .topics
             .iter()
-            .map(|t| (t.name.0.as_str(), t.partitions.iter().map(|p| p.partition_index).collect()))
+            .map(|t| {
+                (
+                    t.name.0.as_str(),
+                    t.partitions.iter().map(|p| p.partition_index).collect(),
+                )
+            })
             .collect();
         assert_eq!(answered, vec![("committed", vec![0, 1])], "v{version}");
     }

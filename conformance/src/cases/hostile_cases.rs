@@ -546,7 +546,12 @@ fn closed_by_peer(error: &std::io::Error) -> bool {
 
 /// Sends `frame` and waits at most `within` for its answer or the connection's close; a
 /// connection closed while the frame was still being written counts as closed.
-pub(crate) async fn send_hostile(client: &mut Client, frame: &[u8], what: &str, within: Duration) -> anyhow::Result<Answer> {
+pub(crate) async fn send_hostile(
+    client: &mut Client,
+    frame: &[u8],
+    what: &str,
+    within: Duration,
+) -> anyhow::Result<Answer> {
     match client.send_frame(frame).await {
         Ok(()) => {}
         Err(e) if closed_by_peer(&e) => return Ok(Answer::Closed),
@@ -590,7 +595,12 @@ async fn create_topic(client: &mut Client, topic: &str, partitions: i32) -> anyh
     Ok(())
 }
 
-pub(crate) async fn new_topic(endpoint: &Endpoint, client: &mut Client, prefix: &str, partitions: i32) -> anyhow::Result<String> {
+pub(crate) async fn new_topic(
+    endpoint: &Endpoint,
+    client: &mut Client,
+    prefix: &str,
+    partitions: i32,
+) -> anyhow::Result<String> {
     let topic = endpoint.unique_topic(prefix);
     create_topic(client, &topic, partitions).await?;
     Ok(topic)

@@ -7,11 +7,11 @@ use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
-use std::collections::HashMap;
 use kafka_protocol::protocol::StrBytes;
+use std::collections::HashMap;
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
@@ -143,8 +143,17 @@ mod tests {
         ]);
         let names: Vec<&str> = kept.iter().map(|r| r.resource_name.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
-        let keys: Vec<&str> = kept[0].configuration_keys.as_ref().unwrap().iter().map(|k| k.as_str()).collect();
+        let keys: Vec<&str> = kept[0]
+            .configuration_keys
+            .as_ref()
+            .unwrap()
+            .iter()
+            .map(|k| k.as_str())
+            .collect();
         assert_eq!(keys, ["retention.ms", "cleanup.policy"]);
-        assert_eq!(kept[1].configuration_keys, None, "a mention asking for all asks for all");
+        assert_eq!(
+            kept[1].configuration_keys, None,
+            "a mention asking for all asks for all"
+        );
     }
 }

@@ -45,10 +45,7 @@ fn copied_bytes(group: &crate::groups::DescribedGroup) -> usize {
 /// Each group once, in the order first named (LIMIT-DESCRIBEGROUPS-DUPLICATES-1).
 fn distinct(groups: Vec<GroupId>) -> Vec<GroupId> {
     let mut seen = HashSet::with_capacity(groups.len());
-    groups
-        .into_iter()
-        .filter(|g| seen.insert(g.0.clone()))
-        .collect()
+    groups.into_iter().filter(|g| seen.insert(g.0.clone())).collect()
 }
 
 pub async fn handle<B: Backend>(

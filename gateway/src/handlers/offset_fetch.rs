@@ -96,8 +96,16 @@ pub async fn handle<B: Backend>(
         let kafka = name.0.as_str().to_string();
         if over_budget {
             let code = ResponseError::UnknownServerError.code();
-            let partitions = indexes.unwrap_or_default().into_iter().map(|i| partition(i, -1, code)).collect();
-            topics.push(OffsetFetchResponseTopic::default().with_name(name).with_partitions(partitions));
+            let partitions = indexes
+                .unwrap_or_default()
+                .into_iter()
+                .map(|i| partition(i, -1, code))
+                .collect();
+            topics.push(
+                OffsetFetchResponseTopic::default()
+                    .with_name(name)
+                    .with_partitions(partitions),
+            );
             continue;
         }
         let partitions: Vec<OffsetFetchResponsePartition> = match super::resolve_topic(gateway, session, &kafka).await {
@@ -160,14 +168,28 @@ pub async fn handle<B: Backend>(
             + crate::response_budget::string_bytes(kafka.len())
             + partitions.len() * PARTITION_ENTRY_BYTES;
         if let Err(exceeded) = budget.charge(bytes) {
-            exceeded.log("OffsetFetch", &format!("group {} topic {}", crate::log_text::clip(group_id), crate::log_text::clip(&kafka)));
+            exceeded.log(
+                "OffsetFetch",
+                &format!(
+                    "group {} topic {}",
+                    crate::log_text::clip(group_id),
+                    crate::log_text::clip(&kafka)
+                ),
+            );
             if version >= 2 {
                 return with_error(ResponseError::UnknownServerError.code());
             }
             over_budget = true;
             let code = ResponseError::UnknownServerError.code();
-            let partitions = partitions.iter().map(|p| partition(p.partition_index, -1, code)).collect();
-            topics.push(OffsetFetchResponseTopic::default().with_name(name).with_partitions(partitions));
+            let partitions = partitions
+                .iter()
+                .map(|p| partition(p.partition_index, -1, code))
+                .collect();
+            topics.push(
+                OffsetFetchResponseTopic::default()
+                    .with_name(name)
+                    .with_partitions(partitions),
+            );
             continue;
         }
         topics.push(
@@ -190,7 +212,11 @@ mod tests {
                 .with_name(TopicName(StrBytes::from_string(name.to_string())))
                 .with_partition_indexes(partitions)
         };
-        let wanted = distinct_topics(vec![topic("a", vec![0, 1, 0]), topic("b", vec![2]), topic("a", vec![1, 3])]);
+        let wanted = distinct_topics(vec![
+            topic("a", vec![0, 1, 0]),
+            topic("b", vec![2]),
+            topic("a", vec![1, 3]),
+        ]);
         let wanted: Vec<(&str, Vec<i32>)> = wanted
             .iter()
             .map(|(n, p)| (n.0.as_str(), p.clone().unwrap_or_default()))
