@@ -1,5 +1,5 @@
 //! Valid requests that amplify (issue 31): answers bounded by what the gateway will send, not by
-//! what the request names. Each test pins one LIMIT-*-DUPLICATES-1 rule (a name repeated in one
+//! what the request names. Each test pins one API's rule on repeated names (a name repeated in one
 //! request is answered or refused as Kafka does, and never looked up or described twice) or
 //! LIMIT-RESPONSE-BYTES-1 (an answer past `max_response_bytes` is an error, not an allocation),
 //! through `Gateway::handle_frame` on the embedded backend. Every test here failed before its

@@ -1,7 +1,7 @@
 //! Valid requests that amplify (issue 31): one small request naming the same group, topic or
 //! partition thousands of times, whose answer an endpoint must bound by what it will send, not
-//! by what the request names (docs/spec/limits.md, LIMIT-RESPONSE-BYTES-1 and the
-//! LIMIT-*-DUPLICATES-1 rules). Each case runs its request under the hostile cases'
+//! by what the request names (docs/spec/limits.md, LIMIT-RESPONSE-BYTES-1 and
+//! the rules on repeated names). Each case runs its request under the hostile cases'
 //! [`Watchdog`]: a well-behaved client must stay answered throughout and after.
 //!
 //! Where Kafka answers each mention again (DescribeGroups, DescribeConfigs, OffsetFetch), the
