@@ -13,7 +13,6 @@ use kafka_iggy_gateway::limits::LimitSettings;
 use kafka_iggy_gateway::protocol::legacy::list_offsets::{ListOffsetsV0Request, ListOffsetsV0Response};
 use kafka_iggy_gateway::protocol::request::RequestError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
-use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
@@ -360,21 +359,6 @@ async fn limit_response_bytes_1_offsetfetch_past_the_budget_answers_a_top_level_
         ask(&gateway, ApiKey::OffsetFetch, 5, &offset_fetch("g", &[("many", &all)])).await;
     assert_eq!(response.error_code, UNKNOWN_SERVER_ERROR);
     assert!(response.topics.is_empty());
-}
-
-#[tokio::test(start_paused = true)]
-async fn limit_describeconfigs_duplicates_1_a_resource_named_3000_times_is_answered_once() {
-    let gateway = gateway();
-    create_topic(&gateway, "configured", 1).await;
-    let resource = DescribeConfigsResource::default()
-        .with_resource_type(2)
-        .with_resource_name(s("configured"))
-        .with_configuration_keys(None);
-    let request = DescribeConfigsRequest::default().with_resources(vec![resource; 3_000]);
-    let (_, response): (_, DescribeConfigsResponse) = ask(&gateway, ApiKey::DescribeConfigs, 1, &request).await;
-    assert_eq!(response.results.len(), 1);
-    assert_eq!(response.results[0].error_code, 0);
-    assert!(!response.results[0].configs.is_empty());
 }
 
 #[tokio::test(start_paused = true)]

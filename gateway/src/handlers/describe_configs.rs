@@ -1,13 +1,12 @@
 //! DescribeConfigs (DESCRIBECONFIGS-1): enough for admin clients. Topics report `retention.ms`
 //! from the Iggy message expiry and fixed, read-only values for what the gateway decides itself.
-//! A resource named more than once is answered once, with the keys of every mention
+//! A topic named more than once is answered at each mention, as Kafka does, and looked up once
 //! (LIMIT-DESCRIBECONFIGS-DUPLICATES-1).
 
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
 use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
@@ -60,34 +59,25 @@ fn topic_configs(message_expiry_us: Option<u64>) -> Vec<DescribeConfigsResourceR
     ]
 }
 
-/// Each resource once, in the order first named, asking for the keys of all its mentions (all
-/// of them when any mention asks for all) (LIMIT-DESCRIBECONFIGS-DUPLICATES-1).
-fn distinct_resources(resources: Vec<DescribeConfigsResource>) -> Vec<DescribeConfigsResource> {
-    let mut order: Vec<DescribeConfigsResource> = Vec::with_capacity(resources.len());
-    let mut index_of = HashMap::<(i8, StrBytes), usize>::new();
-    for resource in resources {
-        let key = (resource.resource_type, resource.resource_name.clone());
-        match index_of.get(&key) {
-            None => {
-                index_of.insert(key, order.len());
-                order.push(resource);
-            }
-            Some(&slot) => {
-                let kept = &mut order[slot];
-                match (&mut kept.configuration_keys, resource.configuration_keys) {
-                    (Some(keys), Some(more)) => {
-                        for k in more {
-                            if !keys.contains(&k) {
-                                keys.push(k);
-                            }
-                        }
-                    }
-                    (kept_keys, _) => *kept_keys = None,
-                }
-            }
+/// The topic configs of `name`, or its error code, looked up once per request however often the
+/// request names it (LIMIT-DESCRIBECONFIGS-DUPLICATES-1).
+async fn topic_lookup<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    looked_up: &mut HashMap<StrBytes, Result<Option<u64>, i16>>,
+    name: &StrBytes,
+) -> Result<Vec<DescribeConfigsResourceResult>, i16> {
+    let expiry = match looked_up.get(name) {
+        Some(found) => *found,
+        None => {
+            let found = super::resolve_topic(gateway, session, name.as_str())
+                .await
+                .map(|(_, info)| info.message_expiry_us);
+            looked_up.insert(name.clone(), found);
+            found
         }
-    }
-    order
+    };
+    expiry.map(topic_configs)
 }
 
 pub async fn handle<B: Backend>(
@@ -95,17 +85,17 @@ pub async fn handle<B: Backend>(
     session: &Session<B>,
     request: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
-    let resources = distinct_resources(request.resources);
-    let mut results = Vec::with_capacity(resources.len());
-    for resource in &resources {
+    let mut looked_up = HashMap::new();
+    let mut results = Vec::with_capacity(request.resources.len());
+    // As Kafka, every mention is answered with the keys it asks for: a client may name one
+    // resource twice for two sets of keys. Each answer is a few fixed entries, bounded by the
+    // entry limit.
+    for resource in &request.resources {
         let result = DescribeConfigsResult::default()
             .with_resource_type(resource.resource_type)
             .with_resource_name(resource.resource_name.clone());
         let configs = match resource.resource_type {
-            RESOURCE_TOPIC => match super::resolve_topic(gateway, session, resource.resource_name.as_str()).await {
-                Ok((_, info)) => Ok(topic_configs(info.message_expiry_us)),
-                Err(code) => Err(code),
-            },
+            RESOURCE_TOPIC => topic_lookup(gateway, session, &mut looked_up, &resource.resource_name).await,
             RESOURCE_BROKER => Ok(vec![]),
             _ => Err(ResponseError::InvalidRequest.code()),
         };
@@ -120,40 +110,4 @@ pub async fn handle<B: Backend>(
         });
     }
     DescribeConfigsResponse::default().with_results(results)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn resource(name: &str, keys: Option<&[&str]>) -> DescribeConfigsResource {
-        DescribeConfigsResource::default()
-            .with_resource_type(RESOURCE_TOPIC)
-            .with_resource_name(StrBytes::from_string(name.to_string()))
-            .with_configuration_keys(keys.map(|k| k.iter().map(|k| StrBytes::from_string(k.to_string())).collect()))
-    }
-
-    #[test]
-    fn limit_describeconfigs_duplicates_1_each_resource_once_with_every_key_asked() {
-        let kept = distinct_resources(vec![
-            resource("a", Some(&["retention.ms"])),
-            resource("b", Some(&["cleanup.policy"])),
-            resource("a", Some(&["cleanup.policy", "retention.ms"])),
-            resource("b", None),
-        ]);
-        let names: Vec<&str> = kept.iter().map(|r| r.resource_name.as_str()).collect();
-        assert_eq!(names, ["a", "b"]);
-        let keys: Vec<&str> = kept[0]
-            .configuration_keys
-            .as_ref()
-            .unwrap()
-            .iter()
-            .map(|k| k.as_str())
-            .collect();
-        assert_eq!(keys, ["retention.ms", "cleanup.policy"]);
-        assert_eq!(
-            kept[1].configuration_keys, None,
-            "a mention asking for all asks for all"
-        );
-    }
 }
