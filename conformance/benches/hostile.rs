@@ -1,5 +1,6 @@
 //! `make bench`, the hostile part: the release gateway binary on the embedded backend, attacked
-//! by every hostile case (`cases::hostile_cases`) one after another, while this bench samples
+//! by every hostile case (`cases::hostile_cases`), then every amplification case
+//! (`cases::answer_bound_cases`), one after another, while this bench samples
 //! the gateway's resident memory (VmRSS) every 50 ms and a connection of its own times
 //! ApiVersions round trips every 50 ms. Prints one row per case and one for the whole run: pass
 //! or fail, time, peak RSS, RSS at the end, and the ApiVersions p50, p99 and max. Asserts
@@ -10,6 +11,7 @@
 //! its own bounds (the whole run takes well under a minute), and by [`CASE_GUARD`] besides.
 //! Build the gateway first: `cargo build --release -p kafka-iggy-gateway` (`make bench` does).
 
+use kafka_iggy_conformance::cases::answer_bound_cases;
 use kafka_iggy_conformance::cases::hostile_cases::{self, SUITE_FETCH_MAX_WAIT_MS, SUITE_MAX_CONNECTIONS};
 use kafka_iggy_conformance::cases::Outcome;
 use kafka_iggy_conformance::endpoint::Endpoint;
@@ -242,7 +244,9 @@ async fn main() {
     // recorded its last round trip, which a stalled gateway answers only after the case.
     let mut windows = Vec::new();
     let mut failures = Vec::new();
-    for case in hostile_cases::cases() {
+    // The amplification cases (issue 31) run after the hostile ones, under the same watch.
+    let cases = hostile_cases::cases().into_iter().chain(answer_bound_cases::cases());
+    for case in cases {
         let name = case.name.rsplit("::").next().unwrap_or(case.name);
         let started = Instant::now();
         let outcome = tokio::time::timeout(CASE_GUARD, (case.run)(endpoint.clone())).await;

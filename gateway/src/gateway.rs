@@ -168,6 +168,11 @@ impl<B: Backend> Gateway<B> {
         Ok(body)
     }
 
+    /// An empty budget for one response (LIMIT-RESPONSE-BYTES-1).
+    pub fn response_budget(&self) -> crate::response_budget::ResponseBudget {
+        crate::response_budget::ResponseBudget::new(self.config.limits.max_response_bytes)
+    }
+
     /// The gateway that coordinates `group_id` (GROUP-COORDINATOR-1).
     pub fn coordinator(&self, group_id: &str) -> &Node {
         let peers = &self.config.peers;
@@ -242,7 +247,21 @@ impl<B: Backend> Gateway<B> {
             version,
             reason: format!("{e:#}"),
         };
+        // LIMIT-RESPONSE-BYTES-1: the backstop behind the handlers' own budgets. Fetch, bounded
+        // by fetch_max_bytes, is encoded on its own path below.
+        let max_response_bytes = self.config.limits.max_response_bytes;
         let reply = |body: &dyn ErasedEncodable| {
+            // Sized before the frame is allocated.
+            let body_bytes = body.encoded_bytes(version).map_err(encode_error)?;
+            if body_bytes > max_response_bytes {
+                crate::metrics::metrics().limit_hit("LIMIT-RESPONSE-BYTES-1");
+                return Err(RequestError::ResponseTooLarge {
+                    key,
+                    version,
+                    bytes: body_bytes,
+                    limit: max_response_bytes,
+                });
+            }
             body.encode_frame(correlation_id, header_version, version)
                 .map(|frame| Reply::Frame(frame.into()))
                 .map_err(encode_error)
@@ -351,11 +370,17 @@ impl<B: Backend> Gateway<B> {
 /// Lets the dispatch table hand differently typed responses to one encoder.
 pub(crate) trait ErasedEncodable {
     fn encode_frame(&self, correlation_id: i32, header_version: i16, version: i16) -> anyhow::Result<Bytes>;
+    /// The body's encoded size, computed without encoding it.
+    fn encoded_bytes(&self, version: i16) -> anyhow::Result<usize>;
 }
 
 impl<T: Encodable> ErasedEncodable for T {
     fn encode_frame(&self, correlation_id: i32, header_version: i16, version: i16) -> anyhow::Result<Bytes> {
         encode_response(correlation_id, header_version, self, version)
+    }
+
+    fn encoded_bytes(&self, version: i16) -> anyhow::Result<usize> {
+        self.compute_size(version)
     }
 }
 

@@ -28,6 +28,7 @@ pub mod ops_http;
 pub mod producer_id;
 pub mod protocol;
 pub mod read_ahead;
+pub mod response_budget;
 pub mod server;
 pub mod tls;
 

@@ -28,6 +28,10 @@ pub const DEFAULT_AUTHENTICATION_TIMEOUT_MS: u64 = 30_000;
 /// How long a connection must have been silent to be closed for a newcomer when the connection
 /// table is full (LIMIT-CONNECTIONS-SHED-1); one that never sent a request qualifies at once.
 pub const DEFAULT_SHED_IDLE_AFTER_MS: u64 = 10_000;
+/// Bytes one response other than Fetch's may take (LIMIT-RESPONSE-BYTES-1): above Fetch's own
+/// 55 MiB `fetch.max.bytes`, so no answer a real client needs comes near it, and small enough that
+/// a few connections asking at once stay within ordinary memory.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 
 /// The longest error message the gateway puts in a response (LIMIT-BUILT-STRING-1).
 pub const MAX_ERROR_MESSAGE_BYTES: usize = 512;
@@ -113,6 +117,10 @@ pub struct LimitSettings {
     /// full (LIMIT-CONNECTIONS-SHED-1).
     #[arg(long, env = "IGGY_KAFKA_SHED_IDLE_AFTER_MS")]
     pub shed_idle_after_ms: Option<u64>,
+    /// Bytes one response other than Fetch's may take; past it the request is answered with an
+    /// error instead (LIMIT-RESPONSE-BYTES-1).
+    #[arg(long, env = "IGGY_KAFKA_MAX_RESPONSE_BYTES")]
+    pub max_response_bytes: Option<usize>,
 }
 
 impl LimitSettings {
@@ -150,6 +158,7 @@ impl LimitSettings {
             authentication_timeout_ms: self.authentication_timeout_ms.or(file.authentication_timeout_ms),
             max_connections_per_address: self.max_connections_per_address.or(file.max_connections_per_address),
             shed_idle_after_ms: self.shed_idle_after_ms.or(file.shed_idle_after_ms),
+            max_response_bytes: self.max_response_bytes.or(file.max_response_bytes),
         }
     }
 }
@@ -170,6 +179,7 @@ pub struct Limits {
     pub authentication_timeout: Duration,
     pub max_connections_per_address: usize,
     pub shed_idle_after: Duration,
+    pub max_response_bytes: usize,
 }
 
 /// The group coordinator's share of the settings, resolved (GroupLimits takes them).
@@ -240,6 +250,7 @@ impl Limits {
             // holding it against others.
             max_connections_per_address: settings.max_connections_per_address.unwrap_or(max_connections),
             shed_idle_after: Duration::from_millis(settings.shed_idle_after_ms.unwrap_or(DEFAULT_SHED_IDLE_AFTER_MS)),
+            max_response_bytes: settings.max_response_bytes.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES),
         };
         let groups = GroupLimitSettings {
             max_join_protocols: settings.max_join_protocols.unwrap_or(group_defaults.max_join_protocols),
@@ -279,6 +290,7 @@ impl Limits {
             ("group_max_members_total", groups.max_members_total),
             ("group_max_groups_per_principal", groups.max_groups_per_owner),
             ("group_max_members_per_principal", groups.max_members_per_owner),
+            ("max_response_bytes", limits.max_response_bytes),
         ] {
             if value == 0 {
                 bail!("{name} must be at least 1");

@@ -448,7 +448,7 @@ pub(crate) fn string(value: &str) -> StrBytes {
     StrBytes::from_string(value.to_string())
 }
 
-fn topic_name(name: &str) -> TopicName {
+pub(crate) fn topic_name(name: &str) -> TopicName {
     TopicName(string(name))
 }
 
@@ -457,14 +457,14 @@ fn now_ms() -> anyhow::Result<i64> {
 }
 
 /// `request` bounded by [`LIVENESS`]; `what` names it in the error.
-async fn bounded<T>(what: &str, request: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
+pub(crate) async fn bounded<T>(what: &str, request: impl Future<Output = anyhow::Result<T>>) -> anyhow::Result<T> {
     timeout(LIVENESS, request)
         .await
         .map_err(|_| anyhow!("{what}: not answered within {LIVENESS:?}"))?
         .with_context(|| what.to_string())
 }
 
-async fn connect(endpoint: &Endpoint) -> anyhow::Result<Client> {
+pub(crate) async fn connect(endpoint: &Endpoint) -> anyhow::Result<Client> {
     Client::connect(&endpoint.bootstrap).await
 }
 
@@ -595,7 +595,12 @@ async fn create_topic(client: &mut Client, topic: &str, partitions: i32) -> anyh
     Ok(())
 }
 
-async fn new_topic(endpoint: &Endpoint, client: &mut Client, prefix: &str, partitions: i32) -> anyhow::Result<String> {
+pub(crate) async fn new_topic(
+    endpoint: &Endpoint,
+    client: &mut Client,
+    prefix: &str,
+    partitions: i32,
+) -> anyhow::Result<String> {
     let topic = endpoint.unique_topic(prefix);
     create_topic(client, &topic, partitions).await?;
     Ok(topic)

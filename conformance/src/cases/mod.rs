@@ -9,6 +9,7 @@ use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use std::future::Future;
 use std::pin::Pin;
 
+pub mod answer_bound_cases;
 pub mod auth_cases;
 pub mod gateway_cases;
 pub mod group_admin_cases;
@@ -187,5 +188,6 @@ pub fn all() -> Vec<Case> {
     cases.extend(migration_cases::cases());
     cases.extend(group_admin_cases::cases());
     cases.extend(legacy_cases::cases());
+    cases.extend(answer_bound_cases::cases());
     cases
 }

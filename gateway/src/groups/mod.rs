@@ -539,6 +539,12 @@ impl GroupCoordinator {
         self.lock().groups.get(group_id).map(Group::describe)
     }
 
+    /// The encoded bytes `describe(group_id)` would answer with, at most, counted without copying
+    /// a member (LIMIT-RESPONSE-BYTES-1); `None` when this gateway knows no such group.
+    pub fn described_bytes(&self, group_id: &str) -> Option<usize> {
+        self.lock().groups.get(group_id).map(Group::described_bytes)
+    }
+
     /// (group id, protocol type, state) of every group this gateway holds: those it coordinates
     /// (LISTGROUPS-COORDINATED-1), never groups known by stored offsets alone.
     pub fn list(&self) -> Vec<(String, String, GroupState)> {

@@ -762,6 +762,35 @@ impl Group {
         self.members.is_empty() && self.pending.is_empty()
     }
 
+    /// What [`Group::describe`] would put in a DescribeGroups answer, in encoded bytes at most
+    /// (LIMIT-RESPONSE-BYTES-1): counted without copying anything.
+    pub(super) fn described_bytes(&self) -> usize {
+        use crate::response_budget::string_bytes;
+        let protocol = self.protocol.as_deref().unwrap_or_default();
+        let members: usize = self
+            .members
+            .iter()
+            .map(|m| {
+                let metadata = m
+                    .protocols
+                    .iter()
+                    .find(|(n, _)| n == protocol)
+                    .map_or(0, |(_, md)| md.len());
+                string_bytes(m.id.len())
+                    + string_bytes(m.instance_id.as_ref().map_or(0, String::len))
+                    + string_bytes(m.client_id.len())
+                    + string_bytes(m.client_host.len())
+                    + string_bytes(metadata)
+                    + string_bytes(m.assignment.len())
+                    + 1
+            })
+            .sum();
+        let header = string_bytes(self.state.name().len())
+            + string_bytes(self.protocol_type.as_ref().map_or(0, String::len))
+            + string_bytes(protocol.len());
+        header + members
+    }
+
     /// DESCRIBEGROUPS-STATE-1, DESCRIBEGROUPS-MEMBERS-1: each member's metadata for the chosen
     /// protocol and its assignment of the current generation.
     pub(super) fn describe(&self) -> DescribedGroup {

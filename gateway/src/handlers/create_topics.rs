@@ -1,5 +1,6 @@
 //! CreateTopics and the topic rules (TOPIC-NAME-1, TOPIC-PARTITIONS-1, TOPIC-REPLICATION-1,
-//! TOPIC-CONFIG-1, TOPIC-EXISTS-1).
+//! TOPIC-CONFIG-1, TOPIC-EXISTS-1). A topic named more than once is refused at each mention, as
+//! Kafka does (LIMIT-CREATETOPICS-DUPLICATES-1).
 
 use crate::auth::sessions::Session;
 use crate::backend::{Backend, BackendError, TopicSpec};
@@ -147,10 +148,23 @@ pub async fn handle<B: Backend>(
     request: CreateTopicsRequest,
     _version: i16,
 ) -> CreateTopicsResponse {
+    let mut named = std::collections::HashMap::<&str, usize>::new();
+    for topic in &request.topics {
+        *named.entry(topic.name.0.as_str()).or_default() += 1;
+    }
     let mut results = Vec::with_capacity(request.topics.len());
     for topic in &request.topics {
         let result = CreatableTopicResult::default().with_name(topic.name.clone());
-        results.push(match create_one(gateway, session, topic, request.validate_only).await {
+        // LIMIT-CREATETOPICS-DUPLICATES-1: which mention was meant is unknown; none is created.
+        let outcome = if named[topic.name.0.as_str()] > 1 {
+            Err((
+                ResponseError::InvalidRequest.code(),
+                "Found multiple entries for this topic.".to_string(),
+            ))
+        } else {
+            create_one(gateway, session, topic, request.validate_only).await
+        };
+        results.push(match outcome {
             Ok(partitions) => result
                 .with_num_partitions(partitions as i32)
                 .with_replication_factor(1)

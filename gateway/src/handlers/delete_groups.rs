@@ -1,5 +1,6 @@
 //! DeleteGroups (GROUP-DELETE-1): an empty group is forgotten and everything it stored in Iggy
-//! (its offsets key and zero markers on every mapped topic) is deleted.
+//! (its offsets key and zero markers on every mapped topic) is deleted. A group named more than
+//! once is deleted and answered once, as Kafka does (LIMIT-DELETEGROUPS-DUPLICATES-1).
 
 use super::group_authz::PollPermissions;
 use crate::auth::sessions::Session;
@@ -84,7 +85,12 @@ pub async fn handle<B: Backend>(
 ) -> DeleteGroupsResponse {
     let mut permissions = PollPermissions::new(gateway, session);
     let mut results = Vec::with_capacity(request.groups_names.len());
+    // LIMIT-DELETEGROUPS-DUPLICATES-1: Kafka's KafkaApis takes `groupsNames.distinct`.
+    let mut named = std::collections::HashSet::with_capacity(request.groups_names.len());
     for group_id in request.groups_names {
+        if !named.insert(group_id.0.clone()) {
+            continue;
+        }
         let code = delete_one(gateway, session, &mut permissions, group_id.0.as_str()).await;
         results.push(
             DeletableGroupResult::default()

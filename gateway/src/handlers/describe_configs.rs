@@ -1,5 +1,7 @@
 //! DescribeConfigs (DESCRIBECONFIGS-1): enough for admin clients. Topics report `retention.ms`
 //! from the Iggy message expiry and fixed, read-only values for what the gateway decides itself.
+//! A topic named more than once is answered at each mention, as Kafka does, and looked up once
+//! (LIMIT-DESCRIBECONFIGS-DUPLICATES-1).
 
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
@@ -8,6 +10,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
 use kafka_protocol::protocol::StrBytes;
+use std::collections::HashMap;
 
 const RESOURCE_TOPIC: i8 = 2;
 const RESOURCE_BROKER: i8 = 4;
@@ -56,21 +59,43 @@ fn topic_configs(message_expiry_us: Option<u64>) -> Vec<DescribeConfigsResourceR
     ]
 }
 
+/// The topic configs of `name`, or its error code, looked up once per request however often the
+/// request names it (LIMIT-DESCRIBECONFIGS-DUPLICATES-1).
+async fn topic_lookup<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    looked_up: &mut HashMap<StrBytes, Result<Option<u64>, i16>>,
+    name: &StrBytes,
+) -> Result<Vec<DescribeConfigsResourceResult>, i16> {
+    let expiry = match looked_up.get(name) {
+        Some(found) => *found,
+        None => {
+            let found = super::resolve_topic(gateway, session, name.as_str())
+                .await
+                .map(|(_, info)| info.message_expiry_us);
+            looked_up.insert(name.clone(), found);
+            found
+        }
+    };
+    expiry.map(topic_configs)
+}
+
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
     request: DescribeConfigsRequest,
 ) -> DescribeConfigsResponse {
+    let mut looked_up = HashMap::new();
     let mut results = Vec::with_capacity(request.resources.len());
+    // As Kafka, every mention is answered with the keys it asks for: a client may name one
+    // resource twice for two sets of keys. Each answer is a few fixed entries, bounded by the
+    // entry limit.
     for resource in &request.resources {
         let result = DescribeConfigsResult::default()
             .with_resource_type(resource.resource_type)
             .with_resource_name(resource.resource_name.clone());
         let configs = match resource.resource_type {
-            RESOURCE_TOPIC => match super::resolve_topic(gateway, session, resource.resource_name.as_str()).await {
-                Ok((_, info)) => Ok(topic_configs(info.message_expiry_us)),
-                Err(code) => Err(code),
-            },
+            RESOURCE_TOPIC => topic_lookup(gateway, session, &mut looked_up, &resource.resource_name).await,
             RESOURCE_BROKER => Ok(vec![]),
             _ => Err(ResponseError::InvalidRequest.code()),
         };

@@ -1,16 +1,52 @@
 //! DescribeGroups: state, protocol and members of groups this gateway coordinates
 //! (DESCRIBEGROUPS-STATE-1, DESCRIBEGROUPS-MEMBERS-1). An unknown group is reported in state
 //! `Dead`, as Kafka does (DESCRIBEGROUPS-UNKNOWN-1); a group the principal may not join is
-//! GROUP_AUTHORIZATION_FAILED (AUTHZ-GROUP-3).
+//! GROUP_AUTHORIZATION_FAILED (AUTHZ-GROUP-3). A group named more than once is described once
+//! (LIMIT-DESCRIBEGROUPS-DUPLICATES-1), and the members of all groups answered fit
+//! `max_response_bytes` (LIMIT-RESPONSE-BYTES-1).
 
 use super::group_authz::PollPermissions;
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
+use crate::response_budget::string_bytes;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_groups_response::{DescribedGroup, DescribedGroupMember};
-use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse};
+use kafka_protocol::messages::{DescribeGroupsRequest, DescribeGroupsResponse, GroupId};
 use kafka_protocol::protocol::StrBytes;
+use std::collections::HashSet;
+
+/// A group entry's fixed fields (error code, member array length, authorized operations, tagged
+/// fields) beyond its strings, at most.
+const GROUP_ENTRY_BYTES: usize = 2 + 5 + 4 + 1;
+
+/// What a described group's members and strings take, as `GroupCoordinator::described_bytes`
+/// counts them.
+fn copied_bytes(group: &crate::groups::DescribedGroup) -> usize {
+    let members: usize = group
+        .members
+        .iter()
+        .map(|m| {
+            string_bytes(m.member_id.len())
+                + string_bytes(m.instance_id.as_ref().map_or(0, String::len))
+                + string_bytes(m.client_id.len())
+                + string_bytes(m.client_host.len())
+                + string_bytes(m.metadata.len())
+                + string_bytes(m.assignment.len())
+                + 1
+        })
+        .sum();
+    string_bytes(group.state.name().len())
+        + string_bytes(group.protocol_type.len())
+        + string_bytes(group.protocol.len())
+        + members
+}
+
+/// Each group once, in the order first named (LIMIT-DESCRIBEGROUPS-DUPLICATES-1).
+fn distinct(groups: Vec<GroupId>) -> Vec<GroupId> {
+    let mut seen = HashSet::with_capacity(groups.len());
+    groups.into_iter().filter(|g| seen.insert(g.0.clone())).collect()
+}
 
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
@@ -18,16 +54,43 @@ pub async fn handle<B: Backend>(
     request: DescribeGroupsRequest,
 ) -> DescribeGroupsResponse {
     let mut permissions = PollPermissions::new(gateway, session);
-    let mut groups = Vec::with_capacity(request.groups.len());
-    for group_id in request.groups {
+    let mut budget = gateway.response_budget();
+    let requested = distinct(request.groups);
+    let mut groups = Vec::with_capacity(requested.len());
+    for group_id in requested {
         let id = group_id.0.as_str().to_string();
+        let entry_bytes = GROUP_ENTRY_BYTES + string_bytes(id.len());
         let described = DescribedGroup::default()
             .with_group_id(group_id)
             .with_authorized_operations(i32::MIN);
+        // An entry's id and error are charged whatever it carries: they echo the request, which
+        // the frame limit bounds, so they are never refused.
+        let _ = budget.charge(entry_bytes);
         let entry = if !gateway.is_coordinator(&id) {
             described.with_error_code(ResponseError::NotCoordinator.code())
         } else {
+            // LIMIT-RESPONSE-BYTES-1: the members are charged before they are copied.
+            let members_bytes = gateway.groups.described_bytes(&id).unwrap_or(0);
+            if let Err(exceeded) = budget.charge(members_bytes) {
+                exceeded.log("DescribeGroups", &format!("group {}", crate::log_text::clip(&id)));
+                // A group that fits an answer of its own is retried alone by the Java admin
+                // client and librdkafka; one that never fits is an error the operator must lift.
+                let code = if budget.fits_alone(entry_bytes + members_bytes) {
+                    ResponseError::CoordinatorLoadInProgress.code()
+                } else {
+                    ResponseError::UnknownServerError.code()
+                };
+                groups.push(described.with_error_code(code));
+                continue;
+            }
             let found = gateway.groups.describe(&id);
+            // A member that joined between the count and the copy is charged too.
+            let grown_bytes = found.as_ref().map_or(0, copied_bytes).saturating_sub(members_bytes);
+            if let Err(exceeded) = budget.charge(grown_bytes) {
+                exceeded.log("DescribeGroups", &format!("group {}", crate::log_text::clip(&id)));
+                groups.push(described.with_error_code(ResponseError::CoordinatorLoadInProgress.code()));
+                continue;
+            }
             // AUTHZ-GROUP-3: members, client ids and assignments only to who may join.
             let hidden = match &found {
                 Some(g) => !permissions.may_see(&id, g).await,
@@ -61,4 +124,20 @@ pub async fn handle<B: Backend>(
         groups.push(entry);
     }
     DescribeGroupsResponse::default().with_groups(groups)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_describegroups_duplicates_1_each_group_once_in_first_named_order() {
+        let ids = |names: &[&str]| -> Vec<GroupId> {
+            names
+                .iter()
+                .map(|n| GroupId(StrBytes::from_string(n.to_string())))
+                .collect()
+        };
+        assert_eq!(distinct(ids(&["b", "a", "b", "a", "c"])), ids(&["b", "a", "c"]));
+    }
 }

@@ -1,4 +1,6 @@
-//! ListOffsets (LISTOFFSETS-EARLIEST-1, LISTOFFSETS-LATEST-1, LISTOFFSETS-TIMESTAMP-1).
+//! ListOffsets (LISTOFFSETS-EARLIEST-1, LISTOFFSETS-LATEST-1, LISTOFFSETS-TIMESTAMP-1). A
+//! partition named more than once is INVALID_REQUEST at each mention, as in Kafka, and each topic
+//! is looked up once however often it is named (LIMIT-LISTOFFSETS-DUPLICATES-1).
 
 use crate::auth::sessions::Session;
 use crate::backend::{Backend, ReadLimits};
@@ -8,6 +10,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::list_offsets_response::{ListOffsetsPartitionResponse, ListOffsetsTopicResponse};
 use kafka_protocol::messages::{ListOffsetsRequest, ListOffsetsResponse};
 use kig_core::mapping::record_timestamp_ms;
+use std::collections::HashMap;
 
 pub const LATEST: i64 = -1;
 pub const EARLIEST: i64 = -2;
@@ -69,29 +72,44 @@ pub async fn handle<B: Backend>(
     request: ListOffsetsRequest,
     _version: i16,
 ) -> ListOffsetsResponse {
+    // LIMIT-LISTOFFSETS-DUPLICATES-1: Kafka's ListOffsetsRequest.duplicatePartitions.
+    let mut mentions = HashMap::<(&str, i32), usize>::new();
+    for topic in &request.topics {
+        for p in &topic.partitions {
+            *mentions.entry((topic.name.0.as_str(), p.partition_index)).or_default() += 1;
+        }
+    }
+    let mut resolved_topics = HashMap::new();
     let mut topics = Vec::with_capacity(request.topics.len());
     for topic in &request.topics {
         let name = topic.name.0.as_str();
-        let resolved = super::resolve_topic(gateway, session, name).await;
         let mut partitions = Vec::with_capacity(topic.partitions.len());
         for p in &topic.partitions {
             let response = ListOffsetsPartitionResponse::default()
                 .with_partition_index(p.partition_index)
                 .with_leader_epoch(-1);
-            let result = match &resolved {
-                Err(code) => Err(*code),
-                Ok((_, info)) if p.partition_index < 0 || p.partition_index as u32 >= info.partitions => {
-                    Err(ResponseError::UnknownTopicOrPartition.code())
+            let result = if mentions[&(name, p.partition_index)] > 1 {
+                Err(ResponseError::InvalidRequest.code())
+            } else {
+                if !resolved_topics.contains_key(name) {
+                    let resolved = super::resolve_topic(gateway, session, name).await;
+                    resolved_topics.insert(name, resolved);
                 }
-                Ok((target, _)) => {
-                    lookup(
-                        session,
-                        &target.stream,
-                        &target.topic,
-                        p.partition_index as u32,
-                        p.timestamp,
-                    )
-                    .await
+                match &resolved_topics[name] {
+                    Err(code) => Err(*code),
+                    Ok((_, info)) if p.partition_index < 0 || p.partition_index as u32 >= info.partitions => {
+                        Err(ResponseError::UnknownTopicOrPartition.code())
+                    }
+                    Ok((target, _)) => {
+                        lookup(
+                            session,
+                            &target.stream,
+                            &target.topic,
+                            p.partition_index as u32,
+                            p.timestamp,
+                        )
+                        .await
+                    }
                 }
             };
             partitions.push(match result {

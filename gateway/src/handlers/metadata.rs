@@ -1,17 +1,21 @@
 //! Metadata (METADATA-1): the configured gateways as brokers, every partition led by the gateway
-//! that answers, unknown topics reported (or created when auto-create is on).
+//! that answers, unknown topics reported (or created when auto-create is on). A topic named more
+//! than once is answered once (LIMIT-METADATA-DUPLICATES-1), and the partitions answered fit
+//! `max_response_bytes` (LIMIT-RESPONSE-BYTES-1).
 
 use super::create_topics::{create_kafka_topic, validate_topic_name};
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::error_map;
 use crate::gateway::Gateway;
+use crate::response_budget::{string_bytes, ResponseBudget};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::metadata_response::{
     MetadataResponseBroker, MetadataResponsePartition, MetadataResponseTopic,
 };
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use std::collections::HashSet;
 
 pub const CLUSTER_ID: &str = "kafka-iggy-gateway";
 
@@ -31,6 +35,34 @@ fn topic_entry(name: &str, partitions: u32, leader: i32) -> MetadataResponseTopi
                 })
                 .collect(),
         )
+}
+
+/// One partition entry's encoded bytes at most: error, index, leader, epoch, one replica, one
+/// in-sync replica, no offline replica, tagged fields.
+const PARTITION_ENTRY_BYTES: usize = 2 + 4 + 4 + 4 + (5 + 4) + (5 + 4) + 5 + 1;
+/// One topic entry's encoded bytes beyond its name and partitions, at most: error, topic id,
+/// is_internal, partition array length, authorized operations, tagged fields.
+const TOPIC_ENTRY_BYTES: usize = 2 + 16 + 1 + 5 + 4 + 1;
+
+/// The entry of topic `name` with `partitions` partitions, or, when they do not fit `budget`,
+/// the topic with an error (LIMIT-RESPONSE-BYTES-1). Charged before the partitions are built.
+fn budgeted_topic_entry(
+    budget: &mut ResponseBudget,
+    name: &str,
+    partitions: u32,
+    leader: i32,
+) -> MetadataResponseTopic {
+    let bytes = TOPIC_ENTRY_BYTES + string_bytes(name.len()) + partitions as usize * PARTITION_ENTRY_BYTES;
+    match budget.charge(bytes) {
+        Ok(()) => topic_entry(name, partitions, leader),
+        Err(exceeded) => {
+            exceeded.log(
+                "Metadata",
+                &format!("the {partitions} partitions of topic {}", crate::log_text::clip(name)),
+            );
+            error_entry(name, ResponseError::UnknownServerError.code())
+        }
+    }
 }
 
 fn error_entry(name: &str, code: i16) -> MetadataResponseTopic {
@@ -58,18 +90,27 @@ pub async fn handle<B: Backend>(
         })
         .collect();
     let mut topics = Vec::new();
+    let mut budget = gateway.response_budget();
     match request.topics {
         // v0 sends an empty list for "all"; v1+ sends null.
         Some(requested) if !(version == 0 && requested.is_empty()) => {
             // v4+ asks per request; v0-3 follow the gateway's setting alone.
             let auto_create = config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
+            // LIMIT-METADATA-DUPLICATES-1: as Kafka, which takes the requested names as a set.
+            let mut named = HashSet::with_capacity(requested.len());
             for t in requested {
                 let Some(name) = t.name else {
                     topics.push(MetadataResponseTopic::default().with_error_code(ResponseError::UnknownTopicId.code()));
                     continue;
                 };
+                if !named.insert(name.0.clone()) {
+                    continue;
+                }
                 let name = name.0.as_str().to_string();
-                topics.push(describe_topic(gateway, session, &name, auto_create, me).await);
+                topics.push(match describe_topic(gateway, session, &name, auto_create).await {
+                    Ok(partitions) => budgeted_topic_entry(&mut budget, &name, partitions, me),
+                    Err(code) => error_entry(&name, code),
+                });
             }
         }
         _ => {
@@ -89,7 +130,7 @@ pub async fn handle<B: Backend>(
                         topic: info.name.clone(),
                     };
                     if let Some(kafka) = config.topics.reverse(&target) {
-                        topics.push(topic_entry(&kafka, info.partitions, me));
+                        topics.push(budgeted_topic_entry(&mut budget, &kafka, info.partitions, me));
                     }
                 }
             }
@@ -102,40 +143,36 @@ pub async fn handle<B: Backend>(
         .with_topics(topics)
 }
 
+/// The partition count of topic `name`, created first when `auto_create` allows, or the error
+/// code its entry answers.
 async fn describe_topic<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
     name: &str,
     auto_create: bool,
-    me: i32,
-) -> MetadataResponseTopic {
+) -> Result<u32, i16> {
     let target = gateway.config.topics.resolve(name);
     // AUTHZ-METADATA-1: a topic the principal may not read is TOPIC_AUTHORIZATION_FAILED.
     match session.backend.get_topic(&target.stream, &target.topic).await {
-        Ok(Some(info)) => topic_entry(name, info.partitions, me),
+        Ok(Some(info)) => Ok(info.partitions),
         // METADATA-NAME-1: a name Kafka refuses is never created, and is reported as invalid
         // rather than unknown, so a producer fails it at once instead of waiting for it to appear.
         // (An existing Iggy topic keeps its name, whatever it is: the branch above.)
-        Ok(None) if validate_topic_name(name).is_err() => {
-            error_entry(name, ResponseError::InvalidTopicException.code())
-        }
+        Ok(None) if validate_topic_name(name).is_err() => Err(ResponseError::InvalidTopicException.code()),
         Ok(None) if auto_create => {
             let partitions = gateway.config.default_partitions;
             match create_kafka_topic(gateway, session, name, partitions, None).await {
-                Ok(()) => topic_entry(name, partitions, me),
+                Ok(()) => Ok(partitions),
                 Err(code) if code == ResponseError::TopicAlreadyExists.code() => {
                     match session.backend.get_topic(&target.stream, &target.topic).await {
-                        Ok(Some(info)) => topic_entry(name, info.partitions, me),
-                        _ => error_entry(name, ResponseError::LeaderNotAvailable.code()),
+                        Ok(Some(info)) => Ok(info.partitions),
+                        _ => Err(ResponseError::LeaderNotAvailable.code()),
                     }
                 }
-                Err(code) => error_entry(name, code),
+                Err(code) => Err(code),
             }
         }
-        Ok(None) => error_entry(name, ResponseError::UnknownTopicOrPartition.code()),
-        Err(e) => error_entry(
-            name,
-            error_map::backend_error(&e, &format!("Metadata for topic {name}")),
-        ),
+        Ok(None) => Err(ResponseError::UnknownTopicOrPartition.code()),
+        Err(e) => Err(error_map::backend_error(&e, &format!("Metadata for topic {name}"))),
     }
 }

@@ -1,6 +1,8 @@
 //! OffsetFetch: committed offsets read from Iggy by any gateway (reading needs no membership);
 //! nothing committed is -1, metadata "" and leader epoch -1 (CO-METADATA-1); a null topic list
-//! enumerates every mapped topic and answers with Kafka names (CO-FETCH-ALL-1).
+//! enumerates every mapped topic and answers with Kafka names (CO-FETCH-ALL-1). A topic or
+//! partition named more than once is answered once (LIMIT-OFFSETFETCH-DUPLICATES-1), and the
+//! answer fits `max_response_bytes` (LIMIT-RESPONSE-BYTES-1).
 
 use super::delete_groups::mapped_topics;
 use super::join_group::valid_group_id;
@@ -10,9 +12,39 @@ use crate::error_map;
 use crate::gateway::Gateway;
 use crate::offset_store::OffsetStore;
 use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::offset_fetch_response::{OffsetFetchResponsePartition, OffsetFetchResponseTopic};
 use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use std::collections::{HashMap, HashSet};
+
+/// One partition entry's encoded bytes at most: index, offset, leader epoch, empty metadata,
+/// error, tagged fields.
+const PARTITION_ENTRY_BYTES: usize = 4 + 8 + 4 + crate::response_budget::LENGTH_PREFIX_BYTES + 2 + 1;
+/// One topic entry's bytes beyond its name and partitions: partition array length, tagged fields.
+const TOPIC_ENTRY_BYTES: usize = crate::response_budget::LENGTH_PREFIX_BYTES + 1;
+
+/// Each requested topic once, in the order first named, with each of its partitions once
+/// (LIMIT-OFFSETFETCH-DUPLICATES-1).
+fn distinct_topics(topics: Vec<OffsetFetchRequestTopic>) -> Vec<(TopicName, Option<Vec<i32>>)> {
+    let mut order: Vec<(TopicName, Option<Vec<i32>>)> = Vec::new();
+    let mut index_of = HashMap::<StrBytes, usize>::new();
+    let mut seen = HashSet::<(usize, i32)>::new();
+    for topic in topics {
+        let slot = *index_of.entry(topic.name.0.clone()).or_insert_with(|| {
+            order.push((topic.name.clone(), Some(Vec::new())));
+            order.len() - 1
+        });
+        for index in topic.partition_indexes {
+            if seen.insert((slot, index)) {
+                if let Some(partitions) = &mut order[slot].1 {
+                    partitions.push(index);
+                }
+            }
+        }
+    }
+    order
+}
 
 fn partition(index: i32, offset: i64, code: i16) -> OffsetFetchResponsePartition {
     OffsetFetchResponsePartition::default()
@@ -48,10 +80,7 @@ pub async fn handle<B: Backend>(
     };
     let listed = request.topics.is_none();
     let wanted: Vec<(TopicName, Option<Vec<i32>>)> = match request.topics {
-        Some(topics) => topics
-            .into_iter()
-            .map(|t| (t.name, Some(t.partition_indexes)))
-            .collect(),
+        Some(topics) => distinct_topics(topics),
         None => mapped_topics(gateway, session)
             .await
             .into_iter()
@@ -59,8 +88,26 @@ pub async fn handle<B: Backend>(
             .collect(),
     };
     let mut topics = Vec::with_capacity(wanted.len());
+    let mut budget = gateway.response_budget();
+    // v0-1 have no top-level error: past the budget, what is left is answered with per-partition
+    // errors, which only echo the request.
+    let mut over_budget = false;
     for (name, indexes) in wanted {
         let kafka = name.0.as_str().to_string();
+        if over_budget {
+            let code = ResponseError::UnknownServerError.code();
+            let partitions = indexes
+                .unwrap_or_default()
+                .into_iter()
+                .map(|i| partition(i, -1, code))
+                .collect();
+            topics.push(
+                OffsetFetchResponseTopic::default()
+                    .with_name(name)
+                    .with_partitions(partitions),
+            );
+            continue;
+        }
         let partitions: Vec<OffsetFetchResponsePartition> = match super::resolve_topic(gateway, session, &kafka).await {
             // AUTHZ-OFFSETS-1: a topic the principal may not read answers its authorization error.
             Err(code) if code == ResponseError::TopicAuthorizationFailed.code() => indexes
@@ -115,6 +162,36 @@ pub async fn handle<B: Backend>(
         if listed && partitions.is_empty() {
             continue;
         }
+        // LIMIT-RESPONSE-BYTES-1: charged before the entry joins the answer; a listing's
+        // partitions come from Iggy, not from the request.
+        let bytes = TOPIC_ENTRY_BYTES
+            + crate::response_budget::string_bytes(kafka.len())
+            + partitions.len() * PARTITION_ENTRY_BYTES;
+        if let Err(exceeded) = budget.charge(bytes) {
+            exceeded.log(
+                "OffsetFetch",
+                &format!(
+                    "group {} topic {}",
+                    crate::log_text::clip(group_id),
+                    crate::log_text::clip(&kafka)
+                ),
+            );
+            if version >= 2 {
+                return with_error(ResponseError::UnknownServerError.code());
+            }
+            over_budget = true;
+            let code = ResponseError::UnknownServerError.code();
+            let partitions = partitions
+                .iter()
+                .map(|p| partition(p.partition_index, -1, code))
+                .collect();
+            topics.push(
+                OffsetFetchResponseTopic::default()
+                    .with_name(name)
+                    .with_partitions(partitions),
+            );
+            continue;
+        }
         topics.push(
             OffsetFetchResponseTopic::default()
                 .with_name(name)
@@ -122,4 +199,28 @@ pub async fn handle<B: Backend>(
         );
     }
     with_error(0).with_topics(topics)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_offsetfetch_duplicates_1_each_topic_and_partition_once() {
+        let topic = |name: &str, partitions: Vec<i32>| {
+            OffsetFetchRequestTopic::default()
+                .with_name(TopicName(StrBytes::from_string(name.to_string())))
+                .with_partition_indexes(partitions)
+        };
+        let wanted = distinct_topics(vec![
+            topic("a", vec![0, 1, 0]),
+            topic("b", vec![2]),
+            topic("a", vec![1, 3]),
+        ]);
+        let wanted: Vec<(&str, Vec<i32>)> = wanted
+            .iter()
+            .map(|(n, p)| (n.0.as_str(), p.clone().unwrap_or_default()))
+            .collect();
+        assert_eq!(wanted, vec![("a", vec![0, 1, 3]), ("b", vec![2])]);
+    }
 }

@@ -39,6 +39,14 @@ pub enum RequestError {
     },
     #[error("the {key:?} v{version} response does not encode: {reason} (PROTO-ENCODE-1)")]
     Encode { key: ApiKey, version: i16, reason: String },
+    /// LIMIT-RESPONSE-BYTES-1: the dispatch's backstop, for an answer no handler bounded.
+    #[error("the {key:?} v{version} response encodes to {bytes} bytes, above max_response_bytes {limit}; not sent (LIMIT-RESPONSE-BYTES-1)")]
+    ResponseTooLarge {
+        key: ApiKey,
+        version: i16,
+        bytes: usize,
+        limit: usize,
+    },
     /// AUTH-SASL-GATE-1, AUTH-SASL-REAUTH-1
     #[error("{0}")]
     NotAuthenticated(String),
