@@ -300,7 +300,7 @@ impl GroupCoordinator {
     /// authorized when it joined) or the group is unknown.
     pub fn topics_for_joiner(&self, group_id: &str, member_id: &str) -> Vec<String> {
         match self.lock().groups.get(group_id) {
-            Some(group) if !group.is_member(member_id) => group.topics().into_iter().map(str::to_string).collect(),
+            Some(group) if !group.is_member(member_id) => group.topics().map(str::to_string).collect(),
             _ => Vec::new(),
         }
     }
@@ -311,7 +311,7 @@ impl GroupCoordinator {
         self.lock()
             .groups
             .get(group_id)
-            .map(|g| g.topics().into_iter().map(str::to_string).collect())
+            .map(|g| g.topics().map(str::to_string).collect())
     }
 
     /// JoinGroup by a joiner whose permissions were asked for `authorized` (AUTHZ-GROUP-4), or
@@ -366,9 +366,8 @@ impl GroupCoordinator {
             let existing = groups.get(&request.group_id);
             if let (Some(group), Some(authorized)) = (existing, authorized) {
                 if !group.is_member(&request.member_id) {
-                    let topics = group.topics();
-                    if !topics.iter().all(|t| authorized.contains(*t)) {
-                        let topics = topics.into_iter().map(str::to_string).collect();
+                    if !group.topics().all(|t| authorized.contains(t)) {
+                        let topics = group.topics().map(str::to_string).collect();
                         return JoinAttempt::Recheck {
                             request: Box::new(request),
                             topics,

@@ -164,6 +164,10 @@ pub(super) struct Group {
     support: HashMap<String, usize>,
     /// Bytes of protocol names, metadata and assignments held (LIMIT-GROUP-BYTES-1).
     stored_bytes: usize,
+    /// How many members and members-to-be subscribe to each topic, kept as they come and go so
+    /// that the group's topics (AUTHZ-GROUP-4) cost O(topics) under the coordinator's lock, not
+    /// O(members x topics) per joiner.
+    topic_support: BTreeMap<String, usize>,
 }
 
 /// What a group holds that counts against the coordinator's totals.
@@ -178,6 +182,21 @@ pub(super) struct Usage {
 /// The bytes `protocols` hold: names and metadata.
 pub(super) fn protocol_bytes(protocols: &[(String, Bytes)]) -> usize {
     protocols.iter().map(|(n, m)| n.len() + m.len()).sum()
+}
+
+/// Counts one member's (or member-to-be's) subscription in or out of `support`, each topic once.
+fn count_topics(support: &mut BTreeMap<String, usize>, topics: &[String], add: bool) {
+    let mut seen = HashSet::with_capacity(topics.len());
+    for topic in topics.iter().filter(|t| seen.insert(t.as_str())) {
+        if add {
+            *support.entry(topic.clone()).or_default() += 1;
+        } else if let Some(count) = support.get_mut(topic) {
+            *count -= 1;
+            if *count == 0 {
+                support.remove(topic);
+            }
+        }
+    }
 }
 
 /// Each protocol name once, in the order first offered.
@@ -209,6 +228,7 @@ impl Group {
             rebalance_deadline: None,
             support: HashMap::new(),
             stored_bytes: 0,
+            topic_support: BTreeMap::new(),
         }
     }
 
@@ -278,15 +298,10 @@ impl Group {
         std::mem::take(&mut self.owner_changes)
     }
 
-    /// Every topic the members and members-to-be subscribe to (AUTHZ-GROUP-4), each once.
-    pub(super) fn topics(&self) -> std::collections::BTreeSet<&str> {
-        let pending = self.pending.values().flat_map(|(_, _, topics)| topics);
-        self.members
-            .iter()
-            .flat_map(|m| m.topics.iter())
-            .chain(pending)
-            .map(String::as_str)
-            .collect()
+    /// Every topic the members and members-to-be subscribe to (AUTHZ-GROUP-4), each once, in
+    /// name order.
+    pub(super) fn topics(&self) -> impl Iterator<Item = &str> {
+        self.topic_support.keys().map(String::as_str)
     }
 
     /// Whether `member_id` is a joined member's id: such a member was authorized when it joined.
@@ -360,6 +375,7 @@ impl Group {
                 }
                 // GROUP-JOIN-1 (KIP-394)
                 let lapse = request.session_timeout.min(limits.pending_member_timeout);
+                count_topics(&mut self.topic_support, &request.topics, true);
                 self.pending.insert(
                     new_id.clone(),
                     (now + lapse, request.owner.clone(), request.topics.clone()),
@@ -371,7 +387,8 @@ impl Group {
             }
         } else if self.fenced(&member_id, request.instance_id.as_deref()) {
             return err(ResponseError::FencedInstanceId, &member_id);
-        } else if let Some((_, owner, _)) = self.pending.remove(&member_id) {
+        } else if let Some((_, owner, topics)) = self.pending.remove(&member_id) {
+            count_topics(&mut self.topic_support, &topics, false);
             self.owner_changes.push((owner.clone(), -1));
             member_owner = owner;
         } else if !self.members.iter().any(|m| m.id == member_id) {
@@ -420,6 +437,8 @@ impl Group {
         let old = std::mem::take(&mut self.members[index].protocols);
         self.account(&old, false);
         self.account(&request.protocols, true);
+        count_topics(&mut self.topic_support, &self.members[index].topics, false);
+        count_topics(&mut self.topic_support, &request.topics, true);
         let (tx, rx) = oneshot::channel();
         let member = &mut self.members[index];
         member.protocols = request.protocols;
@@ -623,6 +642,7 @@ impl Group {
         self.set_assignment(index, Bytes::new());
         let member = self.members.remove(index);
         self.account(&member.protocols, false);
+        count_topics(&mut self.topic_support, &member.topics, false);
         self.owner_changes.push((member.owner.clone(), -1));
         if let Some(w) = member.join_waiter {
             let _ = w.send(JoinOutcome::error(code(ResponseError::UnknownMemberId), &member.id));
@@ -667,10 +687,12 @@ impl Group {
     /// deadline passed, every member that did not rejoin (GROUP-TIMEOUT-1).
     pub(super) fn expire(&mut self, now: Instant) {
         let changes = &mut self.owner_changes;
-        self.pending.retain(|_, (deadline, owner, _)| {
+        let topic_support = &mut self.topic_support;
+        self.pending.retain(|_, (deadline, owner, topics)| {
             let keep = *deadline > now;
             if !keep {
                 changes.push((owner.clone(), -1));
+                count_topics(topic_support, topics, false);
             }
             keep
         });
@@ -752,7 +774,8 @@ impl Group {
 
     /// Forgets every pending id: the group is being forgotten.
     pub(super) fn clear_pending(&mut self) {
-        for (_, (_, owner, _)) in std::mem::take(&mut self.pending) {
+        for (_, (_, owner, topics)) in std::mem::take(&mut self.pending) {
+            count_topics(&mut self.topic_support, &topics, false);
             self.owner_changes.push((owner, -1));
         }
     }
@@ -796,7 +819,7 @@ impl Group {
     pub(super) fn describe(&self) -> DescribedGroup {
         let protocol = self.protocol.clone().unwrap_or_default();
         DescribedGroup {
-            topics: self.topics().into_iter().map(str::to_string).collect(),
+            topics: self.topics().map(str::to_string).collect(),
             state: self.state,
             protocol_type: self.protocol_type.clone().unwrap_or_default(),
             protocol: protocol.clone(),

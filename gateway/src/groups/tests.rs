@@ -482,3 +482,40 @@ async fn limit_group_owner_1_members_and_pending_ids_count_per_owner() {
     c.expire(Instant::now() + limits.pending_member_timeout);
     assert_eq!(c.join(pending).await.error_code, required);
 }
+
+/// The group's topics are counted as members and members-to-be come and go, not rebuilt per
+/// joiner; this pins that the count follows every way one arrives or leaves.
+#[tokio::test(start_paused = true)]
+async fn authz_group_4_group_topics_follow_members_and_pending_ids() {
+    let limits = GroupLimits {
+        pending_member_timeout: Duration::from_secs(5),
+        ..GroupLimits::default()
+    };
+    let c = Arc::new(GroupCoordinator::new(limits.clone(), SharedRng::seeded(5)));
+    let topics = |c: &GroupCoordinator| c.topics("g").unwrap_or_default();
+    let subscribing = |member_id: &str, topics: &[&str]| JoinRequest {
+        topics: topics.iter().map(|t| t.to_string()).collect(),
+        ..join_request(member_id, None)
+    };
+    let first = c.join(subscribing("", &["a", "b"])).await;
+    let second = c.join(subscribing("", &["b", "c"])).await;
+    assert_eq!(topics(&c), ["a", "b", "c"], "pending ids' subscriptions count");
+    // The first joins for real with another subscription, naming a topic twice.
+    let joined = c.join(subscribing(&first.member_id, &["a", "a"])).await;
+    assert_eq!(joined.error_code, 0);
+    assert_eq!(topics(&c), ["a", "b", "c"], "b is still the second pending id's");
+    // The second pending id lapses; the member's session (10 s) does not.
+    c.expire(Instant::now() + limits.pending_member_timeout);
+    assert_eq!(topics(&c), ["a"]);
+    assert!(
+        c.topics_for_joiner("g", &joined.member_id).is_empty(),
+        "a member was authorized"
+    );
+    assert_eq!(c.topics_for_joiner("g", &second.member_id), ["a"]);
+    let leave = MemberLeave {
+        member_id: joined.member_id.clone(),
+        instance_id: None,
+    };
+    assert_eq!(c.leave("g", &[leave]), [0]);
+    assert_eq!(topics(&c), Vec::<String>::new(), "nobody subscribes to anything");
+}
