@@ -189,5 +189,6 @@ pub fn all() -> Vec<Case> {
     cases.extend(group_admin_cases::cases());
     cases.extend(legacy_cases::cases());
     cases.extend(answer_bound_cases::cases());
+    cases.extend(group_amplification_cases::cases());
     cases
 }

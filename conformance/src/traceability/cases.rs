@@ -1,7 +1,7 @@
 //! Every conformance case with its area and the rule IDs it checks: the suite's list (whichever
 //! way a case file declares its cases) and the model-only cases.
 
-use crate::cases::{group_amplification_cases, model_only_cases, preauth_cases};
+use crate::cases::{model_only_cases, preauth_cases};
 use crate::runner::Filter;
 use crate::suite;
 
@@ -49,12 +49,6 @@ pub fn listed_cases() -> Vec<ListedCase> {
         preauth_cases::CASES
             .iter()
             .map(|c| ListedCase::new(c.name, preauth_cases::AREA, c.rules)),
-    );
-    // Run by tests/group_amplification_suite.rs, not yet in the committed result sets.
-    listed.extend(
-        group_amplification_cases::cases()
-            .iter()
-            .map(|c| ListedCase::new(c.name, c.area(), c.rules)),
     );
     listed
 }

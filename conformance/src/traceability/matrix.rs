@@ -206,9 +206,7 @@ fn status_cell(own: &[&ListedCase], results: Option<&RunResults>) -> String {
 
 /// The areas a suite run does not cover: the model-only and the pre-authentication cases run
 /// on models built for them (`model_only_suite`, `preauth_suite`).
-// group_amplification: run by its own test binary (tests/group_amplification_suite.rs) until the
-// committed result sets are regenerated with it (make conformance-matrix).
-const NOT_IN_SUITE_RUNS: &[&str] = &["model_only", "preauth", "group_amplification"];
+const NOT_IN_SUITE_RUNS: &[&str] = &["model_only", "preauth"];
 /// The areas a run may hold beyond the suite: the real-Iggy tier's own checks.
 const BEYOND_THE_SUITE: &[&str] = &["real_iggy"];
 
