@@ -1,6 +1,7 @@
 //! `make bench`, the hostile part: the release gateway binary on the embedded backend, attacked
 //! by every hostile case (`cases::hostile_cases`), then every amplification case
-//! (`cases::answer_bound_cases`), one after another, while this bench samples
+//! (`cases::answer_bound_cases`, `cases::group_amplification_cases`), one after another, while
+//! this bench samples
 //! the gateway's resident memory (VmRSS) every 50 ms and a connection of its own times
 //! ApiVersions round trips every 50 ms. Prints one row per case and one for the whole run: pass
 //! or fail, time, peak RSS, RSS at the end, and the ApiVersions p50, p99 and max. Asserts
@@ -11,9 +12,9 @@
 //! its own bounds (the whole run takes well under a minute), and by [`CASE_GUARD`] besides.
 //! Build the gateway first: `cargo build --release -p kafka-iggy-gateway` (`make bench` does).
 
-use kafka_iggy_conformance::cases::answer_bound_cases;
 use kafka_iggy_conformance::cases::hostile_cases::{self, SUITE_FETCH_MAX_WAIT_MS, SUITE_MAX_CONNECTIONS};
 use kafka_iggy_conformance::cases::Outcome;
+use kafka_iggy_conformance::cases::{answer_bound_cases, group_amplification_cases};
 use kafka_iggy_conformance::endpoint::Endpoint;
 use kafka_iggy_conformance::wire::WireClient;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
@@ -245,7 +246,10 @@ async fn main() {
     let mut windows = Vec::new();
     let mut failures = Vec::new();
     // The amplification cases (issue 31) run after the hostile ones, under the same watch.
-    let cases = hostile_cases::cases().into_iter().chain(answer_bound_cases::cases());
+    let cases = hostile_cases::cases()
+        .into_iter()
+        .chain(answer_bound_cases::cases())
+        .chain(group_amplification_cases::cases());
     for case in cases {
         let name = case.name.rsplit("::").next().unwrap_or(case.name);
         let started = Instant::now();

@@ -137,6 +137,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin> WireClient<S> {
         Ok(())
     }
 
+    /// A SASL PLAIN login, SaslHandshake v1 then SaslAuthenticate v2: SaslAuthenticate's answer,
+    /// whatever its error code; a refused mechanism is an error.
+    pub async fn sasl_plain(
+        &mut self,
+        user: &str,
+        password: &str,
+    ) -> anyhow::Result<kafka_protocol::messages::SaslAuthenticateResponse> {
+        use kafka_protocol::messages::{SaslAuthenticateRequest, SaslHandshakeRequest, SaslHandshakeResponse};
+        let handshake: SaslHandshakeResponse = self
+            .request(
+                ApiKey::SaslHandshake,
+                1,
+                &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")),
+            )
+            .await?;
+        anyhow::ensure!(
+            handshake.error_code == 0,
+            "SaslHandshake answered {}",
+            handshake.error_code
+        );
+        let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(format!("\0{user}\0{password}")));
+        self.request(ApiKey::SaslAuthenticate, 2, &request).await
+    }
+
     /// Whether the server has closed the connection: reads until end of stream.
     pub async fn closed_by_server(&mut self) -> anyhow::Result<bool> {
         Ok(self.recv_frame().await?.is_none())

@@ -11,7 +11,6 @@ use crate::runner::Report;
 use crate::tls_fixture::Pki;
 use crate::wire::WireClient;
 use anyhow::{anyhow, bail, ensure, Context};
-use bytes::Bytes;
 use iggy::prelude::{GlobalPermissions, Permissions, StreamPermissions, TopicPermissions};
 use kafka_iggy_gateway::auth::settings::{Mechanism, SaslSettings};
 use kafka_iggy_gateway::backend::Backend;
@@ -19,8 +18,7 @@ use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::{
     ApiKey, ConsumerProtocolSubscription, DeleteGroupsRequest, DeleteGroupsResponse, GroupId, JoinGroupRequest,
-    JoinGroupResponse, MetadataRequest, MetadataResponse, SaslAuthenticateRequest, SaslAuthenticateResponse,
-    SaslHandshakeRequest, SaslHandshakeResponse, TopicName,
+    JoinGroupResponse, MetadataRequest, MetadataResponse, TopicName,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
 use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
@@ -262,26 +260,7 @@ async fn consume(config: &ClientConfig, topic: &str, count: usize) -> anyhow::Re
 /// A raw wire client authenticated as `user` with SaslHandshake v1 and SaslAuthenticate v2.
 async fn wire_login<B: Backend>(gateway: &LocalGateway<B>, user: &str, secret: &str) -> anyhow::Result<Client> {
     let mut client = WireClient::connect(&gateway.endpoint.bootstrap).await?;
-    let handshake: SaslHandshakeResponse = client
-        .request(
-            ApiKey::SaslHandshake,
-            1,
-            &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")),
-        )
-        .await?;
-    ensure!(
-        handshake.error_code == 0,
-        "SaslHandshake answered {}",
-        handshake.error_code
-    );
-    let message = Bytes::from(format!("\0{user}\0{secret}"));
-    let auth: SaslAuthenticateResponse = client
-        .request(
-            ApiKey::SaslAuthenticate,
-            2,
-            &SaslAuthenticateRequest::default().with_auth_bytes(message),
-        )
-        .await?;
+    let auth = client.sasl_plain(user, secret).await?;
     ensure!(
         auth.error_code == 0,
         "SaslAuthenticate as {user} answered {}",
@@ -324,20 +303,7 @@ pub async fn sasl_plain_right_password_is_served_and_a_wrong_one_refused<B: Back
     }
     // The raw exchange says why: SASL_AUTHENTICATION_FAILED, then the connection closes.
     let mut client = WireClient::connect(&gateway.endpoint.bootstrap).await?;
-    let _: SaslHandshakeResponse = client
-        .request(
-            ApiKey::SaslHandshake,
-            1,
-            &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")),
-        )
-        .await?;
-    let refused: SaslAuthenticateResponse = client
-        .request(
-            ApiKey::SaslAuthenticate,
-            2,
-            &SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(format!("\0{name}\0wrong-password"))),
-        )
-        .await?;
+    let refused = client.sasl_plain(&name, "wrong-password").await?;
     ensure!(
         refused.error_code == 58,
         "a wrong password answered {}",

@@ -9,17 +9,12 @@
 use crate::endpoint::{LocalGateway, LocalOptions};
 use crate::wire::WireClient;
 use anyhow::{bail, ensure, Context};
-use bytes::Bytes;
 use iggy_common::UserStatus;
 use kafka_iggy_gateway::auth::settings::{Mechanism, SaslSettings};
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use kafka_iggy_gateway::clock::SystemClock;
 use kafka_iggy_gateway::limits::{LimitSettings, DEFAULT_MAX_UNAUTHENTICATED_FRAME_BYTES};
-use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, SaslAuthenticateRequest, SaslAuthenticateResponse,
-    SaslHandshakeRequest, SaslHandshakeResponse,
-};
-use kafka_protocol::protocol::StrBytes;
+use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
@@ -117,20 +112,7 @@ fn is_reset(e: &std::io::Error) -> bool {
 /// A SASL PLAIN login on a new connection: SaslAuthenticate's error code (0: logged in).
 async fn login(bootstrap: &str, user: &str, password: &str) -> anyhow::Result<i16> {
     let mut client = WireClient::connect(bootstrap).await?;
-    let handshake: SaslHandshakeResponse = client
-        .request(
-            ApiKey::SaslHandshake,
-            1,
-            &SaslHandshakeRequest::default().with_mechanism(StrBytes::from_static_str("PLAIN")),
-        )
-        .await?;
-    ensure!(
-        handshake.error_code == 0,
-        "SaslHandshake answered {}",
-        handshake.error_code
-    );
-    let request = SaslAuthenticateRequest::default().with_auth_bytes(Bytes::from(format!("\0{user}\0{password}")));
-    let answer: SaslAuthenticateResponse = timeout(WAIT, client.request(ApiKey::SaslAuthenticate, 2, &request))
+    let answer = timeout(WAIT, client.sasl_plain(user, password))
         .await
         .context("SaslAuthenticate not answered within 30 s")??;
     Ok(answer.error_code)
