@@ -365,14 +365,12 @@ impl GroupCoordinator {
             let Table { groups, owners } = &mut *table;
             let existing = groups.get(&request.group_id);
             if let (Some(group), Some(authorized)) = (existing, authorized) {
-                if !group.is_member(&request.member_id) {
-                    if !group.topics().all(|t| authorized.contains(t)) {
-                        let topics = group.topics().map(str::to_string).collect();
-                        return JoinAttempt::Recheck {
-                            request: Box::new(request),
-                            topics,
-                        };
-                    }
+                if !group.is_member(&request.member_id) && !group.topics().all(|t| authorized.contains(t)) {
+                    let topics = group.topics().map(str::to_string).collect();
+                    return JoinAttempt::Recheck {
+                        request: Box::new(request),
+                        topics,
+                    };
                 }
             }
             if existing.is_none() && groups.len() >= limits.max_groups {
