@@ -673,6 +673,11 @@ fn iggy_code(e: &BackendError) -> u32 {
     match e {
         BackendError::Iggy(e) => e.as_code(),
         BackendError::TooManyConsumerOffsets => 3024,
+        // CLUSTER-FAILOVER-2: the failover errors are the gateway's, not the server's answer;
+        // compared as "Iggy unreachable".
+        BackendError::NoPrimary { .. } | BackendError::OutcomeUnknown(_) => {
+            iggy_common::IggyError::Disconnected.as_code()
+        }
     }
 }
 

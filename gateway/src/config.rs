@@ -68,8 +68,14 @@ pub struct Args {
     pub max_frame_size: Option<usize>,
     #[arg(long, env = "IGGY_KAFKA_BACKEND", value_enum)]
     pub backend: Option<BackendKind>,
+    /// The Iggy server, or every node of an Iggy cluster: HOST:PORT, comma separated
+    /// (CLUSTER-ROSTER-1).
     #[arg(long, env = "IGGY_KAFKA_IGGY_ADDRESS")]
     pub iggy_address: Option<String>,
+    /// The longest a request waits for an Iggy primary, failover included, before the client is
+    /// answered with a retriable error (CLUSTER-FAILOVER-2, default 10000).
+    #[arg(long, env = "IGGY_KAFKA_IGGY_FAILOVER_TIMEOUT_MS")]
+    pub iggy_failover_timeout_ms: Option<u64>,
     #[arg(long, env = "IGGY_KAFKA_IGGY_USERNAME")]
     pub iggy_username: Option<String>,
     #[arg(long, env = "IGGY_KAFKA_IGGY_PASSWORD")]
@@ -129,6 +135,7 @@ pub struct FileConfig {
     pub max_frame_size: Option<usize>,
     pub backend: Option<BackendKind>,
     pub iggy_address: Option<String>,
+    pub iggy_failover_timeout_ms: Option<u64>,
     pub iggy_username: Option<String>,
     pub iggy_password: Option<Secret>,
     pub default_stream: Option<String>,
@@ -179,7 +186,10 @@ pub struct Config {
     pub peers: Vec<Node>,
     pub max_frame_size: usize,
     pub backend: BackendKind,
+    /// One `HOST:PORT`, or a cluster's roster, comma separated (CLUSTER-ROSTER-1).
     pub iggy_address: String,
+    /// CLUSTER-FAILOVER-2: the longest a request waits for an Iggy primary.
+    pub iggy_failover_timeout: Duration,
     pub iggy_username: String,
     pub iggy_password: Secret,
     pub default_partitions: u32,
@@ -203,6 +213,9 @@ pub struct Config {
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:9092";
 pub const DEFAULT_MAX_FRAME_SIZE: usize = 8 * 1024 * 1024;
 pub const DEFAULT_STREAM: &str = "kafka";
+/// CLUSTER-FAILOVER-2: well under the SDK's 30 s request timeout, above a failover with the
+/// server's default `heartbeat_timeout` of 5 s (measured at 4.9 s: DIFF-15).
+pub const DEFAULT_IGGY_FAILOVER_TIMEOUT_MS: u64 = 10_000;
 
 impl Default for Config {
     fn default() -> Self {
@@ -279,6 +292,21 @@ impl Config {
             .or(file.default_stream)
             .unwrap_or_else(|| DEFAULT_STREAM.to_string());
         let tls = crate::tls::server_config(&args.tls.or(file.tls))?;
+        let iggy_address = args
+            .iggy_address
+            .or(file.iggy_address)
+            .unwrap_or_else(|| "127.0.0.1:8090".into());
+        // CLUSTER-ROSTER-1: refused here, at start, rather than at the first connect.
+        if let Err(e) = crate::backend::roster::parse_roster(&iggy_address) {
+            bail!("{e}");
+        }
+        let iggy_failover_timeout_ms = args
+            .iggy_failover_timeout_ms
+            .or(file.iggy_failover_timeout_ms)
+            .unwrap_or(DEFAULT_IGGY_FAILOVER_TIMEOUT_MS);
+        if iggy_failover_timeout_ms == 0 {
+            bail!("iggy_failover_timeout_ms must be at least 1");
+        }
         Ok(Config {
             listen,
             advertised,
@@ -286,10 +314,8 @@ impl Config {
             peers,
             max_frame_size,
             backend: args.backend.or(file.backend).unwrap_or_default(),
-            iggy_address: args
-                .iggy_address
-                .or(file.iggy_address)
-                .unwrap_or_else(|| "127.0.0.1:8090".into()),
+            iggy_address,
+            iggy_failover_timeout: Duration::from_millis(iggy_failover_timeout_ms),
             iggy_username: args
                 .iggy_username
                 .or(file.iggy_username)
@@ -408,6 +434,42 @@ mod tests {
             stream: s.into(),
             topic: t.into(),
         }
+    }
+
+    #[test]
+    fn cluster_roster_1_cluster_failover_2_iggy_address_is_a_roster_and_the_failover_timeout_a_setting() {
+        let c = Config::default();
+        assert_eq!(c.iggy_address, "127.0.0.1:8090");
+        assert_eq!(
+            c.iggy_failover_timeout,
+            Duration::from_millis(DEFAULT_IGGY_FAILOVER_TIMEOUT_MS)
+        );
+        let file: FileConfig = toml::from_str(
+            "iggy_address = \"127.0.0.1:18090,127.0.0.1:18091,127.0.0.1:18092\"\niggy_failover_timeout_ms = 2500",
+        )
+        .unwrap();
+        let c = Config::resolve(Args::default(), file).unwrap();
+        assert_eq!(c.iggy_address, "127.0.0.1:18090,127.0.0.1:18091,127.0.0.1:18092");
+        assert_eq!(c.iggy_failover_timeout, Duration::from_millis(2500));
+        let flags =
+            Args::try_parse_from(["gw", "--iggy-address", "a:1,b:2", "--iggy-failover-timeout-ms", "800"]).unwrap();
+        let c = Config::resolve(flags, FileConfig::default()).unwrap();
+        assert_eq!(
+            (c.iggy_address.as_str(), c.iggy_failover_timeout),
+            ("a:1,b:2", Duration::from_millis(800))
+        );
+        for bad in ["a:1,,b:2", "a:1,a:1", "nohost"] {
+            let args = Args {
+                iggy_address: Some(bad.into()),
+                ..Args::default()
+            };
+            assert!(Config::resolve(args, FileConfig::default()).is_err(), "{bad}");
+        }
+        let zero = Args {
+            iggy_failover_timeout_ms: Some(0),
+            ..Args::default()
+        };
+        assert!(Config::resolve(zero, FileConfig::default()).is_err());
     }
 
     #[test]

@@ -58,10 +58,21 @@ pub fn kafka_code_on(e: &BackendError, resource: Resource) -> (KafkaCode, bool) 
         return (resource.denied(), true);
     }
     use ResponseError::*;
+    // CLUSTER-FAILOVER-2: Iggy unreachable or without a primary is the retriable error a Kafka
+    // client expects while its broker moves: NOT_LEADER_OR_FOLLOWER for topic requests
+    // (Produce, Fetch, ...), COORDINATOR_NOT_AVAILABLE for the group coordinator's.
+    if e.is_unavailable() {
+        let kafka = match resource {
+            Resource::Group => CoordinatorNotAvailable,
+            Resource::Topic | Resource::Cluster => NotLeaderOrFollower,
+        };
+        return (kafka.code(), false);
+    }
     let iggy = match e {
         // CO-LIMIT-1: no Kafka code fits; backend_error_on logs the server setting to raise.
         BackendError::TooManyConsumerOffsets => return (UnknownServerError.code(), false),
         BackendError::Iggy(iggy) => iggy,
+        BackendError::NoPrimary { .. } | BackendError::OutcomeUnknown(_) => unreachable!("unavailable: answered above"),
     };
     let (kafka, exact) = match iggy {
         IggyError::StreamNameNotFound(_)
@@ -112,6 +123,17 @@ pub fn backend_error_on(e: &BackendError, resource: Resource, context: &str) -> 
     }
     metrics().record_error_code(kafka);
     kafka
+}
+
+/// [`backend_error`] for the group coordinator's requests (OffsetCommit, OffsetFetch): a
+/// permission refusal is still answered as one on the topic (AUTHZ-MAP-1), but Iggy unreachable
+/// or without a primary is COORDINATOR_NOT_AVAILABLE (CLUSTER-FAILOVER-2), the code Kafka's
+/// group clients retry on after finding the coordinator again.
+pub fn coordinator_backend_error(e: &BackendError, context: &str) -> KafkaCode {
+    if e.is_unavailable() {
+        return backend_error_on(e, Resource::Group, context);
+    }
+    backend_error(e, context)
 }
 
 /// Maps a record-batch decode error (BATCH-MAGIC-1, BATCH-CRC-1, BATCH-BUDGET-2,
@@ -170,6 +192,25 @@ mod tests {
         for (e, expected) in cases {
             assert_eq!(backend_error(&e, "test"), expected, "{e}");
         }
+    }
+
+    #[test]
+    fn cluster_failover_2_no_primary_is_not_leader_for_topics_and_coordinator_not_available_for_groups() {
+        let no_primary = BackendError::NoPrimary {
+            waited_ms: 5000,
+            reason: "every roster member refused".into(),
+        };
+        let unknown = BackendError::OutcomeUnknown("connection reset".into());
+        for e in [&no_primary, &unknown, &IggyError::TransientNotAccepted.into()] {
+            assert_eq!(backend_error(e, "Produce t-0"), 6, "{e}");
+            assert_eq!(backend_error_on(e, Resource::Group, "DeleteGroups g"), 15, "{e}");
+            assert_eq!(coordinator_backend_error(e, "OffsetCommit g t-0"), 15, "{e}");
+        }
+        // Refusals are not failovers: the coordinator's mapping leaves them alone.
+        let denied: BackendError = IggyError::Unauthorized.into();
+        assert_eq!(coordinator_backend_error(&denied, "OffsetCommit g t-0"), 29);
+        let missing: BackendError = IggyError::ResourceNotFound("p".into()).into();
+        assert_eq!(coordinator_backend_error(&missing, "OffsetFetch g t"), 3);
     }
 
     #[test]

@@ -183,12 +183,13 @@ async fn main() -> anyhow::Result<()> {
                     config.iggy_username
                 );
             }
-            let backend = IggyBackend::connect_with_tls(
+            let backend = IggyBackend::connect_cluster(
                 &config.iggy_address,
                 &config.iggy_username,
                 config.iggy_password.expose(),
                 config.iggy_tls.to_backend(),
                 IGGY_POOL_SIZE,
+                config.iggy_failover_timeout,
             )
             .await
             .with_context(|| format!("connecting to Iggy at {}", config.iggy_address))?;

@@ -45,6 +45,10 @@ pub trait OpsSource: Send + Sync + 'static {
     fn probe_backend(&self) -> BoxFuture<'_, Result<(), String>>;
     /// Sets the gauges that are read from gateway state at each scrape.
     fn refresh_gauges(&self);
+    /// What the backend knows of why it cannot reach a primary (CLUSTER-FAILOVER-2).
+    fn backend_note(&self) -> Option<String> {
+        None
+    }
 }
 
 /// A gateway and the shutdown of its Kafka listener, as an [`OpsSource`].
@@ -66,6 +70,10 @@ impl<B: Backend> OpsSource for GatewayOps<B> {
                 Err(e) => Err(e.to_string()),
             }
         })
+    }
+
+    fn backend_note(&self) -> Option<String> {
+        self.gateway.backend.unavailable_reason()
     }
 
     fn refresh_gauges(&self) {
@@ -100,6 +108,11 @@ impl State {
             Ok(Err(e)) => Err(format!("the backend failed: {e}")),
             Err(_) => Err(format!("the backend did not answer within {READY_PROBE_TIMEOUT:?}")),
         };
+        // CLUSTER-FAILOVER-2: while no Iggy primary answers, say why (each node's last answer).
+        let answer = answer.map_err(|why| match self.source.backend_note() {
+            Some(note) => format!("{why}; {note}"),
+            None => why,
+        });
         *self.ready.lock().expect("not poisoned") = Some(Cached {
             at: Instant::now(),
             answer: answer.clone(),
@@ -303,6 +316,35 @@ mod tests {
             Box::pin(std::future::pending())
         }
         fn refresh_gauges(&self) {}
+    }
+
+    /// A cluster with no primary: the probe hangs in the failover and the backend knows why.
+    struct NoPrimary;
+
+    impl OpsSource for NoPrimary {
+        fn accepting(&self) -> bool {
+            true
+        }
+        fn probe_backend(&self) -> BoxFuture<'_, Result<(), String>> {
+            Box::pin(std::future::pending())
+        }
+        fn refresh_gauges(&self) {}
+        fn backend_note(&self) -> Option<String> {
+            Some("no Iggy primary: 127.0.0.1:18090: cannot establish connection".into())
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn cluster_failover_2_readiness_names_why_no_primary_answers() {
+        let state = State {
+            source: Arc::new(NoPrimary),
+            ready: Mutex::new(None),
+        };
+        let why = state.readiness().await.unwrap_err();
+        assert!(
+            why.contains("did not answer") && why.contains("no Iggy primary: 127.0.0.1:18090"),
+            "{why}"
+        );
     }
 
     #[tokio::test(start_paused = true)]

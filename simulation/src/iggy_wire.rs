@@ -716,6 +716,9 @@ fn put_error(out: &mut BytesMut, e: &BackendError) {
             return;
         }
         BackendError::Iggy(iggy) => iggy,
+        // CLUSTER-FAILOVER-2: only the real backend raises these; the simulated Iggy host runs
+        // the embedded model, which never does. Sent as a lost connection if one ever appears.
+        BackendError::NoPrimary { .. } | BackendError::OutcomeUnknown(_) => &IggyError::Disconnected,
     };
     match iggy {
         IggyError::ResourceNotFound(a) => {

@@ -12,6 +12,35 @@ pub enum BackendError {
     /// consumer kind already. The pinned SDK's error enum has no variant for it.
     #[error("iggy error 3024: too many consumer offsets (raise partition.consumer_offsets_max)")]
     TooManyConsumerOffsets,
+    /// CLUSTER-FAILOVER-2: no Iggy primary answered within the failover timeout (every roster
+    /// member refused, timed out or was not primary). Retriable: the client tries again.
+    #[error("no Iggy primary answered within {waited_ms} ms: {reason}")]
+    NoPrimary { waited_ms: u64, reason: String },
+    /// CLUSTER-UNKNOWN-1: an append was sent and its connection broke or timed out before the
+    /// answer: the server may have stored it or not. Never reported as success.
+    #[error("append outcome unknown (the Iggy node failed before answering): {0}")]
+    OutcomeUnknown(String),
+}
+
+impl BackendError {
+    /// Whether the error says Iggy was unreachable or had no primary, rather than that it
+    /// refused the request (CLUSTER-FAILOVER-2).
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            BackendError::NoPrimary { .. } | BackendError::OutcomeUnknown(_) => true,
+            BackendError::Iggy(e) => matches!(
+                e,
+                IggyError::Disconnected
+                    | IggyError::NotConnected
+                    | IggyError::StaleClient
+                    | IggyError::CannotEstablishConnection
+                    | IggyError::ClientShutdown
+                    | IggyError::TransientNotAccepted
+                    | IggyError::TransientNotCommitted
+            ),
+            BackendError::TooManyConsumerOffsets => false,
+        }
+    }
 }
 
 impl From<IggyError> for BackendError {

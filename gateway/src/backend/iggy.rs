@@ -33,16 +33,17 @@
 //! every connect).
 
 use super::iggy_layout::{append_parts, PartEnds};
+use super::roster::{leader_address, parse_roster, Answer, RosterState};
 use super::{
     stored_bytes, watermarks_and_read, Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo,
     TopicSpec, Watermarks, READ_AHEAD_LOG_START_MAX_AGE,
 };
 use crate::auth::credentials::{Credentials as GatewayCredentials, Principal, SecretKind};
 use iggy::prelude::{
-    AutoLogin, Client, ClientWrapper, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Credentials, Identifier,
-    IggyClient, IggyDuration, IggyError, IggyExpiry, IggyMessage, IggyTimestamp, MessageClient, PartitionClient,
-    Partitioning, PollingStrategy, StreamClient, SystemClient, TcpClient, TcpClientConfig, TcpClientReconnectionConfig,
-    TopicClient, TopicCreateOptions, TopicDetails, UserClient,
+    AutoLogin, Client, ClientWrapper, ClusterClient, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Credentials,
+    Identifier, IggyClient, IggyDuration, IggyError, IggyExpiry, IggyMessage, IggyTimestamp, MessageClient,
+    PartitionClient, Partitioning, PollingStrategy, StreamClient, SystemClient, TcpClient, TcpClientConfig,
+    TcpClientReconnectionConfig, TopicClient, TopicCreateOptions, TopicDetails, UserClient,
 };
 use iggy_common::locking::IggyRwLockFn;
 use iggy_common::{BinaryTransport, ClientState};
@@ -75,7 +76,9 @@ const READER_CONSUMER: &str = "kafka-iggy-gateway.reader";
 /// Where and as whom to connect; kept to open the per-`ClientId` clients later.
 #[derive(Clone)]
 struct Target {
-    address: String,
+    /// CLUSTER-ROSTER-1: the cluster's members, and what the backend learned of them; shared by
+    /// the root backend and every session opened from it.
+    roster: Arc<Mutex<RosterState>>,
     credentials: GatewayCredentials,
     tls: IggyTls,
 }
@@ -91,23 +94,27 @@ pub struct IggyTls {
 }
 
 impl Target {
-    /// An SDK client that logs in on every connect and does not reconnect by itself.
-    fn client(&self) -> Result<IggyClient, IggyError> {
+    fn roster(&self) -> MutexGuard<'_, RosterState> {
+        self.roster.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// An SDK client for the node at `address` that logs in on every connect and does not
+    /// reconnect by itself. The SDK follows the cluster's metadata leader from there
+    /// (`leader_aware`), but only ever redials the node it last reached: moving to another node
+    /// takes a new client (docs/decisions.md, "Iggy cluster: a roster around the SDK").
+    fn client_for(&self, address: &str) -> Result<IggyClient, IggyError> {
         let secret = self.credentials.secret.expose().to_string().into();
         let login = match self.credentials.kind {
             SecretKind::Password => Credentials::UsernamePassword(self.credentials.username.clone(), secret),
             SecretKind::PersonalAccessToken => Credentials::PersonalAccessToken(secret),
         };
         let domain = if self.tls.domain.is_empty() {
-            self.address
-                .rsplit_once(':')
-                .map_or(self.address.as_str(), |(host, _)| host)
-                .to_string()
+            address.rsplit_once(':').map_or(address, |(host, _)| host).to_string()
         } else {
             self.tls.domain.clone()
         };
         let config = TcpClientConfig {
-            server_address: self.address.clone(),
+            server_address: address.to_string(),
             auto_login: AutoLogin::Enabled(login),
             reconnection: TcpClientReconnectionConfig {
                 enabled: false,
@@ -126,11 +133,55 @@ impl Target {
         let tcp = TcpClient::create(Arc::new(config))?;
         Ok(IggyClient::create(ClientWrapper::Tcp(tcp), None, None))
     }
+
+    /// A client, not connected, for the first node the roster would dial.
+    fn client(&self) -> Result<IggyClient, IggyError> {
+        let first = self.roster().candidates().into_iter().next().unwrap_or_default();
+        self.client_for(&first)
+    }
 }
 
-/// One SDK client and its reconnection bookkeeping.
+/// How long a reconnect that found every roster member down waits before sweeping the roster
+/// again, while the failover timeout allows: about the cluster's election time, so a sweep
+/// does not spin while the survivors elect a primary.
+const SWEEP_PAUSE: Duration = Duration::from_millis(200);
+
+/// How a failed call left the request (CLUSTER-UNKNOWN-1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Failure {
+    /// The server answered: the request was refused, nothing to do with a failover.
+    Refused,
+    /// The request never reached a primary that could apply it (no connection, a refused
+    /// connection, a node that said it was not primary): safe to send again anywhere.
+    NotSent,
+    /// The request was sent and the connection broke or timed out before the answer, or the
+    /// server said it could not commit it yet: the server may or may not apply it.
+    Unknown,
+}
+
+/// CLUSTER-UNKNOWN-1: which of [`Failure`] an SDK error is.
+fn classify(e: &IggyError) -> Failure {
+    match e {
+        IggyError::NotConnected
+        | IggyError::CannotEstablishConnection
+        | IggyError::ClientShutdown
+        | IggyError::Unauthenticated
+        | IggyError::TransientNotAccepted => Failure::NotSent,
+        IggyError::Disconnected
+        | IggyError::EmptyResponse
+        | IggyError::StaleClient
+        | IggyError::TcpError
+        | IggyError::TransientNotCommitted => Failure::Unknown,
+        _ => Failure::Refused,
+    }
+}
+
+/// One SDK client and its reconnection bookkeeping. The client is replaced, not reconnected,
+/// when the backend moves to another node or gives up on a call that did not answer in time
+/// (the SDK's own request task may still hold the old one's socket for up to 30 s).
 struct Conn {
-    client: IggyClient,
+    client: std::sync::RwLock<Arc<IggyClient>>,
+    target: Target,
     /// Moves on every reconnect (or forced disconnect), so concurrent callers that saw the same
     /// failure reconnect only once.
     epoch: AtomicU64,
@@ -138,16 +189,29 @@ struct Conn {
 }
 
 impl Conn {
-    fn new(client: IggyClient) -> Self {
-        Self {
-            client,
+    fn new(target: Target) -> Result<Self, IggyError> {
+        Ok(Self {
+            client: std::sync::RwLock::new(Arc::new(target.client()?)),
+            target,
             epoch: AtomicU64::new(0),
             reconnecting: tokio::sync::Mutex::new(()),
-        }
+        })
+    }
+
+    /// The current SDK client.
+    fn client(&self) -> Arc<IggyClient> {
+        self.client.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Puts `client` in place and shuts the old one down in the background.
+    fn install(&self, client: Arc<IggyClient>) {
+        let old = std::mem::replace(&mut *self.client.write().unwrap_or_else(|e| e.into_inner()), client);
+        retire(old);
     }
 
     async fn state(&self) -> ClientState {
-        let wrapper = self.client.client();
+        let client = self.client();
+        let wrapper = client.client();
         let guard = wrapper.read().await;
         match &*guard {
             ClientWrapper::Tcp(tcp) => tcp.get_state().await,
@@ -156,58 +220,135 @@ impl Conn {
         }
     }
 
-    /// Reconnects the client unless it is logged in; returns the epoch to pass to
-    /// [`Conn::reconnect`] or [`Conn::mark_broken`] if the following call fails.
-    async fn ensure_connected(&self) -> Result<u64, IggyError> {
+    /// Reconnects the client unless it is logged in, within `deadline`; returns the epoch to
+    /// pass to [`Conn::mark_broken`] if the following call fails.
+    async fn ensure_connected(&self, deadline: Instant) -> Result<u64, BackendError> {
         let epoch = self.epoch.load(Ordering::Acquire);
         if self.state().await == ClientState::Authenticated {
             return Ok(epoch);
         }
-        self.reconnect(epoch).await?;
+        self.reconnect(epoch, deadline, true).await?;
         Ok(self.epoch.load(Ordering::Acquire))
     }
 
-    /// Drops the connection and opens a new one (logging in), unless another caller already
-    /// did since `seen`. Disconnecting first also clears the states the SDK leaves behind after
-    /// a failed connect (Connecting, Authenticating), in which its own `connect` does nothing.
-    async fn reconnect(&self, seen: u64) -> Result<(), IggyError> {
-        let _guard = self.reconnecting.lock().await;
-        if self.epoch.load(Ordering::Acquire) != seen && self.state().await == ClientState::Authenticated {
-            return Ok(());
-        }
-        tracing::info!("reconnecting an Iggy client");
-        let _ = self.client.disconnect().await;
-        let result = self.client.connect().await;
-        self.epoch.fetch_add(1, Ordering::AcqRel);
-        if let Err(e) = &result {
-            tracing::warn!("reconnecting to Iggy failed: {e}");
+    /// CLUSTER-FAILOVER-1: a new client, logged in, on the first roster member that answers
+    /// (the SDK then moves it to the metadata leader), unless another caller already reconnected
+    /// since `seen`. Sweeps the roster once, or, with `until_deadline`, again after a pause while
+    /// `deadline` allows; each node's answer goes to the roster, and the leader the cluster's
+    /// metadata names is remembered, so later dials go there first. A login refusal ends it at
+    /// once (it is the same on every node). After only one sweep the last SDK error is returned,
+    /// so a gateway pointed at nothing fails at start with `CannotEstablishConnection`;
+    /// otherwise [`BackendError::NoPrimary`] (CLUSTER-FAILOVER-2).
+    async fn reconnect(&self, seen: u64, deadline: Instant, until_deadline: bool) -> Result<(), BackendError> {
+        let started = Instant::now();
+        let no_primary = |reason: String| BackendError::NoPrimary {
+            waited_ms: started.elapsed().as_millis() as u64,
+            reason,
+        };
+        let Ok(_guard) = tokio::time::timeout_at(deadline, self.reconnecting.lock()).await else {
+            return Err(no_primary("another reconnect of this client is still under way".into()));
+        };
+        let result = self.sweep(seen, deadline, until_deadline, &no_primary).await;
+        match &result {
+            // A login refusal says nothing about the cluster.
+            Err(e) if e.is_unavailable() => self.target.roster().on_unavailable(format!("no Iggy primary: {e}")),
+            _ => {}
         }
         result
     }
 
-    /// Drops the connection after a failure whose outcome is unknown, so that the next call
-    /// reconnects before sending.
+    /// [`Conn::reconnect`]'s sweeps over the roster, under its lock.
+    async fn sweep(
+        &self,
+        seen: u64,
+        deadline: Instant,
+        until_deadline: bool,
+        no_primary: &(dyn Fn(String) -> BackendError + Send + Sync),
+    ) -> Result<(), BackendError> {
+        if self.epoch.load(Ordering::Acquire) != seen && self.state().await == ClientState::Authenticated {
+            return Ok(());
+        }
+        let mut last = IggyError::CannotEstablishConnection;
+        let mut why = Vec::new();
+        loop {
+            let candidates = self.target.roster().candidates();
+            for address in candidates {
+                let client = Arc::new(self.target.client_for(&address)?);
+                let connected = tokio::time::timeout_at(deadline, client.connect()).await;
+                match connected {
+                    Ok(Ok(())) => {
+                        self.target.roster().on_answer(&address, Answer::Connected);
+                        // Learn the leader, so later dials go there first; the SDK has moved
+                        // this client there already when there is one.
+                        if let Ok(Ok(metadata)) = tokio::time::timeout_at(deadline, client.get_cluster_metadata()).await
+                        {
+                            let leader = leader_address(&metadata);
+                            tracing::debug!("Iggy cluster metadata from {address}: leader {leader:?}");
+                            self.target.roster().on_answer(&address, Answer::Leader(leader));
+                        }
+                        tracing::info!("connected to Iggy through {address}");
+                        self.install(client);
+                        self.epoch.fetch_add(1, Ordering::AcqRel);
+                        return Ok(());
+                    }
+                    Ok(Err(e)) if classify(&e) == Failure::Refused => {
+                        retire(client);
+                        tracing::warn!("Iggy at {address} refused the login: {e}");
+                        return Err(e.into());
+                    }
+                    Ok(Err(e)) => {
+                        retire(client);
+                        tracing::warn!("Iggy at {address} did not take the connection: {e}");
+                        self.target.roster().on_answer(&address, Answer::Down);
+                        why.push(format!("{address}: {e}"));
+                        last = e;
+                    }
+                    Err(_) => {
+                        retire(client);
+                        self.target.roster().on_answer(&address, Answer::Down);
+                        why.push(format!("{address}: no answer in time"));
+                        return Err(no_primary(why.join("; ")));
+                    }
+                }
+            }
+            if !until_deadline {
+                return Err(last.into());
+            }
+            let pause = Instant::now() + SWEEP_PAUSE;
+            if pause >= deadline {
+                return Err(no_primary(why.join("; ")));
+            }
+            tokio::time::sleep_until(pause).await;
+            why.clear();
+        }
+    }
+
+    /// Replaces the client after a failure whose outcome is unknown or a node that stopped
+    /// answering, so that the next call reconnects (through the roster) before sending.
     async fn mark_broken(&self, seen: u64) {
         let _guard = self.reconnecting.lock().await;
         if self.epoch.load(Ordering::Acquire) == seen {
-            let _ = self.client.disconnect().await;
+            if let Ok(fresh) = self.target.client() {
+                self.install(Arc::new(fresh));
+            }
             self.epoch.fetch_add(1, Ordering::AcqRel);
         }
     }
 }
 
+/// Shuts a client down in the background (its socket may be held by the SDK's request task
+/// for a while), or drops it when no runtime runs.
+fn retire(client: Arc<IggyClient>) {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            let _ = client.shutdown().await;
+        });
+    }
+}
+
 /// Errors that say the connection, not the request, failed.
 fn is_connection_error(e: &IggyError) -> bool {
-    matches!(
-        e,
-        IggyError::Disconnected
-            | IggyError::NotConnected
-            | IggyError::CannotEstablishConnection
-            | IggyError::EmptyResponse
-            | IggyError::StaleClient
-            | IggyError::TcpError
-            | IggyError::Unauthenticated
-    )
+    classify(e) != Failure::Refused
 }
 
 /// Errors that say the stream or topic does not exist.
@@ -421,11 +562,22 @@ fn append_slot(stream: &str, topic: &str, partition: u32, pool: usize) -> usize 
     (h.finish() % pool.max(1) as u64) as usize
 }
 
+/// How many times an idempotent call is sent before the failover timeout ends it: enough to
+/// move twice (a dead node, then a node that lost its primaryship), few enough not to spin.
+const RETRY_ATTEMPTS: usize = 3;
+
+/// CLUSTER-FAILOVER-2: the default bound on waiting for a failover, well under the SDK's 30 s
+/// request timeout and above a failover with the server's default `heartbeat_timeout` of 5 s
+/// (4.9 s measured, DIFF-15).
+pub const DEFAULT_FAILOVER_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Locks an append's parts are sent under (APPEND-PARTS-1), by hash of the partition: a fixed
 /// number, so their memory is bounded whatever partitions come and go.
 const APPEND_LOCK_STRIPES: usize = 64;
 
 struct Inner {
+    /// CLUSTER-FAILOVER-2: the longest a call waits for a primary, failover included.
+    failover_timeout: Duration,
     target: Target,
     pool: Vec<Arc<Conn>>,
     next: AtomicUsize,
@@ -464,53 +616,97 @@ impl Inner {
         if let Some(conn) = groups.get(&client) {
             return Ok(conn.clone());
         }
-        let conn = Arc::new(Conn::new(self.target.client()?));
+        let conn = Arc::new(Conn::new(self.target.clone())?);
         groups.insert(client, conn.clone());
         Ok(conn)
     }
 
-    /// Runs an idempotent call on `conn`: connects first if needed, and after a connection
-    /// failure reconnects once and runs it again.
-    async fn retrying<T, F, Fut>(&self, conn: &Arc<Conn>, op: F) -> Result<T, IggyError>
+    /// When a call that starts now must have its answer, failover included (CLUSTER-FAILOVER-2).
+    fn deadline(&self) -> Instant {
+        Instant::now() + self.failover_timeout
+    }
+
+    /// Runs an idempotent call on `conn` within the failover timeout: connects first if needed
+    /// (through the roster), and after a connection failure, a not-primary answer or a node that
+    /// stopped answering, moves (CLUSTER-FAILOVER-1) and runs it again, while the timeout
+    /// allows.
+    async fn retrying<T, F, Fut>(&self, conn: &Arc<Conn>, op: F) -> Result<T, BackendError>
     where
-        F: Fn(Arc<Conn>) -> Fut + Send,
+        F: Fn(Arc<IggyClient>) -> Fut + Send,
         Fut: Future<Output = Result<T, IggyError>> + Send,
         T: Send,
     {
-        let epoch = conn.ensure_connected().await?;
-        match op(conn.clone()).await {
-            Err(e) if is_connection_error(&e) => {
-                tracing::debug!("Iggy call failed on the connection ({e}); reconnecting and retrying once");
-                if conn.reconnect(epoch).await.is_err() {
-                    return Err(e);
+        let deadline = self.deadline();
+        let started = Instant::now();
+        let mut last = None;
+        for _ in 0..RETRY_ATTEMPTS {
+            let epoch = conn.ensure_connected(deadline).await?;
+            match tokio::time::timeout_at(deadline, op(conn.client())).await {
+                Ok(Err(e)) if is_connection_error(&e) => {
+                    tracing::debug!("Iggy call failed on the connection ({e}); moving and retrying");
+                    conn.mark_broken(epoch).await;
+                    last = Some(e);
                 }
-                op(conn.clone()).await
+                Ok(other) => return other.map_err(BackendError::from),
+                Err(_) => {
+                    conn.mark_broken(epoch).await;
+                    last = None;
+                    break;
+                }
             }
-            other => other,
         }
+        Err(BackendError::NoPrimary {
+            waited_ms: started.elapsed().as_millis() as u64,
+            reason: last.map_or_else(|| "the Iggy node did not answer in time".into(), |e| e.to_string()),
+        })
     }
 
     /// Runs a call that must not be repeated (a send, or a create or delete whose lost answer
-    /// would come back as "exists" or "not found"): connects first if needed, runs it once, and
-    /// after a connection failure marks the client broken so its next use reconnects first.
-    async fn once<T, Fut>(conn: &Conn, call: Fut) -> Result<T, IggyError>
+    /// would come back as "exists" or "not found"): connects first if needed (moving to another
+    /// node then is safe: nothing was sent), runs it once within the failover timeout, and
+    /// after a connection failure or no answer replaces the client so its next use reconnects
+    /// first. CLUSTER-UNKNOWN-1: a call that was sent and got no answer is
+    /// [`BackendError::OutcomeUnknown`], never a success and never sent again here; one that
+    /// never reached a primary is [`BackendError::NoPrimary`].
+    async fn once<T, F, Fut>(&self, conn: &Arc<Conn>, call: F) -> Result<T, BackendError>
     where
+        F: FnOnce(Arc<IggyClient>) -> Fut,
         Fut: Future<Output = Result<T, IggyError>>,
     {
-        let epoch = conn.ensure_connected().await?;
-        let result = call.await;
-        if let Err(e) = &result {
-            if is_connection_error(e) {
+        let deadline = self.deadline();
+        let started = Instant::now();
+        let epoch = conn.ensure_connected(deadline).await?;
+        let e = match tokio::time::timeout_at(deadline, call(conn.client())).await {
+            Ok(Ok(value)) => return Ok(value),
+            Ok(Err(e)) => e,
+            Err(_) => {
                 conn.mark_broken(epoch).await;
+                return Err(BackendError::OutcomeUnknown(format!(
+                    "no answer within the failover timeout ({} ms)",
+                    self.failover_timeout.as_millis()
+                )));
+            }
+        };
+        match classify(&e) {
+            Failure::Refused => Err(e.into()),
+            Failure::NotSent => {
+                conn.mark_broken(epoch).await;
+                Err(BackendError::NoPrimary {
+                    waited_ms: started.elapsed().as_millis() as u64,
+                    reason: e.to_string(),
+                })
+            }
+            Failure::Unknown => {
+                conn.mark_broken(epoch).await;
+                Err(BackendError::OutcomeUnknown(e.to_string()))
             }
         }
-        result
     }
 
     /// An idempotent call on the next pool client.
-    async fn pooled<T, F, Fut>(&self, op: F) -> Result<T, IggyError>
+    async fn pooled<T, F, Fut>(&self, op: F) -> Result<T, BackendError>
     where
-        F: Fn(Arc<Conn>) -> Fut + Send,
+        F: Fn(Arc<IggyClient>) -> Fut + Send,
         Fut: Future<Output = Result<T, IggyError>> + Send,
         T: Send,
     {
@@ -518,16 +714,16 @@ impl Inner {
         self.retrying(&conn, op).await
     }
 
-    async fn topic_details(&self, stream: &str, topic: &str) -> Result<Option<TopicDetails>, IggyError> {
+    async fn topic_details(&self, stream: &str, topic: &str) -> Result<Option<TopicDetails>, BackendError> {
         let (s, t) = (name(stream)?, name(topic)?);
         let result = self
             .pooled(|c| {
                 let (s, t) = (s.clone(), t.clone());
-                async move { c.client.get_topic(&s, &t).await }
+                async move { c.get_topic(&s, &t).await }
             })
             .await;
         match result {
-            Err(e) if is_not_found(&e) => Ok(None),
+            Err(BackendError::Iggy(e)) if is_not_found(&e) => Ok(None),
             other => other,
         }
     }
@@ -540,14 +736,13 @@ impl Inner {
         partition: u32,
         strategy: PollingStrategy,
         count: u32,
-    ) -> Result<(Vec<IggyMessage>, u64), IggyError> {
+    ) -> Result<(Vec<IggyMessage>, u64), BackendError> {
         let (s, t) = (name(stream)?, name(topic)?);
         let polled = self
             .pooled(|c| {
                 let (s, t, reader) = (s.clone(), t.clone(), self.reader.clone());
                 async move {
-                    c.client
-                        .poll_messages(&s, &t, Some(partition), &reader, &strategy, count, false)
+                    c.poll_messages(&s, &t, Some(partition), &reader, &strategy, count, false)
                         .await
                 }
             })
@@ -563,7 +758,7 @@ impl Inner {
             let epoch = conn.epoch.load(Ordering::Acquire);
             let state = conn.state().await;
             if state != ClientState::Authenticated && state != ClientState::Shutdown {
-                let _ = conn.reconnect(epoch).await;
+                let _ = conn.reconnect(epoch, self.deadline(), false).await;
             }
         }
     }
@@ -610,7 +805,7 @@ impl Drop for IggyBackend {
             conns.extend(self.inner.groups().drain().map(|(_, c)| c));
             runtime.spawn(async move {
                 for conn in conns {
-                    let _ = conn.client.shutdown().await;
+                    let _ = conn.client().shutdown().await;
                 }
             });
         }
@@ -642,8 +837,26 @@ impl IggyBackend {
         tls: IggyTls,
         pool_size: usize,
     ) -> Result<Self, BackendError> {
+        Self::connect_cluster(address, username, password, tls, pool_size, DEFAULT_FAILOVER_TIMEOUT).await
+    }
+
+    /// [`IggyBackend::connect_with_tls`] to a cluster: `address` is its roster, one `HOST:PORT`
+    /// or several comma separated (CLUSTER-ROSTER-1), and no call waits longer than
+    /// `failover_timeout` for a primary to answer (CLUSTER-FAILOVER-2).
+    pub async fn connect_cluster(
+        address: &str,
+        username: &str,
+        password: &str,
+        tls: IggyTls,
+        pool_size: usize,
+        failover_timeout: Duration,
+    ) -> Result<Self, BackendError> {
+        let members = parse_roster(address).map_err(|e| {
+            tracing::error!("{e}");
+            IggyError::InvalidServerAddress
+        })?;
         let target = Target {
-            address: address.to_string(),
+            roster: Arc::new(Mutex::new(RosterState::new(members))),
             credentials: GatewayCredentials::password(username, password),
             tls,
         };
@@ -655,10 +868,14 @@ impl IggyBackend {
             Arc::default(),
             append_locks,
             true,
+            failover_timeout,
         )
         .await
     }
 
+    /// Connects the pool: each client through the roster, one sweep (a gateway pointed at no
+    /// live node fails at start rather than waiting).
+    #[allow(clippy::too_many_arguments)]
     async fn open(
         target: Target,
         pool_size: usize,
@@ -666,19 +883,22 @@ impl IggyBackend {
         part_ends: Arc<PartEnds>,
         append_locks: Arc<[tokio::sync::Mutex<()>]>,
         wakes: bool,
+        failover_timeout: Duration,
     ) -> Result<Self, BackendError> {
         let mut pool = Vec::with_capacity(pool_size.max(1));
         for _ in 0..pool_size.max(1) {
-            let conn = Arc::new(Conn::new(target.client()?));
-            if let Err(e) = conn.client.connect().await {
+            let conn = Arc::new(Conn::new(target.clone())?);
+            let deadline = Instant::now() + failover_timeout;
+            if let Err(e) = conn.reconnect(0, deadline, false).await {
                 for opened in pool.iter().chain([&conn]) {
-                    let _ = opened.client.shutdown().await;
+                    let _ = opened.client().shutdown().await;
                 }
-                return Err(e.into());
+                return Err(e);
             }
             pool.push(conn);
         }
         let inner = Arc::new(Inner {
+            failover_timeout,
             target,
             pool,
             next: AtomicUsize::new(0),
@@ -763,12 +983,16 @@ impl Backend for IggyBackend {
         "iggy"
     }
 
+    fn unavailable_reason(&self) -> Option<String> {
+        self.inner.target.roster().unavailable().map(str::to_string)
+    }
+
     /// A new pool of [`SESSION_POOL_SIZE`] clients logged in with `credentials`; the user is
     /// who Iggy says it is (`get_me`), named by its own account (`get_user` on oneself needs
     /// no permission).
     async fn open_session(&self, credentials: &GatewayCredentials) -> Result<(Self, Principal), BackendError> {
         let target = Target {
-            address: self.inner.target.address.clone(),
+            roster: self.inner.target.roster.clone(),
             credentials: credentials.clone(),
             tls: self.inner.target.tls.clone(),
         };
@@ -779,13 +1003,14 @@ impl Backend for IggyBackend {
             self.inner.part_ends.clone(),
             self.inner.append_locks.clone(),
             false,
+            self.inner.failover_timeout,
         )
         .await?;
-        let me = session.inner.pooled(|c| async move { c.client.get_me().await }).await?;
+        let me = session.inner.pooled(|c| async move { c.get_me().await }).await?;
         let user_id = me.user_id.ok_or(IggyError::Unauthenticated)?;
         let user = session
             .inner
-            .pooled(|c| async move { c.client.get_user(&Identifier::numeric(user_id)?).await })
+            .pooled(|c| async move { c.get_user(&Identifier::numeric(user_id)?).await })
             .await?
             .ok_or(IggyError::Unauthenticated)?;
         Ok((
@@ -803,26 +1028,26 @@ impl Backend for IggyBackend {
             .inner
             .pooled(|c| {
                 let s = s.clone();
-                async move { c.client.get_stream(&s).await }
+                async move { c.get_stream(&s).await }
             })
             .await;
         match exists {
             Ok(Some(_)) => return Ok(()),
             Ok(None) => {}
-            Err(e) if is_not_found(&e) => {}
-            Err(e) => return Err(e.into()),
+            Err(BackendError::Iggy(e)) if is_not_found(&e) => {}
+            Err(e) => return Err(e),
         }
         let created = self
             .inner
             .pooled(|c| {
                 let stream = stream.to_string();
-                async move { c.client.create_stream(&stream).await }
+                async move { c.create_stream(&stream).await }
             })
             .await;
         match created {
             // Another gateway (or a retry of ours whose first answer was lost) created it.
-            Ok(_) | Err(IggyError::StreamNameAlreadyExists(_)) => Ok(()),
-            Err(e) => Err(e.into()),
+            Ok(_) | Err(BackendError::Iggy(IggyError::StreamNameAlreadyExists(_))) => Ok(()),
+            Err(e) => Err(e),
         }
     }
 
@@ -832,7 +1057,7 @@ impl Backend for IggyBackend {
             .inner
             .pooled(|c| {
                 let s = s.clone();
-                async move { c.client.get_topics(&s).await }
+                async move { c.get_topics(&s).await }
             })
             .await?;
         Ok(topics
@@ -865,14 +1090,18 @@ impl Backend for IggyBackend {
             ..TopicCreateOptions::default()
         };
         let conn = self.inner.any().clone();
-        Inner::once(&conn, conn.client.create_topic(&s, topic, &options)).await?;
+        self.inner
+            .once(&conn, |c| async move { c.create_topic(&s, topic, &options).await })
+            .await?;
         Ok(())
     }
 
     async fn delete_topic(&self, stream: &str, topic: &str) -> Result<(), BackendError> {
         let (s, t) = (name(stream)?, name(topic)?);
         let conn = self.inner.any().clone();
-        Inner::once(&conn, conn.client.delete_topic(&s, &t)).await?;
+        self.inner
+            .once(&conn, |c| async move { c.delete_topic(&s, &t).await })
+            .await?;
         self.inner.part_ends.forget_topic(stream, topic);
         Ok(())
     }
@@ -880,7 +1109,9 @@ impl Backend for IggyBackend {
     async fn add_partitions(&self, stream: &str, topic: &str, count: u32) -> Result<(), BackendError> {
         let (s, t) = (name(stream)?, name(topic)?);
         let conn = self.inner.any().clone();
-        Inner::once(&conn, conn.client.create_partitions(&s, &t, count)).await?;
+        self.inner
+            .once(&conn, |c| async move { c.create_partitions(&s, &t, count).await })
+            .await?;
         Ok(())
     }
 
@@ -911,9 +1142,17 @@ impl Backend for IggyBackend {
         let stripe = append_slot(stream, topic, partition, self.inner.append_locks.len());
         let _contiguous = self.inner.append_locks[stripe].lock().await;
         for (i, mut part) in parts.into_iter().enumerate() {
-            // A client known to be broken is reconnected before anything is sent; the send itself
-            // is never repeated (at-least-once: the server may have stored it).
-            let sent = Inner::once(&conn, conn.client.send_messages(&s, &t, &partitioning, &mut part)).await;
+            // A client known to be broken is reconnected (through the roster) before anything is
+            // sent; the send itself is never repeated. CLUSTER-UNKNOWN-1: a send whose node
+            // failed before answering is OutcomeUnknown, answered as a retriable error, and the
+            // producer's retry is what DELIVERY-1 counts as at-least-once.
+            let sent = self
+                .inner
+                .once(&conn, |c| {
+                    let (part, s, t, partitioning) = (&mut part, &s, &t, &partitioning);
+                    async move { c.send_messages(s, t, partitioning, part).await }
+                })
+                .await;
             let e = match sent {
                 Ok(response) => {
                     self.inner.appends.send_modify(|g| *g = g.wrapping_add(1));
@@ -936,10 +1175,10 @@ impl Backend for IggyBackend {
                     i + 1
                 );
             }
-            if is_connection_error(&e) {
+            if e.is_unavailable() {
                 tracing::warn!("append to {stream}/{topic}/{partition} failed on the connection, not retried: {e}");
             }
-            return Err(e.into());
+            return Err(e);
         }
         Ok(base_offset)
     }
@@ -1072,7 +1311,9 @@ impl ConsumerOffsets for IggyBackend {
         }
         // Not retried: a lost answer would turn into ConsumerGroupNameAlreadyExists.
         let conn = self.inner.any().clone();
-        Inner::once(&conn, conn.client.create_consumer_group(&s, &t, group)).await?;
+        self.inner
+            .once(&conn, |c| async move { c.create_consumer_group(&s, &t, group).await })
+            .await?;
         Ok(())
     }
 
@@ -1084,7 +1325,7 @@ impl ConsumerOffsets for IggyBackend {
         };
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _ = conn.client.shutdown().await;
+                let _ = conn.client().shutdown().await;
             });
         }
     }
@@ -1093,7 +1334,9 @@ impl ConsumerOffsets for IggyBackend {
         let (s, t, g) = (name(stream)?, name(topic)?, name(group)?);
         // Not retried: a lost answer would turn into ConsumerGroupNameNotFound.
         let conn = self.inner.any().clone();
-        Inner::once(&conn, conn.client.delete_consumer_group(&s, &t, &g)).await?;
+        self.inner
+            .once(&conn, |c| async move { c.delete_consumer_group(&s, &t, &g).await })
+            .await?;
         Ok(())
     }
 
@@ -1103,7 +1346,7 @@ impl ConsumerOffsets for IggyBackend {
             .inner
             .pooled(|c| {
                 let (s, t) = (s.clone(), t.clone());
-                async move { c.client.get_consumer_groups(&s, &t).await }
+                async move { c.get_consumer_groups(&s, &t).await }
             })
             .await?;
         Ok(groups.into_iter().map(|g| g.name).collect())
@@ -1120,13 +1363,12 @@ impl ConsumerOffsets for IggyBackend {
     ) -> Result<(), BackendError> {
         let (s, t, g) = (name(stream)?, name(topic)?, name(group)?);
         let conn = self.inner.member(client)?;
-        Ok(self
-            .inner
+        self.inner
             .retrying(&conn, |c| {
                 let (s, t, g) = (s.clone(), t.clone(), g.clone());
-                async move { c.client.join_consumer_group(&s, &t, &g).await }
+                async move { c.join_consumer_group(&s, &t, &g).await }
             })
-            .await?)
+            .await
     }
 
     /// Not retried after a connection failure: the reconnected client is no member (the failed
@@ -1141,7 +1383,9 @@ impl ConsumerOffsets for IggyBackend {
     ) -> Result<(), BackendError> {
         let (s, t, g) = (name(stream)?, name(topic)?, name(group)?);
         let conn = self.inner.member(client)?;
-        Inner::once(&conn, conn.client.leave_consumer_group(&s, &t, &g)).await?;
+        self.inner
+            .once(&conn, |c| async move { c.leave_consumer_group(&s, &t, &g).await })
+            .await?;
         Ok(())
     }
 
@@ -1163,17 +1407,15 @@ impl ConsumerOffsets for IggyBackend {
     ) -> Result<(), BackendError> {
         let (s, t, g) = (name(stream)?, name(topic)?, name(group)?);
         let conn = self.inner.member(client)?;
-        Ok(self
-            .inner
+        self.inner
             .retrying(&conn, |c| {
                 let (s, t, consumer) = (s.clone(), t.clone(), Consumer::group(g.clone()));
                 async move {
-                    c.client
-                        .store_consumer_offset(&consumer, &s, &t, Some(partition), offset)
+                    c.store_consumer_offset(&consumer, &s, &t, Some(partition), offset)
                         .await
                 }
             })
-            .await?)
+            .await
     }
 
     /// Reading needs no membership: any pooled client.
@@ -1189,7 +1431,7 @@ impl ConsumerOffsets for IggyBackend {
             .inner
             .pooled(|c| {
                 let (s, t, consumer) = (s.clone(), t.clone(), Consumer::group(g.clone()));
-                async move { c.client.get_consumer_offset(&consumer, &s, &t, Some(partition)).await }
+                async move { c.get_consumer_offset(&consumer, &s, &t, Some(partition)).await }
             })
             .await?;
         Ok(info.map(|i| i.stored_offset))
@@ -1207,17 +1449,12 @@ impl ConsumerOffsets for IggyBackend {
     ) -> Result<(), BackendError> {
         let (s, t, g) = (name(stream)?, name(topic)?, name(group)?);
         let conn = self.inner.member(client)?;
-        Ok(self
-            .inner
+        self.inner
             .retrying(&conn, |c| {
                 let (s, t, consumer) = (s.clone(), t.clone(), Consumer::group(g.clone()));
-                async move {
-                    c.client
-                        .delete_consumer_offset(&consumer, &s, &t, Some(partition))
-                        .await
-                }
+                async move { c.delete_consumer_offset(&consumer, &s, &t, Some(partition)).await }
             })
-            .await?)
+            .await
     }
 }
 
@@ -1289,6 +1526,7 @@ mod tests {
         match e {
             BackendError::Iggy(e) => e.as_code(),
             BackendError::TooManyConsumerOffsets => 3024,
+            other => panic!("not an Iggy answer: {other}"),
         }
     }
 
@@ -1439,6 +1677,96 @@ mod tests {
         assert!(is_connection_error(&IggyError::NotConnected));
         assert!(!is_connection_error(&IggyError::ResourceNotFound("x".into())));
         assert!(!is_connection_error(&IggyError::InvalidOffset(1)));
+    }
+
+    /// CLUSTER-UNKNOWN-1: which failures leave a request unsent (safe to send anywhere), which
+    /// leave its outcome unknown, and which are the server's answer.
+    #[test]
+    fn cluster_unknown_1_a_broken_connection_after_sending_is_an_unknown_outcome() {
+        for e in [
+            IggyError::NotConnected,
+            IggyError::CannotEstablishConnection,
+            IggyError::TransientNotAccepted,
+            IggyError::Unauthenticated,
+        ] {
+            assert_eq!(classify(&e), Failure::NotSent, "{e}");
+        }
+        for e in [
+            IggyError::Disconnected,
+            IggyError::EmptyResponse,
+            IggyError::TcpError,
+            IggyError::TransientNotCommitted,
+        ] {
+            assert_eq!(classify(&e), Failure::Unknown, "{e}");
+        }
+        for e in [IggyError::ResourceNotFound("x".into()), IggyError::InvalidCredentials] {
+            assert_eq!(classify(&e), Failure::Refused, "{e}");
+        }
+        // What an append then reports: never success, and a retriable Kafka error.
+        let unknown = BackendError::OutcomeUnknown(IggyError::Disconnected.to_string());
+        assert!(unknown.is_unavailable());
+        assert_eq!(crate::error_map::kafka_code(&unknown).0, 6);
+    }
+
+    /// A free loopback port nothing listens on.
+    fn refused_address() -> String {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().to_string()
+    }
+
+    fn target(roster: &str) -> Target {
+        Target {
+            roster: Arc::new(Mutex::new(RosterState::new(parse_roster(roster).unwrap()))),
+            credentials: GatewayCredentials::password("iggy", "iggy"),
+            tls: IggyTls::default(),
+        }
+    }
+
+    /// CLUSTER-FAILOVER-1: a roster whose first member refuses connections dials the next one
+    /// (here a stub that accepts and hangs up, so the login fails and it is marked down too).
+    #[tokio::test]
+    async fn cluster_failover_1_a_refused_member_moves_the_dial_to_the_next() {
+        let refused = refused_address();
+        let stub = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let stub_address = stub.local_addr().unwrap().to_string();
+        let accepted = tokio::spawn(async move {
+            let (socket, _) = stub.accept().await.unwrap();
+            drop(socket);
+        });
+        let target = target(&format!("{refused},{stub_address}"));
+        let conn = Conn::new(target.clone()).unwrap();
+        let result = conn.reconnect(0, Instant::now() + Duration::from_secs(30), false).await;
+        accepted
+            .await
+            .expect("the second member was dialled after the first refused");
+        assert!(result.is_err(), "the stub speaks no Iggy");
+        let roster = target.roster();
+        assert_eq!(roster.leader(), None);
+        // Both down; the next sweep starts after the last one that failed.
+        assert_eq!(roster.candidates(), [refused.clone(), stub_address.clone()]);
+    }
+
+    /// CLUSTER-FAILOVER-2: with every member down, a reconnect that may sweep until its deadline
+    /// ends in NoPrimary, naming each member and why; a start-up sweep keeps the SDK's error.
+    #[tokio::test]
+    async fn cluster_failover_2_every_member_down_is_no_primary_naming_them() {
+        let (a, b) = (refused_address(), refused_address());
+        let conn = Conn::new(target(&format!("{a},{b}"))).unwrap();
+        // A deadline shorter than the pause between sweeps: one sweep, then NoPrimary.
+        let deadline = Instant::now() + SWEEP_PAUSE / 2;
+        let Err(BackendError::NoPrimary { reason, .. }) = conn.reconnect(0, deadline, true).await else {
+            panic!("expected NoPrimary");
+        };
+        assert!(reason.contains(&a) && reason.contains(&b), "{reason}");
+        let e = conn
+            .reconnect(0, Instant::now() + Duration::from_secs(30), false)
+            .await
+            .unwrap_err();
+        assert_eq!(code(e), IggyError::CannotEstablishConnection.as_code());
+        assert_eq!(
+            crate::error_map::kafka_code(&BackendError::NoPrimary { waited_ms: 1, reason }).0,
+            6
+        );
     }
 
     /// Nothing listens on the port: connecting fails at once instead of retrying forever.

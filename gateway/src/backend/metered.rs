@@ -53,6 +53,10 @@ impl<B: Backend> Backend for Metered<B> {
         self.inner.kind()
     }
 
+    fn unavailable_reason(&self) -> Option<String> {
+        self.inner.unavailable_reason()
+    }
+
     async fn open_session(&self, credentials: &Credentials) -> Result<(Self, Principal), BackendError> {
         let (inner, principal) = timed("open_session", self.inner.open_session(credentials)).await?;
         Ok((Metered { inner }, principal))

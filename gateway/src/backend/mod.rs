@@ -8,6 +8,7 @@ pub mod iggy;
 pub mod iggy_layout;
 pub mod metered;
 pub mod permissions;
+pub mod roster;
 pub mod users;
 
 pub use error::BackendError;
@@ -81,6 +82,12 @@ pub struct ReadLimits {
 pub trait Backend: ConsumerOffsets + Send + Sync + 'static {
     /// A short name for logs: "embedded" or "iggy".
     fn kind(&self) -> &'static str;
+
+    /// Why the backend cannot reach a primary right now, when it knows (CLUSTER-FAILOVER-2):
+    /// `/readyz` adds it to its answer. `None`: nothing known to be wrong.
+    fn unavailable_reason(&self) -> Option<String> {
+        None
+    }
 
     /// Logs in to Iggy as `credentials` and returns a backend on which Iggy authorizes every
     /// operation as that user, and the user (AUTHZ-SESSION-1). It shares this backend's server

@@ -113,7 +113,7 @@ pub async fn handle<B: Backend>(
                         ResponseError::NotCoordinator.code()
                     }
                     Err(CommitError::Backend(e)) => {
-                        error_map::backend_error(&e, &format!("OffsetCommit {group_id} {name}-{index}"))
+                        error_map::coordinator_backend_error(&e, &format!("OffsetCommit {group_id} {name}-{index}"))
                     }
                 },
             };

@@ -153,7 +153,7 @@ pub async fn handle<B: Backend>(
                             .collect()
                     }
                     Err(e) => {
-                        let code = error_map::backend_error(&e, &format!("OffsetFetch {group_id} {kafka}"));
+                        let code = error_map::coordinator_backend_error(&e, &format!("OffsetFetch {group_id} {kafka}"));
                         indexes.iter().map(|&i| partition(i, -1, code)).collect()
                     }
                 }

@@ -29,6 +29,7 @@ fn code(e: BackendError) -> u32 {
     match e {
         BackendError::Iggy(e) => e.as_code(),
         BackendError::TooManyConsumerOffsets => 3024,
+        other => panic!("the embedded model raised {other}"),
     }
 }
 
