@@ -96,6 +96,8 @@ pub struct LocalOptions {
     pub instance_id: Option<u16>,
     /// Other gateways, as `id=host:port`.
     pub peers: Vec<String>,
+    /// How often peers are probed (GROUP-COORDINATOR-2); the gateway's default unless set.
+    pub peer_probe_interval_ms: Option<u64>,
     /// Kafka's group.min.session.timeout.ms; the suite lowers it so evictions come quickly.
     pub group_min_session_timeout_ms: Option<u64>,
     /// The `[limits]` table (docs/spec/limits.md); the hostile cases' suite lowers some so that
@@ -157,6 +159,7 @@ impl<B: Backend> LocalGateway<B> {
             instance_id: Some(instance_id),
             max_frame_size: Some(TEST_MAX_FRAME_SIZE),
             peers: options.peers.clone(),
+            peer_probe_interval_ms: options.peer_probe_interval_ms,
             auto_create_topics: options.auto_create_topics,
             default_partitions: options.default_partitions,
             ..Args::default()

@@ -28,4 +28,5 @@ embedded_tests!(
     gateway_restart_members_rejoin_and_resume_without_loss,
     group_over_two_gateways_sees_one_coordinator_and_agrees_on_offsets,
     shutdown_answers_a_join_waiting_for_a_rebalance,
+    group_moves_to_a_surviving_gateway_and_back,
 );

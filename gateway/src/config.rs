@@ -64,6 +64,13 @@ pub struct Args {
     /// Other gateways fronting the same Iggy, as id=host:port, comma separated.
     #[arg(long, env = "IGGY_KAFKA_PEERS", value_delimiter = ',')]
     pub peers: Vec<String>,
+    /// How often each peer gateway is probed, and how long a probe may take
+    /// (GROUP-COORDINATOR-2; default 1000).
+    #[arg(long, env = "IGGY_KAFKA_PEER_PROBE_INTERVAL_MS")]
+    pub peer_probe_interval_ms: Option<u64>,
+    /// Failed probes in a row after which a peer's groups move (GROUP-COORDINATOR-2; default 3).
+    #[arg(long, env = "IGGY_KAFKA_PEER_DOWN_AFTER_PROBES")]
+    pub peer_down_after_probes: Option<u32>,
     #[arg(long, env = "IGGY_KAFKA_MAX_FRAME_SIZE")]
     pub max_frame_size: Option<usize>,
     #[arg(long, env = "IGGY_KAFKA_BACKEND", value_enum)]
@@ -132,6 +139,8 @@ pub struct FileConfig {
     pub instance_id: Option<u16>,
     #[serde(default)]
     pub peers: Vec<String>,
+    pub peer_probe_interval_ms: Option<u64>,
+    pub peer_down_after_probes: Option<u32>,
     pub max_frame_size: Option<usize>,
     pub backend: Option<BackendKind>,
     pub iggy_address: Option<String>,
@@ -184,6 +193,10 @@ pub struct Config {
     pub instance_id: u16,
     /// Every gateway fronting the same Iggy, this one included, sorted by id.
     pub peers: Vec<Node>,
+    /// The period of the peer probes, and each probe's timeout (GROUP-COORDINATOR-2).
+    pub peer_probe_interval: Duration,
+    /// Failed probes in a row that count a peer down (GROUP-COORDINATOR-2).
+    pub peer_down_after_probes: u32,
     pub max_frame_size: usize,
     pub backend: BackendKind,
     /// One `HOST:PORT`, or a cluster's roster, comma separated (CLUSTER-ROSTER-1).
@@ -216,6 +229,10 @@ pub const DEFAULT_STREAM: &str = "kafka";
 /// CLUSTER-FAILOVER-2: well under the SDK's 30 s request timeout, above a failover with the
 /// server's default `heartbeat_timeout` of 5 s (measured at 4.9 s: DIFF-15).
 pub const DEFAULT_IGGY_FAILOVER_TIMEOUT_MS: u64 = 10_000;
+/// A probe a second: a dead coordinator's groups move within about three seconds, well inside
+/// the 10 s session timeout Kafka's consumers default to.
+pub const DEFAULT_PEER_PROBE_INTERVAL_MS: u64 = 1_000;
+pub const DEFAULT_PEER_DOWN_AFTER_PROBES: u32 = 3;
 
 impl Default for Config {
     fn default() -> Self {
@@ -274,6 +291,17 @@ impl Config {
         if peers.windows(2).any(|w| w[0].id == w[1].id) {
             bail!("two peers share a node id");
         }
+        let peer_probe_interval_ms = args
+            .peer_probe_interval_ms
+            .or(file.peer_probe_interval_ms)
+            .unwrap_or(DEFAULT_PEER_PROBE_INTERVAL_MS);
+        let peer_down_after_probes = args
+            .peer_down_after_probes
+            .or(file.peer_down_after_probes)
+            .unwrap_or(DEFAULT_PEER_DOWN_AFTER_PROBES);
+        if peer_probe_interval_ms == 0 || peer_down_after_probes == 0 {
+            bail!("peer_probe_interval_ms and peer_down_after_probes must be at least 1");
+        }
         let max_frame_size = args
             .max_frame_size
             .or(file.max_frame_size)
@@ -312,6 +340,8 @@ impl Config {
             advertised,
             instance_id,
             peers,
+            peer_probe_interval: Duration::from_millis(peer_probe_interval_ms),
+            peer_down_after_probes,
             max_frame_size,
             backend: args.backend.or(file.backend).unwrap_or_default(),
             iggy_address,

@@ -10,7 +10,7 @@ use crate::backend::{Backend, ClientId};
 use crate::clock::{Clock, SharedRng};
 use crate::config::{Config, Node};
 use crate::decode_pool::DecodePool;
-use crate::groups::{coordinator_index, GroupCoordinator};
+use crate::groups::GroupCoordinator;
 use crate::handlers;
 use crate::offset_store::OffsetMembers;
 use crate::producer_id::ProducerIdAllocator;
@@ -59,6 +59,8 @@ pub struct Gateway<B> {
     pub reauthentications: std::sync::atomic::AtomicU64,
     /// Reads made ahead of consumers' next Fetch (FETCH-READAHEAD-1).
     pub read_ahead: ReadAhead,
+    /// Which peer gateways answer probes (GROUP-COORDINATOR-2).
+    pub peer_health: crate::peers::PeerHealth,
 }
 
 /// What a request gets back.
@@ -94,6 +96,7 @@ impl<B: Backend> Gateway<B> {
             chunk.copy_from_slice(&rng.next_u64().to_be_bytes());
         }
         let sessions = SessionPool::new(config.sasl.max_sessions, config.sasl.session_lifetime_ms, salt);
+        let peer_health = crate::peers::PeerHealth::new(config.peers.clone(), config.advertised.id);
         Self {
             config,
             backend,
@@ -111,6 +114,7 @@ impl<B: Backend> Gateway<B> {
             offset_members: OffsetMembers::default(),
             reauthentications: std::sync::atomic::AtomicU64::new(0),
             read_ahead: ReadAhead::new(read_ahead_bytes),
+            peer_health,
         }
     }
 
@@ -173,10 +177,9 @@ impl<B: Backend> Gateway<B> {
         crate::response_budget::ResponseBudget::new(self.config.limits.max_response_bytes)
     }
 
-    /// The gateway that coordinates `group_id` (GROUP-COORDINATOR-1).
+    /// The gateway that coordinates `group_id` (GROUP-COORDINATOR-1, GROUP-COORDINATOR-2).
     pub fn coordinator(&self, group_id: &str) -> &Node {
-        let peers = &self.config.peers;
-        &peers[coordinator_index(group_id, peers.len())]
+        self.peer_health.coordinator(group_id)
     }
 
     /// Whether this gateway coordinates `group_id`.

@@ -25,6 +25,7 @@ pub mod log_text;
 pub mod metrics;
 pub mod offset_store;
 pub mod ops_http;
+pub mod peers;
 pub mod producer_id;
 pub mod protocol;
 pub mod read_ahead;

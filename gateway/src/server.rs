@@ -32,6 +32,14 @@ use tracing::Instrument;
 pub trait Listener: Send + 'static {
     type Stream: AsyncRead + AsyncWrite + Unpin + Send + 'static;
     fn accept(&mut self) -> impl Future<Output = std::io::Result<(Self::Stream, SocketAddr)>> + Send;
+
+    /// Connects to `address` (host:port) on the network this listener serves: how the gateway
+    /// probes its peers (GROUP-COORDINATOR-2). A listener of no network cannot: its peers never
+    /// answer.
+    fn dial(address: String) -> impl Future<Output = std::io::Result<Self::Stream>> + Send {
+        let _ = address;
+        async { Err(std::io::ErrorKind::Unsupported.into()) }
+    }
 }
 
 impl Listener for tokio::net::TcpListener {
@@ -40,6 +48,10 @@ impl Listener for tokio::net::TcpListener {
         let (stream, peer) = tokio::net::TcpListener::accept(self).await?;
         stream.set_nodelay(true)?;
         Ok((stream, peer))
+    }
+
+    async fn dial(address: String) -> std::io::Result<Self::Stream> {
+        tokio::net::TcpStream::connect(address).await
     }
 }
 
@@ -106,6 +118,10 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
         let stop = shutdown.subscribe();
         async move { gateway.groups.run_timers(stop).await }
     });
+    let prober = gateway
+        .peer_health
+        .has_others()
+        .then(|| tokio::spawn(probe_peers::<B, L>(gateway.clone(), shutdown.subscribe())));
     let limits = gateway.config.limits.clone();
     let table = ConnectionTable::new(AdmissionLimits {
         max_connections: limits.max_connections,
@@ -205,12 +221,83 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
         connections.shutdown().await;
     }
     let _ = timers.await;
+    if let Some(prober) = prober {
+        let _ = prober.await;
+    }
     // The offsets client's connection ends with the server: Iggy drops its memberships.
     gateway.backend.release_client(gateway.offsets_client);
 }
 
 /// Counts and logs a connection closed to make room (LIMIT-CONNECTIONS-SHED-1); at debug level,
 /// since a flood of silent connections makes one per accept.
+/// Probes the peer gateways every `peer_probe_interval` until shutdown (GROUP-COORDINATOR-2),
+/// and when a peer's standing changes, lets go of the groups another gateway coordinates now
+/// (GROUP-COORDINATOR-3).
+async fn probe_peers<B: Backend, L: Listener>(gateway: Arc<Gateway<B>>, mut stop: watch::Receiver<bool>) {
+    use crate::peers::{probe, ProbeKind};
+    let config = gateway.config.clone();
+    // A plaintext probe of a TLS listener learns only that it accepts connections.
+    let kind = if config.tls.is_some() {
+        ProbeKind::Connect
+    } else {
+        ProbeKind::ApiVersions
+    };
+    let period = config.peer_probe_interval;
+    let mut ticker = tokio::time::interval(period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => return,
+            _ = ticker.tick() => {}
+        }
+        let mut probes = JoinSet::new();
+        let others: Vec<_> = gateway.peer_health.others().cloned().collect();
+        for (index, node) in others.iter().cloned().enumerate() {
+            probes.spawn(async move { (index, probe(&L::dial, &node, kind, period).await) });
+        }
+        let mut answered = vec![false; others.len()];
+        while let Some(joined) = probes.join_next().await {
+            if let Ok((index, ok)) = joined {
+                answered[index] = ok;
+            }
+        }
+        let changes = gateway.peer_health.record(&answered, config.peer_down_after_probes);
+        if changes.is_empty() {
+            continue;
+        }
+        for change in &changes {
+            let node = &change.node;
+            if change.up {
+                tracing::warn!(
+                    "peer gateway {} ({}:{}) answers again: its groups move back to it (GROUP-COORDINATOR-2)",
+                    node.id,
+                    node.host,
+                    node.port
+                );
+            } else {
+                tracing::warn!(
+                    "peer gateway {} ({}:{}) did not answer {} probes in a row: its groups move to the next gateway up (GROUP-COORDINATOR-2)",
+                    node.id,
+                    node.host,
+                    node.port,
+                    config.peer_down_after_probes
+                );
+            }
+        }
+        let me = config.advertised.id;
+        let handed = gateway
+            .groups
+            .relinquish(|group| gateway.peer_health.coordinator(group).id == me);
+        if !handed.is_empty() {
+            tracing::info!(
+                "let go of {} groups another gateway coordinates now; their members look the coordinator up again (GROUP-COORDINATOR-3)",
+                handed.len()
+            );
+        }
+    }
+}
+
 fn log_shed(shed: &Shed, why: &str) {
     metrics().limit_hit("LIMIT-CONNECTIONS-SHED-1");
     tracing::debug!(

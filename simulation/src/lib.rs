@@ -70,6 +70,10 @@ impl Listener for TurmoilListener {
     async fn accept(&mut self) -> std::io::Result<(Self::Stream, SocketAddr)> {
         self.0.accept().await
     }
+
+    async fn dial(address: String) -> std::io::Result<Self::Stream> {
+        TcpStream::connect(address).await
+    }
 }
 
 /// The gateway's configuration in a simulation: listening on every address of its host at

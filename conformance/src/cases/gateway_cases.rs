@@ -74,7 +74,12 @@ gateway_cases!(
     gateway_restart_members_rejoin_and_resume_without_loss: ["CO-ENCODE-1", "GROUP-COORDINATOR-1"],
     group_over_two_gateways_sees_one_coordinator_and_agrees_on_offsets: ["GROUP-COORDINATOR-1", "CO-MEMBER-1"],
     shutdown_answers_a_join_waiting_for_a_rebalance: ["PROTO-SHUTDOWN-1", "GROUP-TIMEOUT-1"],
+    group_moves_to_a_surviving_gateway_and_back: ["GROUP-COORDINATOR-2", "GROUP-COORDINATOR-3", "CO-MEMBER-1"],
 );
+
+/// The probe period of the cases with peers that come and go: short, so a dead peer's groups
+/// move within a second rather than the default three or four.
+const CASE_PEER_PROBE_INTERVAL_MS: u64 = 200;
 
 /// Free loopback addresses, all held at once while picking so they differ.
 fn free_addresses(n: usize) -> Vec<SocketAddr> {
@@ -388,6 +393,138 @@ pub async fn group_over_two_gateways_sees_one_coordinator_and_agrees_on_offsets<
     for gateway in gateways {
         gateway.stop().await;
     }
+    Ok(())
+}
+
+/// Starts gateway `index` (node id `index + 1`) of `addresses`, each knowing all of them as peers.
+async fn peer_gateway<S: BackendSource>(
+    source: &S,
+    addresses: &[SocketAddr],
+    index: usize,
+) -> anyhow::Result<LocalGateway<S::Backend>> {
+    let peers = addresses
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("{}={a}", i + 1))
+        .collect();
+    LocalGateway::serve(
+        source.backend_for_new_gateway().await?,
+        LocalOptions {
+            listen: Some(addresses[index]),
+            instance_id: Some(index as u16 + 1),
+            peers,
+            peer_probe_interval_ms: Some(CASE_PEER_PROBE_INTERVAL_MS),
+            ..LocalOptions::default()
+        },
+    )
+    .await
+}
+
+/// Asks `client` for `group`'s coordinator until it names `node`.
+async fn await_coordinator(client: &mut Client, group: &str, node: i32, what: &str) -> anyhow::Result<()> {
+    let deadline = tokio::time::Instant::now() + WAIT;
+    loop {
+        let answer = find_coordinator(client, group, KEY_TYPE_GROUP).await?;
+        if answer.error_code == NONE && answer.node_id.0 == node {
+            return Ok(());
+        }
+        ensure!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: FindCoordinator {group} still answers node {} (error {}) after {WAIT:?}, expected node {node}",
+            answer.node_id.0,
+            answer.error_code
+        );
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+}
+
+/// GROUP-COORDINATOR-2, GROUP-COORDINATOR-3, CO-MEMBER-1: a group's coordinating gateway dies;
+/// the surviving gateway takes the group, the running consumer (bootstrapped with both) rejoins
+/// there and goes on from its committed offset, and its commits land through the survivor. When
+/// the dead gateway is back on its address, the group moves back: the survivor answers
+/// NOT_COORDINATOR for it, and the consumer rejoins the returned gateway and commits there.
+pub async fn group_moves_to_a_surviving_gateway_and_back<S: BackendSource>(source: &S) -> anyhow::Result<()> {
+    let addresses = free_addresses(2);
+    let survivor = peer_gateway(source, &addresses, 0).await?;
+    let mortal = peer_gateway(source, &addresses, 1).await?;
+    let bootstrap = format!("{},{}", addresses[0], addresses[1]);
+    let mut to_survivor = Client::connect(&survivor.endpoint.bootstrap).await?;
+    // A group the second gateway (node 2) coordinates while both are up.
+    let mut group = None;
+    for n in 0..64 {
+        let candidate = survivor.endpoint.unique_topic(&format!("moving-{n}"));
+        let answer = find_coordinator(&mut to_survivor, &candidate, KEY_TYPE_GROUP).await?;
+        if answer.error_code == NONE && answer.node_id.0 == 2 {
+            group = Some(candidate);
+            break;
+        }
+    }
+    let group = group.context("none of 64 groups hashed to node 2")?;
+    let endpoint = survivor.endpoint.clone();
+    let topic = endpoint.unique_topic("moving");
+    create_topic(&endpoint, &topic, 1).await?;
+    produce_at(&endpoint, &topic, 0, 0, 12).await?;
+
+    let mut consumer = GroupConsumer::subscribe("consumer", &bootstrap, &group, &topic, "earliest")?;
+    consumer.wait_until("offsets 0..4", |h| h.has_all(0, 0..4)).await?;
+    consumer.commit(&[(0, 4)]).await?;
+    let assigned = consumer.assignments_applied();
+
+    // Node 2 dies: the survivor's probes find it gone and the group moves to node 1.
+    mortal.stop().await;
+    await_coordinator(&mut to_survivor, &group, 1, "after node 2 stopped").await?;
+    await_described(
+        &mut to_survivor,
+        &group,
+        "the consumer, rejoined on the survivor",
+        |g| g.group_state.as_str() == "Stable" && g.members.len() == 1,
+    )
+    .await?;
+    consumer
+        .wait_reassigned(assigned, "partition 0, on the survivor", |a| a.contains(&0))
+        .await?;
+    consumer.commit(&[(0, 8)]).await?;
+    let fetched = fetch_one(&mut to_survivor, &group, &topic, 0).await?;
+    ensure!(
+        fetched.0 == 8,
+        "a commit of 8 through the survivor reads back {}",
+        fetched.0
+    );
+    consumer.wait_until("offsets 0..12", |h| h.has_all(0, 0..12)).await?;
+    let assigned = consumer.assignments_applied();
+
+    // Node 2 returns on its address: the group moves back, and the survivor lets go of it.
+    let returned = peer_gateway(source, &addresses, 1).await?;
+    await_coordinator(&mut to_survivor, &group, 2, "after node 2 returned").await?;
+    let described = describe_group(&mut to_survivor, &group).await?;
+    ensure!(
+        described.error_code == NOT_COORDINATOR,
+        "DescribeGroups {group} through the survivor once node 2 is back: error {}, expected NOT_COORDINATOR ({NOT_COORDINATOR})",
+        described.error_code
+    );
+    let mut to_returned = Client::connect(&returned.endpoint.bootstrap).await?;
+    await_described(
+        &mut to_returned,
+        &group,
+        "the consumer, rejoined on the returned gateway",
+        |g| g.group_state.as_str() == "Stable" && g.members.len() == 1,
+    )
+    .await?;
+    consumer
+        .wait_reassigned(assigned, "partition 0, on the returned gateway", |a| a.contains(&0))
+        .await?;
+    consumer.commit(&[(0, 12)]).await?;
+    for (name, client) in [("survivor", &mut to_survivor), ("returned gateway", &mut to_returned)] {
+        let fetched = fetch_one(client, &group, &topic, 0).await?;
+        ensure!(
+            fetched.0 == 12,
+            "OffsetFetch through the {name} after committing 12: {}",
+            fetched.0
+        );
+    }
+    consumer.close().await?;
+    returned.stop().await;
+    survivor.stop().await;
     Ok(())
 }
 

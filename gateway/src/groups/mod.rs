@@ -566,6 +566,24 @@ impl GroupCoordinator {
             .map(|g| (g.state(), g.generation(), g.member_ids()))
     }
 
+    /// Forgets every group `keep` refuses: their coordinator is another gateway now
+    /// (GROUP-COORDINATOR-3). Parked JoinGroup and SyncGroup requests are answered
+    /// NOT_COORDINATOR, as at shutdown, and every member and pending id goes with its group, so
+    /// that the group starts afresh if it ever comes back. Returns the groups forgotten.
+    pub fn relinquish(&self, keep: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut table = self.lock();
+        let Table { groups, owners } = &mut *table;
+        let leaving: Vec<String> = groups.keys().filter(|id| !keep(id)).cloned().collect();
+        for id in &leaving {
+            if let Some(mut group) = groups.remove(id) {
+                self.tracked(owners, &mut group, |g| g.dissolve(code(ResponseError::NotCoordinator)));
+                self.retally(group.usage(), Usage::default());
+                Table::forgotten(owners, &group);
+            }
+        }
+        leaving
+    }
+
     /// Forgets an empty group; returns false when it has members.
     pub fn remove_if_empty(&self, group_id: &str) -> bool {
         let mut table = self.lock();
@@ -626,17 +644,6 @@ impl GroupCoordinator {
             }
         }
     }
-}
-
-/// The gateway coordinating `group_id` among `node_ids` (sorted): FNV-1a of the id, modulo the
-/// node count (GROUP-COORDINATOR-1). Every gateway with the same peer list agrees.
-pub fn coordinator_index(group_id: &str, nodes: usize) -> usize {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in group_id.as_bytes() {
-        hash ^= u64::from(*b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    (hash % nodes.max(1) as u64) as usize
 }
 
 #[cfg(test)]

@@ -765,6 +765,20 @@ impl Group {
         }
     }
 
+    /// Lets every member and pending id go, answering parked requests `error_code`: the group
+    /// is being forgotten with people in it (GROUP-COORDINATOR-3).
+    pub(super) fn dissolve(&mut self, error_code: i16) {
+        self.abandon(error_code);
+        self.clear_pending();
+        for member in std::mem::take(&mut self.members) {
+            self.account(&member.protocols, false);
+            count_topics(&mut self.topic_support, &member.topics, false);
+            self.owner_changes.push((member.owner, -1));
+        }
+        self.stored_bytes = 0;
+        self.leader = None;
+    }
+
     /// Extends a current member's session.
     pub(super) fn touch(&mut self, member_id: &str, now: Instant) {
         if let Some(m) = self.member(member_id) {

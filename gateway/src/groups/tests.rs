@@ -201,6 +201,7 @@ async fn group_join_1_inconsistent_protocols_are_refused() {
 
 #[test]
 fn group_coordinator_1_the_same_group_maps_to_the_same_node() {
+    use crate::peers::hashed_index as coordinator_index;
     assert_eq!(coordinator_index("orders", 3), coordinator_index("orders", 3));
     let spread: std::collections::BTreeSet<_> = (0..64).map(|i| coordinator_index(&format!("g{i}"), 3)).collect();
     assert_eq!(spread.len(), 3, "groups spread over every node");
@@ -518,4 +519,37 @@ async fn authz_group_4_group_topics_follow_members_and_pending_ids() {
     };
     assert_eq!(c.leave("g", &[leave]), [0]);
     assert_eq!(topics(&c), Vec::<String>::new(), "nobody subscribes to anything");
+}
+
+#[tokio::test(start_paused = true)]
+async fn group_coordinator_3_relinquished_groups_answer_parked_joins_and_free_their_usage() {
+    let c = coordinator();
+    let first = c.join(owned_join("address:10.0.0.1", "moving")).await;
+    assert_eq!(first.error_code, 0);
+    assert_eq!(c.join(owned_join("address:10.0.0.1", "staying")).await.error_code, 0);
+    // A second member's join parks until the first rejoins: the rebalance is under way.
+    let parked = tokio::spawn({
+        let c = c.clone();
+        async move { c.join(owned_join("address:10.0.0.2", "moving")).await }
+    });
+    for _ in 0..100 {
+        if c.usage().0 == 3 {
+            break;
+        }
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(c.usage().0, 3, "the second member of `moving` is in");
+    let handed = c.relinquish(|group| group != "moving");
+    assert_eq!(handed, ["moving"]);
+    let answer = parked.await.expect("the parked join returns");
+    assert_eq!(answer.error_code, ResponseError::NotCoordinator.code());
+    assert_eq!(c.usage().0, 1, "only `staying`'s member is left");
+    assert_eq!(c.owner_usage("address:10.0.0.2"), (0, 0));
+    assert_eq!(
+        c.owner_usage("address:10.0.0.1"),
+        (1, 1),
+        "its group `staying` and one member"
+    );
+    assert!(c.describe("moving").is_none());
+    assert!(c.describe("staying").is_some());
 }

@@ -1,0 +1,306 @@
+//! Which peer gateways answer, and so which gateway coordinates each group
+//! (GROUP-COORDINATOR-1, GROUP-COORDINATOR-2).
+//!
+//! Every gateway probes every other one of the configured peers on a fixed period, and counts a
+//! peer down after a run of failed probes and up again after a run of answered ones. The
+//! coordinator of a group is the peer its id hashes to when that peer is up, else the next one
+//! up in node-id order: a pure function of the group id, the peer list and the set of peers up,
+//! so every survivor that sees the same peers down names the same coordinator, and only the
+//! groups of a peer that went down move. The probing itself is the only I/O here, behind a dial
+//! function the server supplies, so the same code runs over tokio and turmoil sockets.
+
+use crate::config::Node;
+use std::future::Future;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// Answered probes in a row that count a down peer up again: one answer after an outage may be
+/// a process still starting, and groups moving back and forth cost every member a rebalance.
+pub const UP_AFTER_PROBES: u32 = 2;
+
+/// The largest ApiVersions answer a probe reads; a real one is a few hundred bytes.
+const MAX_PROBE_ANSWER_BYTES: usize = 64 * 1024;
+
+/// One peer's standing, from the probes so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Standing {
+    up: bool,
+    /// Probes in a row whose outcome disagrees with `up`.
+    streak: u32,
+}
+
+impl Standing {
+    /// Counts one probe; `Some(up)` when the peer's standing changes with it.
+    fn observe(&mut self, answered: bool, down_after: u32) -> Option<bool> {
+        if answered == self.up {
+            self.streak = 0;
+            return None;
+        }
+        self.streak += 1;
+        let needed = if self.up { down_after } else { UP_AFTER_PROBES };
+        if self.streak < needed.max(1) {
+            return None;
+        }
+        self.up = answered;
+        self.streak = 0;
+        Some(answered)
+    }
+}
+
+/// The peers and their standing. This gateway is always up in its own eyes.
+pub struct PeerHealth {
+    /// Every gateway, this one included, sorted by node id (`Config::peers`).
+    nodes: Vec<Node>,
+    me: i32,
+    standings: Mutex<Vec<Standing>>,
+}
+
+/// A peer whose standing changed with the last round of probes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub node: Node,
+    pub up: bool,
+}
+
+impl PeerHealth {
+    /// Every peer starts up: until probes say otherwise, the groups stay where the hash puts
+    /// them, as they did before peers were probed.
+    pub fn new(nodes: Vec<Node>, me: i32) -> Self {
+        let standings = vec![Standing { up: true, streak: 0 }; nodes.len()];
+        Self {
+            nodes,
+            me,
+            standings: Mutex::new(standings),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Standing>> {
+        self.standings.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The gateway that coordinates `group_id` now (GROUP-COORDINATOR-1).
+    pub fn coordinator(&self, group_id: &str) -> &Node {
+        let standings = self.lock();
+        let index = coordinator_among(group_id, &self.nodes, |i| {
+            self.nodes[i].id == self.me || standings[i].up
+        });
+        &self.nodes[index]
+    }
+
+    /// The peers other than this gateway, to probe.
+    pub fn others(&self) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().filter(|n| n.id != self.me)
+    }
+
+    /// Whether more than this gateway is configured: only then is anything probed.
+    pub fn has_others(&self) -> bool {
+        self.nodes.len() > 1
+    }
+
+    /// The peers counted down now, for `/readyz`-style reports and logs.
+    pub fn down(&self) -> Vec<Node> {
+        let standings = self.lock();
+        self.nodes
+            .iter()
+            .zip(standings.iter())
+            .filter(|(n, s)| n.id != self.me && !s.up)
+            .map(|(n, _)| n.clone())
+            .collect()
+    }
+
+    /// Counts one round of probes, `answered[k]` for the k-th of [`PeerHealth::others`]; the
+    /// peers whose standing changed (GROUP-COORDINATOR-2).
+    pub fn record(&self, answered: &[bool], down_after: u32) -> Vec<Change> {
+        let mut standings = self.lock();
+        let mut outcomes = answered.iter();
+        let mut changes = Vec::new();
+        for (node, standing) in self.nodes.iter().zip(standings.iter_mut()) {
+            if node.id == self.me {
+                continue;
+            }
+            let Some(&answered) = outcomes.next() else { break };
+            if let Some(up) = standing.observe(answered, down_after) {
+                changes.push(Change { node: node.clone(), up });
+            }
+        }
+        changes
+    }
+}
+
+/// FNV-1a-64 of the group id, modulo the node count (GROUP-COORDINATOR-1).
+pub fn hashed_index(group_id: &str, nodes: usize) -> usize {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in group_id.as_bytes() {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    (hash % nodes.max(1) as u64) as usize
+}
+
+/// The index of the node coordinating `group_id` among `nodes` (sorted by id): the hashed one
+/// when `up`, else the next one up, wrapping; the hashed one when none is
+/// (GROUP-COORDINATOR-2).
+pub fn coordinator_among(group_id: &str, nodes: &[Node], up: impl Fn(usize) -> bool) -> usize {
+    let n = nodes.len().max(1);
+    let first = hashed_index(group_id, n);
+    (0..n).map(|step| (first + step) % n).find(|&i| up(i)).unwrap_or(first)
+}
+
+/// How a probe decides a peer answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeKind {
+    /// An ApiVersions v0 answered with a frame: the peer's request loop runs.
+    ApiVersions,
+    /// A TCP connection accepted: what a plaintext probe can learn of a TLS listener.
+    Connect,
+}
+
+/// ApiVersions v0 with correlation id 1 and client id `kig-peer-probe`, size prefix included.
+fn api_versions_v0() -> Vec<u8> {
+    const CLIENT_ID: &[u8] = b"kig-peer-probe";
+    let mut body = Vec::with_capacity(10 + CLIENT_ID.len());
+    body.extend_from_slice(&18i16.to_be_bytes());
+    body.extend_from_slice(&0i16.to_be_bytes());
+    body.extend_from_slice(&1i32.to_be_bytes());
+    body.extend_from_slice(&(CLIENT_ID.len() as i16).to_be_bytes());
+    body.extend_from_slice(CLIENT_ID);
+    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
+    frame.extend_from_slice(&body);
+    frame
+}
+
+/// Whether the peer on `stream` answers an ApiVersions v0 with a frame of correlation id 1.
+async fn answers_api_versions<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) -> std::io::Result<bool> {
+    stream.write_all(&api_versions_v0()).await?;
+    let size = stream.read_i32().await?;
+    let Ok(size) = usize::try_from(size) else {
+        return Ok(false);
+    };
+    if !(4..=MAX_PROBE_ANSWER_BYTES).contains(&size) {
+        return Ok(false);
+    }
+    let correlation_id = stream.read_i32().await?;
+    Ok(correlation_id == 1)
+}
+
+/// One probe of `node` through `dial`, within `timeout`.
+pub async fn probe<S, F, Fut>(dial: &F, node: &Node, kind: ProbeKind, timeout: Duration) -> bool
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+    F: Fn(String) -> Fut,
+    Fut: Future<Output = std::io::Result<S>>,
+{
+    let address = format!("{}:{}", node.host, node.port);
+    let attempt = async {
+        let mut stream = dial(address).await?;
+        match kind {
+            ProbeKind::Connect => Ok(true),
+            ProbeKind::ApiVersions => answers_api_versions(&mut stream).await,
+        }
+    };
+    matches!(tokio::time::timeout(timeout, attempt).await, Ok(Ok(true)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nodes(n: i32) -> Vec<Node> {
+        (0..n)
+            .map(|id| Node {
+                id,
+                host: "127.0.0.1".into(),
+                port: 9092 + id,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn group_coordinator_2_only_the_groups_of_a_peer_that_is_down_move() {
+        let nodes = nodes(3);
+        let groups: Vec<String> = (0..300).map(|i| format!("group-{i}")).collect();
+        let all_up = |_: usize| true;
+        let one_down = |i: usize| i != 1;
+        for g in &groups {
+            let before = coordinator_among(g, &nodes, all_up);
+            let after = coordinator_among(g, &nodes, one_down);
+            if before == 1 {
+                assert_eq!(after, 2, "{g}: node 1's groups go to the next node up");
+            } else {
+                assert_eq!(after, before, "{g}: a group of a live node stays");
+            }
+        }
+        // Node 2 down too: everything lands on node 0, wrapping around.
+        for g in &groups {
+            assert_eq!(coordinator_among(g, &nodes, |i| i == 0), 0);
+        }
+    }
+
+    #[test]
+    fn group_coordinator_1_with_every_peer_up_the_hash_decides() {
+        let nodes = nodes(4);
+        for i in 0..100 {
+            let g = format!("g{i}");
+            assert_eq!(coordinator_among(&g, &nodes, |_| true), hashed_index(&g, 4));
+        }
+    }
+
+    #[test]
+    fn group_coordinator_2_down_after_a_run_of_failures_up_after_two_answers() {
+        let health = PeerHealth::new(nodes(2), 0);
+        let group = (0..)
+            .map(|i| format!("g{i}"))
+            .find(|g| hashed_index(g, 2) == 1)
+            .expect("some group hashes to node 1");
+        assert_eq!(health.coordinator(&group).id, 1);
+        assert!(health.record(&[false], 3).is_empty());
+        assert!(health.record(&[true], 3).is_empty(), "an answer resets the run");
+        assert!(health.record(&[false], 3).is_empty());
+        assert!(health.record(&[false], 3).is_empty());
+        assert_eq!(health.coordinator(&group).id, 1, "two failures are not yet down");
+        let changes = health.record(&[false], 3);
+        assert_eq!(changes.len(), 1);
+        assert!(!changes[0].up);
+        assert_eq!(health.coordinator(&group).id, 0, "this gateway takes node 1's group");
+        assert_eq!(health.down().len(), 1);
+        assert!(health.record(&[true], 3).is_empty(), "one answer is not yet up");
+        assert_eq!(health.record(&[true], 3).len(), 1);
+        assert_eq!(health.coordinator(&group).id, 1, "the group moves back");
+    }
+
+    #[test]
+    fn group_coordinator_2_this_gateway_is_never_down_in_its_own_eyes() {
+        let health = PeerHealth::new(nodes(3), 2);
+        assert_eq!(health.others().map(|n| n.id).collect::<Vec<_>>(), [0, 1]);
+        for _ in 0..5 {
+            health.record(&[false, false], 1);
+        }
+        for i in 0..50 {
+            assert_eq!(health.coordinator(&format!("g{i}")).id, 2);
+        }
+    }
+
+    #[tokio::test]
+    async fn group_coordinator_2_a_probe_reads_the_answer_to_its_api_versions() {
+        let (mut peer, mut prober) = tokio::io::duplex(1024);
+        let answer = tokio::spawn(async move {
+            let mut request = vec![0u8; api_versions_v0().len()];
+            peer.read_exact(&mut request).await.unwrap();
+            assert_eq!(request, api_versions_v0());
+            // Size 10: correlation id 1, error 0, no API keys.
+            peer.write_all(&[0, 0, 0, 10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0])
+                .await
+                .unwrap();
+        });
+        assert!(answers_api_versions(&mut prober).await.unwrap());
+        answer.await.unwrap();
+        let (mut closed, mut prober) = tokio::io::duplex(1024);
+        drop(closed.shutdown().await);
+        drop(closed);
+        assert!(
+            answers_api_versions(&mut prober).await.is_err(),
+            "a peer that closes did not answer"
+        );
+    }
+}
