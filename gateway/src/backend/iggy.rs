@@ -984,7 +984,11 @@ impl Backend for IggyBackend {
     }
 
     fn unavailable_reason(&self) -> Option<String> {
-        self.inner.target.roster().unavailable().map(str::to_string)
+        let roster = self.inner.target.roster();
+        roster
+            .unavailable()
+            .map(str::to_string)
+            .or_else(|| roster.split_suspected(std::time::Instant::now()))
     }
 
     /// A new pool of [`SESSION_POOL_SIZE`] clients logged in with `credentials`; the user is
@@ -1153,6 +1157,20 @@ impl Backend for IggyBackend {
                     async move { c.send_messages(s, t, partitioning, part).await }
                 })
                 .await;
+            // CLUSTER-SPLIT-1: appends that stall while the metadata leader answers.
+            match &sent {
+                Ok(_) => self.inner.target.roster().on_append_answered(),
+                Err(e) if e.is_unavailable() || matches!(e, BackendError::OutcomeUnknown(_)) => {
+                    let now = std::time::Instant::now();
+                    let mut roster = self.inner.target.roster();
+                    if roster.on_append_unanswered(now) {
+                        if let Some(reason) = roster.split_suspected(now) {
+                            tracing::error!("{reason} (CLUSTER-SPLIT-1)");
+                        }
+                    }
+                }
+                Err(_) => {}
+            }
             let e = match sent {
                 Ok(response) => {
                     self.inner.appends.send_modify(|g| *g = g.wrapping_add(1));

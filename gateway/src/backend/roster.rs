@@ -3,6 +3,15 @@
 //! candidates; it never opens a socket or reads a clock, so its decisions are unit-tested here.
 
 use iggy_common::{ClusterMetadata, ClusterNodeRole, ClusterNodeStatus};
+use std::time::{Duration, Instant};
+
+/// How long appends must go unanswered while a metadata leader answers before the roster calls
+/// it a split (CLUSTER-SPLIT-1): four times a failover's 4.9 s (DIFF-15), so a primary's death
+/// and the election after it never count.
+pub const SPLIT_AFTER: Duration = Duration::from_secs(20);
+/// How long a suspected split is reported after the last unanswered append: appends that stop
+/// coming do not keep the gateway not ready for ever.
+pub const SPLIT_REPORTED_FOR: Duration = Duration::from_secs(60);
 
 /// CLUSTER-ROSTER-1: `iggy_address` as a list of `HOST:PORT` members, comma separated, in the
 /// order given; one address is a roster of one. Empty entries, entries without a port and
@@ -51,6 +60,9 @@ pub struct RosterState {
     start: usize,
     /// Why the last reconnect found no node, until one succeeds (CLUSTER-FAILOVER-2).
     unavailable: Option<String>,
+    /// Appends unanswered since the last answered one: when the first and the last were
+    /// (CLUSTER-SPLIT-1).
+    stalled_appends: Option<(Instant, Instant)>,
 }
 
 impl RosterState {
@@ -63,6 +75,7 @@ impl RosterState {
             down,
             start: 0,
             unavailable: None,
+            stalled_appends: None,
         }
     }
 
@@ -99,6 +112,38 @@ impl RosterState {
             }
         }
         out
+    }
+
+    /// CLUSTER-SPLIT-1: an append was answered; any stall is over.
+    pub fn on_append_answered(&mut self) {
+        self.stalled_appends = None;
+    }
+
+    /// CLUSTER-SPLIT-1: an append got no answer (an unknown outcome) or found no primary at
+    /// `now`. True exactly once per stall: when it has lasted [`SPLIT_AFTER`] with a metadata
+    /// leader known, the moment to say so in the log.
+    pub fn on_append_unanswered(&mut self, now: Instant) -> bool {
+        let (since, last) = self.stalled_appends.get_or_insert((now, now));
+        let was = last.duration_since(*since) >= SPLIT_AFTER;
+        *last = now;
+        let is = now.duration_since(*since) >= SPLIT_AFTER;
+        is && !was && self.leader.is_some()
+    }
+
+    /// CLUSTER-SPLIT-1: why the cluster looks split at `now`: appends unanswered for
+    /// [`SPLIT_AFTER`] while a metadata leader answers, the last within
+    /// [`SPLIT_REPORTED_FOR`].
+    pub fn split_suspected(&self, now: Instant) -> Option<String> {
+        let (since, last) = self.stalled_appends?;
+        let leader = self.leader.as_deref()?;
+        (last.duration_since(since) >= SPLIT_AFTER && now.duration_since(last) < SPLIT_REPORTED_FOR).then(|| {
+            format!(
+                "appends have had no answer for {} s while {leader} answers as the metadata leader: \
+                 the cluster's partitions may have a primary other than its metadata (DIFF-14); \
+                 restart its nodes one after another",
+                last.duration_since(since).as_secs()
+            )
+        })
     }
 
     /// CLUSTER-FAILOVER-1: records `node`'s answer.
@@ -252,5 +297,37 @@ mod tests {
         assert_eq!(leader_address(&m), None, "an unhealthy leader is no leader");
         let m = metadata(vec![node("a", 18090, Leader, Healthy)]);
         assert_eq!(leader_address(&m), None, "one node: no redirection");
+    }
+
+    #[test]
+    fn cluster_split_1_appends_stalled_past_a_failover_with_a_leader_known_are_a_split() {
+        let t0 = Instant::now();
+        let mut roster = RosterState::new(vec!["a:1".into(), "b:2".into()]);
+        roster.on_answer("a:1", Answer::Leader(Some("a:1".into())));
+        assert!(!roster.on_append_unanswered(t0));
+        // A failover's worth of unanswered appends, then one answered: no split.
+        assert!(!roster.on_append_unanswered(t0 + Duration::from_secs(5)));
+        roster.on_append_answered();
+        assert!(roster.split_suspected(t0 + Duration::from_secs(5)).is_none());
+        // Unanswered for SPLIT_AFTER with the leader answering: said once, then reported.
+        assert!(!roster.on_append_unanswered(t0 + Duration::from_secs(10)));
+        assert!(roster.on_append_unanswered(t0 + Duration::from_secs(10) + SPLIT_AFTER));
+        assert!(!roster.on_append_unanswered(t0 + Duration::from_secs(11) + SPLIT_AFTER));
+        let later = t0 + Duration::from_secs(12) + SPLIT_AFTER;
+        let reason = roster.split_suspected(later).expect("a split is reported");
+        assert!(reason.contains("a:1") && reason.contains("DIFF-14"), "{reason}");
+        // No append for SPLIT_REPORTED_FOR: no longer reported; an answered one ends it.
+        assert!(roster.split_suspected(later + SPLIT_REPORTED_FOR).is_none());
+        roster.on_append_answered();
+        assert!(roster.split_suspected(later).is_none());
+    }
+
+    #[test]
+    fn cluster_split_1_without_a_leader_it_is_an_outage_not_a_split() {
+        let t0 = Instant::now();
+        let mut roster = RosterState::new(vec!["a:1".into()]);
+        roster.on_append_unanswered(t0);
+        assert!(!roster.on_append_unanswered(t0 + SPLIT_AFTER));
+        assert!(roster.split_suspected(t0 + SPLIT_AFTER).is_none());
     }
 }
