@@ -140,6 +140,17 @@ struct Member {
     sync_waiter: Option<oneshot::Sender<SyncOutcome>>,
 }
 
+impl Member {
+    /// What the member offered for `protocol`; empty when it offered nothing for it.
+    fn metadata_for(&self, protocol: &str) -> Bytes {
+        self.protocols
+            .iter()
+            .find(|(n, _)| n == protocol)
+            .map(|(_, md)| md.clone())
+            .unwrap_or_default()
+    }
+}
+
 pub(super) struct Group {
     id: String,
     state: GroupState,
@@ -501,15 +512,7 @@ impl Group {
         let all: Vec<(String, Option<String>, Bytes)> = self
             .members
             .iter()
-            .map(|m| {
-                let metadata = m
-                    .protocols
-                    .iter()
-                    .find(|(n, _)| *n == protocol)
-                    .map(|(_, md)| md.clone())
-                    .unwrap_or_default();
-                (m.id.clone(), m.instance_id.clone(), metadata)
-            })
+            .map(|m| (m.id.clone(), m.instance_id.clone(), m.metadata_for(&protocol)))
             .collect();
         for index in 0..self.members.len() {
             self.set_assignment(index, Bytes::new());
@@ -808,11 +811,7 @@ impl Group {
             .members
             .iter()
             .map(|m| {
-                let metadata = m
-                    .protocols
-                    .iter()
-                    .find(|(n, _)| n == protocol)
-                    .map_or(0, |(_, md)| md.len());
+                let metadata = m.metadata_for(protocol).len();
                 string_bytes(m.id.len())
                     + string_bytes(m.instance_id.as_ref().map_or(0, String::len))
                     + string_bytes(m.client_id.len())
@@ -845,12 +844,7 @@ impl Group {
                     instance_id: m.instance_id.clone(),
                     client_id: m.client_id.clone(),
                     client_host: m.client_host.clone(),
-                    metadata: m
-                        .protocols
-                        .iter()
-                        .find(|(n, _)| *n == protocol)
-                        .map(|(_, md)| md.clone())
-                        .unwrap_or_default(),
+                    metadata: m.metadata_for(&protocol),
                     assignment: m.assignment.clone(),
                 })
                 .collect(),
