@@ -141,7 +141,7 @@ compat-quick: setup
 # server or binary says why), the server's cost per 1 MiB read through the SDK
 # backend (skipped, with why, without a server), the gateway against librdkafka's mock broker, the
 # scale matrix ($(TARGET_DIR)/bench/scale.json) and the hostile run. BENCH_ARGS go to the table.
-# The environment of an Iggy server the benches start (docs/performance.md, round 6): glibc's
+# The environment of an Iggy server the benches start (docs/performance-history.md, round 6): glibc's
 # malloc otherwise maps each large read buffer afresh, and the server's per-read CPU then swings
 # up to four times between server processes on this machine; with an arena per thread, a shard's
 # emptied heap is, most likely, unmapped and mapped afresh (round 7). Empty: the server's defaults.

@@ -1,4 +1,4 @@
-//! `make bench`, the Iggy read probe (docs/performance.md, "The Iggy server per 1 MiB read"):
+//! `make bench`, the Iggy read probe (docs/performance-history.md, "The Iggy server per 1 MiB read"):
 //! what one Fetch-sized read costs the server with no Kafka client and no gateway around it.
 //!
 //! - **The shard probe** (round 6) stores the same records twice, plain (as the native row
@@ -60,7 +60,7 @@ struct Args {
     #[arg(long, default_value_t = 2)]
     shard_probe_connections: usize,
     /// `KEY=VALUE` added to the environment of an Iggy server this run starts (repeatable), such
-    /// as `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432` (docs/performance.md, round 6).
+    /// as `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432` (docs/performance-history.md, round 6).
     #[arg(long = "iggy-server-env", value_parser = parse_env_pair)]
     iggy_server_env: Vec<(String, String)>,
     /// Passed by `cargo bench`; ignored. Without it `make bench` stopped at this bench.

@@ -1,6 +1,7 @@
-//! `make bench`, the scale matrix of docs/performance.md: the release gateway binary on the
-//! embedded backend, with 1, 8 and 64 client connections producing (and as many reading back),
-//! topics of 1, 16 and 256 partitions, and records of 100 B, 1 KiB and 64 KiB. For each cell:
+//! `make bench`, the scale matrix (docs/performance.md; in full in docs/performance-history.md,
+//! round 4): the release gateway binary on the embedded backend, with 1, 8 and 64 client
+//! connections producing (and as many reading back), topics of 1, 16 and 256 partitions, and
+//! records of 100 B, 1 KiB and 64 KiB. For each cell:
 //! produce and fetch throughput, produce latency p50/p99 (queued to acknowledged), and the
 //! gateway's peak resident memory. Producers connect, fetch the topic's metadata and deliver one
 //! record elsewhere before the produce clock starts, and are dropped only after it stops; readers
@@ -257,7 +258,7 @@ async fn produce(
 /// thread, which polls in 100 ms slices, and then flushes: done inside a task, that blocks a
 /// runtime worker for 100 ms or more, and every other producer's delivery wake-ups wait behind
 /// it. Before this, a producer dropped at the end of its task made 8 and 64 connections look
-/// 4–40× slower than one (docs/performance.md, scale matrix).
+/// 4–40× slower than one (docs/performance-history.md, "What the round-3 matrix measured instead").
 async fn drop_off_runtime<T: Send + 'static>(clients: Vec<T>) {
     let _ = tokio::task::spawn_blocking(move || drop(clients)).await;
 }

@@ -110,12 +110,12 @@ struct Args {
     #[arg(long, default_value_t = 0)]
     iggy_delay_ms: u64,
     /// `KEY=VALUE` added to the environment of an Iggy server this run starts (repeatable), such
-    /// as `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432` (docs/performance.md, round 6).
+    /// as `GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432` (docs/performance-history.md, round 6).
     #[arg(long = "iggy-server-env", value_parser = parse_env_pair)]
     iggy_server_env: Vec<(String, String)>,
     /// Sets every thread of the Iggy server this run started to this nice value (-20..=19; below
     /// 0 needs root), so on a machine with few cores the server runs first when it and the
-    /// client both wait for a core (docs/performance.md, round 12). Unset: the server keeps the
+    /// client both wait for a core (docs/performance-history.md, round 12). Unset: the server keeps the
     /// bench's priority.
     #[arg(long, allow_hyphen_values = true, value_parser = clap::value_parser!(i32).range(-20..=19))]
     iggy_server_nice: Option<i32>,
@@ -968,7 +968,7 @@ impl tracing_subscriber::fmt::time::FormatTime for UnixSeconds {
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     // The in-process gateways log only when asked, to standard error, e.g. one Fetch's timeline
-    // with RUST_LOG=kafka_iggy_gateway::read_ahead=trace (docs/performance.md, round 5).
+    // with RUST_LOG=kafka_iggy_gateway::read_ahead=trace (docs/performance-history.md, round 5).
     if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_default_env() {
         tracing_subscriber::fmt()
             .with_env_filter(filter)

@@ -1,7 +1,7 @@
 //! A TCP relay on loopback that does nothing but copy bytes, both ways, on a thread of its own
 //! named `relay`: the least work any process standing between a client and the Iggy server must
 //! do (receive every byte of a poll's answer, send it on). The performance table puts the native
-//! SDK behind it to bound what a gateway can reach on the machine (docs/performance.md, round 7).
+//! SDK behind it to bound what a gateway can reach on the machine (docs/performance-history.md, round 7).
 //! Benches only.
 
 use std::net::SocketAddr;

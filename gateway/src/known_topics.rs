@@ -2,7 +2,7 @@
 //! Produce requests does not make a topic lookup each (PRODUCE-RESOLVE-2).
 //!
 //! Why: on the real Iggy backend a lookup is a `get_topic` round trip that waits behind the
-//! server's appends. Round 11 of docs/performance.md traced it at 0.7–1.1 ms at the median and
+//! server's appends. Round 11 of docs/performance-history.md traced it at 0.7–1.1 ms at the median and
 //! 1.7–3.6 ms at the p99 per Produce, longer at the tail than the decode it overlaps, so it set
 //! the latency tail of every record. A kept topic only lets a Produce go on to its append, which
 //! the backend checks again; a refusal always comes from a fresh lookup.

@@ -252,7 +252,7 @@ impl ReadAhead {
         let (partition, offset) = (key.partition, key.offset);
         let started = Instant::now();
         let (task, done_in_first_step) = spawn_sent(async move {
-            // Both figures are one Fetch's timeline on a slow backend (docs/performance.md,
+            // Both figures are one Fetch's timeline on a slow backend (docs/performance-history.md,
             // rounds 5 and 6): how long the read waited before its first step, then how long it
             // took.
             let queued = started.elapsed();
@@ -404,7 +404,7 @@ impl ReadAhead {
 /// backend's request (an Iggy poll is written to its connection before the first await that
 /// waits), so the server reads the next chunk while this Fetch's response is built and written.
 /// Spawned untouched, it would wait in the worker's LIFO slot until the Fetch yields, after its
-/// response is written: 0.45–0.95 ms a Fetch on real Iggy (docs/performance.md, round 6). The
+/// response is written: 0.45–0.95 ms a Fetch on real Iggy (docs/performance-history.md, round 6). The
 /// first step is polled with a no-op waker; the task's own first poll registers the real one, so
 /// no wake-up is lost. A read done in that step (the embedded backend's) is spawned as a result.
 /// Returns the task and whether the read was done in that step.

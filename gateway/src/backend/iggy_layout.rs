@@ -7,8 +7,8 @@
 //! batch holding the first offset, verifies every batch it walks whole, and re-reads a batch
 //! that does not fit a chunk with a chunk four times larger. A librdkafka batch of 1 MB lands as
 //! one Iggy batch of about 1.07 MB, over the chunk, and a read of "1 MiB of messages" from
-//! anywhere straddles two of them: round 9 of docs/performance.md measured the server's CPU per
-//! record on the gateway's reads a third lower with parts under a chunk and reads ending on one.
+//! anywhere straddles two of them: round 9 of docs/performance-history.md measured the server's CPU
+//! per record on the gateway's reads a third lower with parts under a chunk and reads ending on one.
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Range;

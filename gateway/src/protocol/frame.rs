@@ -116,7 +116,7 @@ where
 
 /// Reads into `body`'s spare capacity until it holds `until` bytes, and not one byte past them.
 /// Nothing is zeroed first: zeroing wrote every byte once more than the socket's copy does
-/// (docs/performance.md, change 9).
+/// (docs/performance-history.md, change 9).
 async fn read_into_spare<R: AsyncRead + Unpin>(
     reader: &mut R,
     body: &mut BytesMut,

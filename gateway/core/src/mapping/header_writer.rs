@@ -1,7 +1,7 @@
 //! A mapped record's user headers, written straight into the Iggy SDK's wire form: the bytes the
 //! SDK's `IggyMessage` builder makes of the same `BTreeMap<HeaderKey, HeaderValue>`, in one buffer
 //! sized up front. The builder's way costs a copy of every name and value, a map node per header
-//! and a serialisation afterwards, on every record a Produce maps (docs/performance.md, round 12).
+//! and a serialisation afterwards, on every record a Produce maps (docs/performance-history.md, round 12).
 //!
 //! The SDK's form, which this reproduces (the property test in mapping/tests.rs compares the two
 //! on arbitrary records):

@@ -1,7 +1,7 @@
 //! A stored message's user headers, read straight from their wire bytes: the same entries, in
 //! the same order, and the same errors as the Iggy SDK's `IggyMessage::user_headers_map`, but as
 //! slices of the message's own buffer instead of a `BTreeMap` of copies (two allocations and two
-//! copies per header on every record a Fetch serves; docs/performance.md, round 7).
+//! copies per header on every record a Fetch serves; docs/performance-history.md, round 7).
 //!
 //! The SDK's reading, which this reproduces (the property test in mapping/tests.rs compares the
 //! two on arbitrary bytes):

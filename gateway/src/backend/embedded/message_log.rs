@@ -4,8 +4,8 @@
 //!
 //! Why segments: one contiguous buffer copies every stored message each time it doubles, and
 //! the embedded backend does that under its one model lock, so every client of every partition
-//! waits for the copy and its page faults. Round 11 of docs/performance.md saw it as the whole
-//! latency tail of the embedded row: 7–17 ms stalls at 65,536 and 131,072 messages. Here a
+//! waits for the copy and its page faults. Round 11 of docs/performance-history.md saw it as the
+//! whole latency tail of the embedded row: 7–17 ms stalls at 65,536 and 131,072 messages. Here a
 //! growing log never moves a full segment; the most one append copies is a segment still
 //! growing, half of [`SEGMENT_MESSAGES`] messages (EMBED-LOG-1).
 
