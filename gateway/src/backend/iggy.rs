@@ -79,6 +79,9 @@ struct Target {
     /// CLUSTER-ROSTER-1: the cluster's members, and what the backend learned of them; shared by
     /// the root backend and every session opened from it.
     roster: Arc<Mutex<RosterState>>,
+    /// Whether the roster holds unanswered appends (CLUSTER-SPLIT-1), so that an answered
+    /// append, every Produce's case, takes the roster's lock only to end a stall.
+    appends_stalled: Arc<AtomicBool>,
     credentials: GatewayCredentials,
     tls: IggyTls,
 }
@@ -857,6 +860,7 @@ impl IggyBackend {
         })?;
         let target = Target {
             roster: Arc::new(Mutex::new(RosterState::new(members))),
+            appends_stalled: Arc::default(),
             credentials: GatewayCredentials::password(username, password),
             tls,
         };
@@ -997,6 +1001,7 @@ impl Backend for IggyBackend {
     async fn open_session(&self, credentials: &GatewayCredentials) -> Result<(Self, Principal), BackendError> {
         let target = Target {
             roster: self.inner.target.roster.clone(),
+            appends_stalled: self.inner.target.appends_stalled.clone(),
             credentials: credentials.clone(),
             tls: self.inner.target.tls.clone(),
         };
@@ -1158,11 +1163,17 @@ impl Backend for IggyBackend {
                 })
                 .await;
             // CLUSTER-SPLIT-1: appends that stall while the metadata leader answers.
+            let stalled = &self.inner.target.appends_stalled;
             match &sent {
-                Ok(_) => self.inner.target.roster().on_append_answered(),
+                Ok(_) => {
+                    if stalled.swap(false, Ordering::AcqRel) {
+                        self.inner.target.roster().on_append_answered();
+                    }
+                }
                 Err(e) if e.is_unavailable() || matches!(e, BackendError::OutcomeUnknown(_)) => {
                     let now = std::time::Instant::now();
                     let mut roster = self.inner.target.roster();
+                    stalled.store(true, Ordering::Release);
                     if roster.on_append_unanswered(now) {
                         if let Some(reason) = roster.split_suspected(now) {
                             tracing::error!("{reason} (CLUSTER-SPLIT-1)");
@@ -1735,6 +1746,7 @@ mod tests {
     fn target(roster: &str) -> Target {
         Target {
             roster: Arc::new(Mutex::new(RosterState::new(parse_roster(roster).unwrap()))),
+            appends_stalled: Arc::default(),
             credentials: GatewayCredentials::password("iggy", "iggy"),
             tls: IggyTls::default(),
         }
