@@ -208,6 +208,21 @@ impl<B: Backend> LocalGateway<B> {
         })
     }
 
+    /// Waits until the gateway has run its warm-up probe rounds and coordinates its own groups
+    /// (GROUP-COORDINATOR-4); at once for a gateway without peers. Fails after 30 s.
+    pub async fn warmed_up(&self) -> anyhow::Result<()> {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !self.gateway.peer_health.is_warm() {
+            anyhow::ensure!(
+                tokio::time::Instant::now() < deadline,
+                "the gateway on {} never finished its warm-up probe rounds",
+                self.endpoint.bootstrap
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        Ok(())
+    }
+
     /// Stops accepting, lets connections finish, and waits for the server to end.
     pub async fn stop(mut self) {
         self.shutdown.trigger();

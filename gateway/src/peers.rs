@@ -19,6 +19,12 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// a process still starting, and groups moving back and forth cost every member a rebalance.
 pub const UP_AFTER_PROBES: u32 = 2;
 
+/// Probe rounds a starting gateway lets pass before it coordinates its own groups
+/// (GROUP-COORDINATOR-4): a survivor counts it up after [`UP_AFTER_PROBES`] answered probes, the
+/// first of which may come up to a period late, so one round more than that, plus one of
+/// margin, lets every survivor let go first.
+pub const WARM_UP_ROUNDS: u32 = UP_AFTER_PROBES + 2;
+
 /// The largest ApiVersions answer a probe reads; a real one is a few hundred bytes.
 const MAX_PROBE_ANSWER_BYTES: usize = 64 * 1024;
 
@@ -54,6 +60,8 @@ pub struct PeerHealth {
     nodes: Vec<Node>,
     me: i32,
     standings: Mutex<Vec<Standing>>,
+    /// Probe rounds still to run before this gateway counts itself up (GROUP-COORDINATOR-4).
+    warm_up_rounds: std::sync::atomic::AtomicU32,
 }
 
 /// A peer whose standing changed with the last round of probes.
@@ -68,10 +76,13 @@ impl PeerHealth {
     /// them, as they did before peers were probed.
     pub fn new(nodes: Vec<Node>, me: i32) -> Self {
         let standings = vec![Standing { up: true, streak: 0 }; nodes.len()];
+        // Alone, nobody else may hold a group: no warm-up.
+        let warm_up = if nodes.len() > 1 { WARM_UP_ROUNDS } else { 0 };
         Self {
             nodes,
             me,
             standings: Mutex::new(standings),
+            warm_up_rounds: std::sync::atomic::AtomicU32::new(warm_up),
         }
     }
 
@@ -82,10 +93,21 @@ impl PeerHealth {
     /// The gateway that coordinates `group_id` now (GROUP-COORDINATOR-1).
     pub fn coordinator(&self, group_id: &str) -> &Node {
         let standings = self.lock();
+        let warm = self.is_warm();
         let index = coordinator_among(group_id, &self.nodes, |i| {
-            self.nodes[i].id == self.me || standings[i].up
+            if self.nodes[i].id == self.me {
+                warm
+            } else {
+                standings[i].up
+            }
         });
         &self.nodes[index]
+    }
+
+    /// Whether this gateway has run its warm-up probe rounds and coordinates its own groups
+    /// (GROUP-COORDINATOR-4).
+    pub fn is_warm(&self) -> bool {
+        self.warm_up_rounds.load(std::sync::atomic::Ordering::Acquire) == 0
     }
 
     /// The peers other than this gateway, to probe.
@@ -112,6 +134,12 @@ impl PeerHealth {
     /// Counts one round of probes, `answered[k]` for the k-th of [`PeerHealth::others`]; the
     /// peers whose standing changed (GROUP-COORDINATOR-2).
     pub fn record(&self, answered: &[bool], down_after: u32) -> Vec<Change> {
+        // GROUP-COORDINATOR-4: one warm-up round fewer, whatever the probes said.
+        let _ = self.warm_up_rounds.fetch_update(
+            std::sync::atomic::Ordering::AcqRel,
+            std::sync::atomic::Ordering::Acquire,
+            |r| r.checked_sub(1),
+        );
         let mut standings = self.lock();
         let mut outcomes = answered.iter();
         let mut changes = Vec::new();
@@ -246,9 +274,37 @@ mod tests {
         }
     }
 
+    /// A gateway past its warm-up, as every one is after a few probe rounds.
+    fn warm(nodes: Vec<Node>, me: i32) -> PeerHealth {
+        let health = PeerHealth::new(nodes, me);
+        health.warm_up_rounds.store(0, std::sync::atomic::Ordering::Release);
+        health
+    }
+
+    #[test]
+    fn group_coordinator_4_a_starting_gateway_takes_its_groups_only_after_its_warm_up() {
+        let health = PeerHealth::new(nodes(2), 1);
+        let group = (0..)
+            .map(|i| format!("g{i}"))
+            .find(|g| hashed_index(g, 2) == 1)
+            .expect("some group hashes to node 1");
+        for round in 0..WARM_UP_ROUNDS {
+            assert!(!health.is_warm());
+            assert_eq!(
+                health.coordinator(&group).id,
+                0,
+                "round {round}: the peer that held the group while this one was away keeps it"
+            );
+            health.record(&[true], 3);
+        }
+        assert!(health.is_warm());
+        assert_eq!(health.coordinator(&group).id, 1);
+        assert!(PeerHealth::new(nodes(1), 0).is_warm(), "alone, no warm-up");
+    }
+
     #[test]
     fn group_coordinator_2_down_after_a_run_of_failures_up_after_two_answers() {
-        let health = PeerHealth::new(nodes(2), 0);
+        let health = warm(nodes(2), 0);
         let group = (0..)
             .map(|i| format!("g{i}"))
             .find(|g| hashed_index(g, 2) == 1)
@@ -271,7 +327,7 @@ mod tests {
 
     #[test]
     fn group_coordinator_2_this_gateway_is_never_down_in_its_own_eyes() {
-        let health = PeerHealth::new(nodes(3), 2);
+        let health = warm(nodes(3), 2);
         assert_eq!(health.others().map(|n| n.id).collect::<Vec<_>>(), [0, 1]);
         for _ in 0..5 {
             health.record(&[false, false], 1);

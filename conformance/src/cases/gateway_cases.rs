@@ -276,25 +276,9 @@ pub async fn group_over_two_gateways_sees_one_coordinator_and_agrees_on_offsets<
     source: &S,
 ) -> anyhow::Result<()> {
     let addresses = free_addresses(2);
-    let peers: Vec<String> = addresses
-        .iter()
-        .enumerate()
-        .map(|(i, a)| format!("{}={a}", i + 1))
-        .collect();
     let mut gateways = Vec::new();
-    for (i, address) in addresses.iter().enumerate() {
-        gateways.push(
-            LocalGateway::serve(
-                source.backend_for_new_gateway().await?,
-                LocalOptions {
-                    listen: Some(*address),
-                    instance_id: Some(i as u16 + 1),
-                    peers: peers.clone(),
-                    ..LocalOptions::default()
-                },
-            )
-            .await?,
-        );
+    for index in 0..addresses.len() {
+        gateways.push(peer_gateway(source, &addresses, index).await?);
     }
     let bootstraps: Vec<String> = gateways.iter().map(|g| g.endpoint.bootstrap.clone()).collect();
     let mut clients = Vec::new();
@@ -396,7 +380,8 @@ pub async fn group_over_two_gateways_sees_one_coordinator_and_agrees_on_offsets<
     Ok(())
 }
 
-/// Starts gateway `index` (node id `index + 1`) of `addresses`, each knowing all of them as peers.
+/// Starts gateway `index` (node id `index + 1`) of `addresses`, each knowing all of them as
+/// peers, and returns once it coordinates its own groups (GROUP-COORDINATOR-4).
 async fn peer_gateway<S: BackendSource>(
     source: &S,
     addresses: &[SocketAddr],
@@ -407,7 +392,7 @@ async fn peer_gateway<S: BackendSource>(
         .enumerate()
         .map(|(i, a)| format!("{}={a}", i + 1))
         .collect();
-    LocalGateway::serve(
+    let gateway = LocalGateway::serve(
         source.backend_for_new_gateway().await?,
         LocalOptions {
             listen: Some(addresses[index]),
@@ -417,7 +402,9 @@ async fn peer_gateway<S: BackendSource>(
             ..LocalOptions::default()
         },
     )
-    .await
+    .await?;
+    gateway.warmed_up().await?;
+    Ok(gateway)
 }
 
 /// Asks `client` for `group`'s coordinator until it names `node`.
