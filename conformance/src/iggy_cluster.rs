@@ -61,7 +61,15 @@ impl Drop for IggyCluster {
                 let _ = child.wait();
             }
         }
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // KIG_CLUSTER_KEEP=1 keeps the nodes' logs and data to look at after a failure.
+        if std::env::var("KIG_CLUSTER_KEEP").as_deref() == Ok("1") {
+            println!(
+                "cluster tier: kept the cluster's logs and data in {}",
+                self.dir.display()
+            );
+        } else {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 
