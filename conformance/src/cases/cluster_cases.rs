@@ -75,12 +75,14 @@ pub async fn run(binary: &Path, filter: &Filter) -> Report {
         let body = async {
             match case.name {
                 "primary_killed_during_an_idempotent_producer_stream_loses_no_acknowledged_record" => {
-                    primary_killed_during_an_idempotent_producer_stream(binary).await
+                    primary_killed_during_an_idempotent_producer_stream_loses_no_acknowledged_record(binary).await
                 }
                 "primary_killed_while_a_group_consumes_and_commits_resumes_from_its_commits" => {
-                    primary_killed_while_a_group_consumes_and_commits(binary).await
+                    primary_killed_while_a_group_consumes_and_commits_resumes_from_its_commits(binary).await
                 }
-                "follower_killed_and_restarted_rejoins_without_loss" => follower_killed_and_restarted(binary).await,
+                "follower_killed_and_restarted_rejoins_without_loss" => {
+                    follower_killed_and_restarted_rejoins_without_loss(binary).await
+                }
                 other => Err(anyhow!("no body for {other}")),
             }
             .map(|()| Outcome::Passed)
@@ -342,7 +344,9 @@ fn millis(d: Option<Duration>) -> String {
 /// producer (acks=all) streams through the gateway; the metadata primary is SIGKILLed; the
 /// gateway moves to the survivors' new primary within its failover bound, the producer's
 /// retried records are stored, and every acknowledged record reads back.
-async fn primary_killed_during_an_idempotent_producer_stream(binary: &Path) -> anyhow::Result<()> {
+async fn primary_killed_during_an_idempotent_producer_stream_loses_no_acknowledged_record(
+    binary: &Path,
+) -> anyhow::Result<()> {
     let world = World::start(binary).await?;
     let topic = world.gateway.endpoint.unique_topic("cluster-primary-killed");
     create_topic(&world.gateway.endpoint, &topic, 1).await?;
@@ -380,7 +384,9 @@ async fn primary_killed_during_an_idempotent_producer_stream(binary: &Path) -> a
 /// and commits; the primary is SIGKILLed; the member goes on consuming and commits again through
 /// the new primary (the gateway's offsets client joins the Iggy group again on its new
 /// connection), and a new member of the group resumes from those commits.
-async fn primary_killed_while_a_group_consumes_and_commits(binary: &Path) -> anyhow::Result<()> {
+async fn primary_killed_while_a_group_consumes_and_commits_resumes_from_its_commits(
+    binary: &Path,
+) -> anyhow::Result<()> {
     let world = World::start(binary).await?;
     let endpoint = &world.gateway.endpoint;
     let topic = endpoint.unique_topic("cluster-group-primary-killed");
@@ -468,7 +474,7 @@ async fn primary_killed_while_a_group_consumes_and_commits(binary: &Path) -> any
 /// data; the cluster names it healthy again and the stream goes on; every acknowledged record
 /// reads back. Killing the primary after that (so that the majority holds the restarted node) is
 /// DIFF-16, shown with `KIG_CLUSTER_REPRODUCE_DIFF16=1`.
-async fn follower_killed_and_restarted(binary: &Path) -> anyhow::Result<()> {
+async fn follower_killed_and_restarted_rejoins_without_loss(binary: &Path) -> anyhow::Result<()> {
     let world = World::start(binary).await?;
     let topic = world.gateway.endpoint.unique_topic("cluster-follower-killed");
     create_topic(&world.gateway.endpoint, &topic, 1).await?;
