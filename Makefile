@@ -20,7 +20,7 @@ RUN_APIS := ApiVersions Metadata Produce Fetch ListOffsets CreateTopics FindCoor
 # with CARGO_TARGET_DIR set (`make target-dir-check` proves it in `make test`).
 TARGET_DIR := $(shell cargo metadata --format-version 1 --no-deps 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null || echo target)
 
-.PHONY: setup build run test real-iggy-tier junit-schema-check conformance-matrix bench lint fuzz target-dir-check
+.PHONY: setup build run test real-iggy-tier cluster-tier junit-schema-check conformance-matrix bench lint fuzz target-dir-check
 
 setup:
 	missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done)
@@ -90,6 +90,15 @@ target-dir-check:
 # prints SKIPPED and why, and IGGY_REQUIRED=1 makes that a failure.
 real-iggy-tier:
 	cargo run -q -p kafka-iggy-conformance --bin real-iggy-tier
+	$(MAKE) --no-print-directory cluster-tier
+
+# A three-node Iggy cluster from an iggy-server binary (IGGY_SERVER_BIN or PATH; not IGGY_ADDR or
+# Docker): the suite's librdkafka and own-gateway cases through a gateway given its roster, then
+# the fault cases (docs/spec/cluster.md). Without a binary it prints SKIPPED and why.
+cluster-tier:
+	cargo build -q -p kafka-iggy-conformance --bin cluster-tier
+	$(TARGET_DIR)/debug/cluster-tier --junit $(TARGET_DIR)/cluster-tier/junit.xml \
+	  --json $(TARGET_DIR)/cluster-tier/results.json --markdown $(TARGET_DIR)/cluster-tier/results.md
 
 # The suite's JUnit reports against the common JUnit schema (Jenkins' junit-10.xsd, which GitHub
 # and GitLab reporters also read), taken from the pinned pytest source distribution on PyPI: one

@@ -12,6 +12,7 @@
 //! - [`compat`]: the compatibility tier, librdkafka's own tests against the gateway.
 //! - [`report`]: the run as JUnit XML, JSON and a Markdown matrix.
 //! - [`ops_scrape`]: a gateway's operations listener read from outside (`/metrics`, probes).
+//! - [`iggy_cluster`]: a three-node Iggy cluster for the cluster tier, nodes killed and restarted.
 //! - [`traceability`]: the spec's rules traced to cases, tests and code; the conformance matrix.
 
 pub mod bench;
@@ -21,6 +22,7 @@ pub mod cpu;
 pub mod delay_proxy;
 pub mod differential;
 pub mod endpoint;
+pub mod iggy_cluster;
 pub mod latency;
 pub mod native;
 pub mod ops_scrape;

@@ -90,7 +90,8 @@ fn credentials() -> (String, String) {
     )
 }
 
-fn find_binary() -> Option<PathBuf> {
+/// The `iggy-server` binary this run may start: `IGGY_SERVER_BIN`, else the first on `PATH`.
+pub fn find_binary() -> Option<PathBuf> {
     if let Some(path) = env("IGGY_SERVER_BIN") {
         return Some(PathBuf::from(path));
     }

@@ -11,6 +11,7 @@ use std::pin::Pin;
 
 pub mod answer_bound_cases;
 pub mod auth_cases;
+pub mod cluster_cases;
 pub mod gateway_cases;
 pub mod group_admin_cases;
 pub mod group_amplification_cases;
