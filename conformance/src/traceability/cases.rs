@@ -1,7 +1,7 @@
 //! Every conformance case with its area and the rule IDs it checks: the suite's list (whichever
 //! way a case file declares its cases) and the model-only cases.
 
-use crate::cases::{model_only_cases, preauth_cases};
+use crate::cases::{cluster_cases, model_only_cases, preauth_cases};
 use crate::runner::Filter;
 use crate::suite;
 
@@ -34,7 +34,8 @@ impl ListedCase {
 /// Every case of the suite, in suite order (`suite::list`: `cases::all()`'s, then the gateway
 /// cases, then the authorization cases), then the model-only cases, which `model_only_suite`
 /// runs on models built for them, then the pre-authentication cases, which `preauth_suite` runs
-/// on models built for them.
+/// on models built for them, then the cluster tier's fault cases, which `cluster-tier` runs on
+/// three real Iggy nodes.
 pub fn listed_cases() -> Vec<ListedCase> {
     let mut listed: Vec<ListedCase> = suite::list(&Filter::all())
         .iter()
@@ -49,6 +50,11 @@ pub fn listed_cases() -> Vec<ListedCase> {
         preauth_cases::CASES
             .iter()
             .map(|c| ListedCase::new(c.name, preauth_cases::AREA, c.rules)),
+    );
+    listed.extend(
+        cluster_cases::CASES
+            .iter()
+            .map(|c| ListedCase::new(c.name, cluster_cases::AREA, c.rules)),
     );
     listed
 }

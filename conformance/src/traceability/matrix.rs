@@ -205,8 +205,9 @@ fn status_cell(own: &[&ListedCase], results: Option<&RunResults>) -> String {
 }
 
 /// The areas a suite run does not cover: the model-only and the pre-authentication cases run
-/// on models built for them (`model_only_suite`, `preauth_suite`).
-const NOT_IN_SUITE_RUNS: &[&str] = &["model_only", "preauth"];
+/// on models built for them (`model_only_suite`, `preauth_suite`), the cluster cases on three
+/// real Iggy nodes of their own (`cluster-tier`).
+const NOT_IN_SUITE_RUNS: &[&str] = &["model_only", "preauth", "cluster"];
 /// The areas a run may hold beyond the suite: the real-Iggy tier's own checks.
 const BEYOND_THE_SUITE: &[&str] = &["real_iggy"];
 
