@@ -34,6 +34,7 @@ pub mod iggy_wire;
 pub mod kafka;
 pub mod producer;
 pub mod remote;
+pub mod replica;
 pub mod requests;
 pub mod scenarios;
 pub mod trace;
