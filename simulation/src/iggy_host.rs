@@ -198,15 +198,21 @@ async fn serve_connection(process: Arc<Process>, mut stream: TcpStream, peer: St
                 return release(&process, &joined, &peer);
             }
         };
-        if let Op::JoinGroup { client, .. } = &request.op {
-            joined.insert(*client);
-        }
+        let joining = match &request.op {
+            Op::JoinGroup { client, .. } => Some(*client),
+            _ => None,
+        };
         let produce = match &request.op {
             Op::Append { messages, .. } => Some(produce_attempt(messages)),
             _ => None,
         };
         let id = request.id;
         let outcome = execute(&process, request, &peer).await;
+        // Only a join the server carried out ties the client to this connection: a node that
+        // refused it as not primary holds no membership to drop when the connection ends.
+        if let (Some(client), Outcome::Unit) = (joining, &outcome) {
+            joined.insert(client);
+        }
         if let (Some(produce), Outcome::Offset(_)) = (produce, &outcome) {
             let (n, lose) = process.faults.applied_append();
             if lose {
