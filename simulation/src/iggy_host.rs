@@ -101,7 +101,7 @@ pub async fn run_iggy(disk: IggyDisk, faults: Arc<IggyFaults>, recorder: Recorde
 
 /// Serves node `index` of a replicated cluster on `log`: clients on [`IGGY_PORT`], its peers on
 /// [`PEER_PORT`](crate::replica::PEER_PORT).
-pub async fn run_iggy_node(
+pub(crate) async fn run_iggy_node(
     index: usize,
     log: Arc<ReplicatedLog>,
     first_start: bool,
@@ -124,7 +124,7 @@ pub async fn run_iggy_node(
 }
 
 /// Registers the [`NODES`](crate::replica::NODES) hosts of a replicated cluster on `log`.
-pub fn iggy_cluster(
+pub(crate) fn iggy_cluster(
     sim: &mut turmoil::Sim<'_>,
     log: Arc<ReplicatedLog>,
     faults: Arc<IggyFaults>,

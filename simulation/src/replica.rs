@@ -33,9 +33,9 @@ use tokio::time::Instant;
 use turmoil::net::{TcpListener, TcpStream};
 
 /// Nodes in the cluster; a quorum is two of them.
-pub const NODES: usize = 3;
+pub(crate) const NODES: usize = 3;
 /// The port nodes replicate and vote on.
-pub const PEER_PORT: u16 = 8091;
+pub(crate) const PEER_PORT: u16 = 8091;
 /// How often a primary sends heartbeats.
 const HEARTBEAT: Duration = Duration::from_millis(100);
 /// A primary serves only while a follower answered it this recently.
@@ -51,13 +51,13 @@ const PREPARE_WAIT: Duration = Duration::from_millis(250);
 const TICK: Duration = Duration::from_millis(25);
 
 /// The host name of node `i`.
-pub fn node_name(i: usize) -> String {
+pub(crate) fn node_name(i: usize) -> String {
     format!("iggy-{i}")
 }
 
 /// An append as the primary prepares it.
 #[derive(Debug)]
-pub struct AppendOp {
+pub(crate) struct AppendOp {
     pub stream: String,
     pub topic: String,
     pub partition: u32,
@@ -89,7 +89,7 @@ struct LogState {
 }
 
 /// What outlives every node: the quorum's model and each node's disk.
-pub struct ReplicatedLog {
+pub(crate) struct ReplicatedLog {
     pub disk: IggyDisk,
     state: Mutex<LogState>,
 }
@@ -229,7 +229,7 @@ async fn both(me: usize, msg: Msg) -> Vec<(usize, Option<Msg>)> {
 }
 
 /// What one node process holds: lost on a crash.
-pub struct Node {
+pub(crate) struct Node {
     index: usize,
     log: Arc<ReplicatedLog>,
     role: Mutex<Role>,
@@ -240,7 +240,7 @@ pub struct Node {
 }
 
 /// What a node answers a client's request with when it cannot serve it.
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// Not the primary, or a primary without a lease: nothing was done.
     NotPrimary,
     /// The append was prepared but no quorum answered in time: it may still be applied.
