@@ -333,6 +333,14 @@ pub enum FaultKind {
     /// The Iggy server restarted with its data kept; its sessions, group memberships and
     /// in-flight requests lost.
     IggyRestart,
+    /// A node of the replicated Iggy cluster (the primary when it fell) crashed; it restarts on
+    /// its disk when the fault ends.
+    IggyNodeCrash { node: String },
+    /// A node of the replicated Iggy cluster (the primary when it fell) was cut off from every
+    /// other host until the fault ends.
+    IggyNodeIsolated { node: String },
+    /// A gateway process crashed and stayed down until the fault ends.
+    GatewayCrash { gateway: String },
 }
 
 /// One fault: a window for the lasting kinds, a moment (`end_us == Some(start_us)`) for the

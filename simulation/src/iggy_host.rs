@@ -15,8 +15,10 @@
 
 use crate::history::{FaultKind, Hop, Recorder};
 use crate::iggy_wire::{decode_request, encode_response, take_frame, Op, Outcome, Request, Response};
+use crate::replica::{node_name, AppendOp, Node, Refusal, ReplicatedLog};
 use crate::trace::Trace;
 use bytes::BytesMut;
+use iggy_common::IggyError;
 use kafka_iggy_gateway::auth::credentials::Credentials;
 use kafka_iggy_gateway::backend::embedded::EmbeddedBackend;
 use kafka_iggy_gateway::backend::{Backend, BackendError, ConsumerOffsets, ReadLimits, TopicSpec};
@@ -61,7 +63,12 @@ impl IggyFaults {
 
 /// One Iggy process: the root view of the disk and the sessions logged in since it started.
 struct Process {
+    /// The host's name in the trace.
+    name: String,
     root: IggyDisk,
+    /// In a replicated cluster, this node's replication state: it serves clients only as
+    /// primary, and replicates appends to a quorum before answering.
+    replica: Option<Arc<Node>>,
     sessions: Mutex<BTreeMap<u32, Arc<EmbeddedBackend>>>,
     faults: Arc<IggyFaults>,
     recorder: Recorder,
@@ -79,15 +86,70 @@ fn produce_attempt(messages: &[iggy_common::IggyMessage]) -> Option<(usize, u32)
 
 /// Serves the Iggy protocol on [`IGGY_PORT`] until the host is bounced or crashed.
 pub async fn run_iggy(disk: IggyDisk, faults: Arc<IggyFaults>, recorder: Recorder, trace: Trace) -> turmoil::Result {
-    let listener = TcpListener::bind(("0.0.0.0", IGGY_PORT)).await?;
-    trace.event("iggy", "started on its data");
+    trace.event(IGGY_HOST, "started on its data");
     let process = Arc::new(Process {
+        name: IGGY_HOST.into(),
         root: disk,
+        replica: None,
         sessions: Mutex::new(BTreeMap::new()),
         faults,
         recorder,
         trace,
     });
+    serve_clients(process).await
+}
+
+/// Serves node `index` of a replicated cluster on `log`: clients on [`IGGY_PORT`], its peers on
+/// [`PEER_PORT`](crate::replica::PEER_PORT).
+pub(crate) async fn run_iggy_node(
+    index: usize,
+    log: Arc<ReplicatedLog>,
+    first_start: bool,
+    faults: Arc<IggyFaults>,
+    recorder: Recorder,
+    trace: Trace,
+) -> turmoil::Result {
+    let node = Node::start(index, log.clone(), first_start, trace.clone());
+    let process = Arc::new(Process {
+        name: node_name(index),
+        root: log.disk.clone(),
+        replica: Some(node.clone()),
+        sessions: Mutex::new(BTreeMap::new()),
+        faults,
+        recorder,
+        trace,
+    });
+    tokio::spawn(node.run_peer_side());
+    serve_clients(process).await
+}
+
+/// Registers the [`NODES`](crate::replica::NODES) hosts of a replicated cluster on `log`.
+pub(crate) fn iggy_cluster(
+    sim: &mut turmoil::Sim<'_>,
+    log: Arc<ReplicatedLog>,
+    faults: Arc<IggyFaults>,
+    recorder: Recorder,
+    trace: Trace,
+) {
+    for index in 0..crate::replica::NODES {
+        let starts = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let (log, faults, recorder, trace) = (log.clone(), faults.clone(), recorder.clone(), trace.clone());
+        sim.host(node_name(index).as_str(), move || {
+            let first = starts.fetch_add(1, std::sync::atomic::Ordering::Relaxed) == 0;
+            run_iggy_node(
+                index,
+                log.clone(),
+                first,
+                faults.clone(),
+                recorder.clone(),
+                trace.clone(),
+            )
+        });
+    }
+}
+
+async fn serve_clients(process: Arc<Process>) -> turmoil::Result {
+    let listener = TcpListener::bind(("0.0.0.0", IGGY_PORT)).await?;
     loop {
         let (stream, peer) = listener.accept().await?;
         let process = process.clone();
@@ -120,7 +182,7 @@ async fn serve_connection(process: Arc<Process>, mut stream: TcpStream, peer: St
                 Ok(Some(body)) => break body,
                 Ok(None) => {}
                 Err(e) => {
-                    process.trace.event("iggy", format!("{peer}: closing: {e}"));
+                    process.trace.event(&process.name, format!("{peer}: closing: {e}"));
                     return release(&process, &joined, &peer);
                 }
             }
@@ -132,19 +194,25 @@ async fn serve_connection(process: Arc<Process>, mut stream: TcpStream, peer: St
         let request = match decode_request(body) {
             Ok(request) => request,
             Err(e) => {
-                process.trace.event("iggy", format!("{peer}: closing: {e}"));
+                process.trace.event(&process.name, format!("{peer}: closing: {e}"));
                 return release(&process, &joined, &peer);
             }
         };
-        if let Op::JoinGroup { client, .. } = &request.op {
-            joined.insert(*client);
-        }
+        let joining = match &request.op {
+            Op::JoinGroup { client, .. } => Some(*client),
+            _ => None,
+        };
         let produce = match &request.op {
             Op::Append { messages, .. } => Some(produce_attempt(messages)),
             _ => None,
         };
         let id = request.id;
         let outcome = execute(&process, request, &peer).await;
+        // Only a join the server carried out ties the client to this connection: a node that
+        // refused it as not primary holds no membership to drop when the connection ends.
+        if let (Some(client), Outcome::Unit) = (joining, &outcome) {
+            joined.insert(client);
+        }
         if let (Some(produce), Outcome::Offset(_)) = (produce, &outcome) {
             let (n, lose) = process.faults.applied_append();
             if lose {
@@ -153,7 +221,7 @@ async fn serve_connection(process: Arc<Process>, mut stream: TcpStream, peer: St
                     produce,
                 });
                 process.trace.event(
-                    "iggy",
+                    &process.name,
                     format!("{peer}: append #{n} stored; its response is lost (fault)"),
                 );
                 continue;
@@ -173,7 +241,7 @@ fn release(process: &Process, joined: &BTreeSet<u64>, peer: &str) {
     }
     if !joined.is_empty() {
         process.trace.event(
-            "iggy",
+            &process.name,
             format!("{peer}: connection ended; {} client(s) left their groups", joined.len()),
         );
     }
@@ -190,13 +258,45 @@ async fn execute(process: &Process, request: Request, peer: &str) -> Outcome {
             }
         }
     };
-    let outcome = run_op(process, &session, request.op).await;
+    let outcome = match &process.replica {
+        None => run_op(process, &session, request.op).await,
+        Some(node) => on_replica(process, node, &session, request.op).await,
+    };
     if let Outcome::Failed(e) = &outcome {
         process
             .trace
-            .event("iggy", format!("{peer}: request {} failed: {e}", request.id));
+            .event(&process.name, format!("{peer}: request {} failed: {e}", request.id));
     }
     outcome
+}
+
+/// A request at a node of a replicated cluster: refused as not primary unless this node is the
+/// primary holding its lease; an append goes through [`Node::append`] (a quorum before the
+/// answer, "not committed yet" when none answered in time).
+async fn on_replica(process: &Process, node: &Node, session: &EmbeddedBackend, op: Op) -> Outcome {
+    let not_primary = || Outcome::Failed(IggyError::TransientNotAccepted.into());
+    match op {
+        Op::Append {
+            stream,
+            topic,
+            partition,
+            messages,
+        } => {
+            let append = AppendOp {
+                stream,
+                topic,
+                partition,
+                messages,
+            };
+            match node.append(append).await {
+                Ok(answer) => answer.map_or_else(Outcome::Failed, Outcome::Offset),
+                Err(Refusal::NotPrimary) => not_primary(),
+                Err(Refusal::NotCommitted) => Outcome::Failed(IggyError::TransientNotCommitted.into()),
+            }
+        }
+        op if node.serving() => run_op(process, session, op).await,
+        _ => not_primary(),
+    }
 }
 
 fn unit(r: Result<(), BackendError>) -> Outcome {

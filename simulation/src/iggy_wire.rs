@@ -703,6 +703,10 @@ const UNIT_ERRORS: &[IggyError] = &[
     IggyError::TooBigUserHeaders,
     IggyError::TooBigMessagePayload,
     IggyError::InvalidConsumerGroupName,
+    // A replicated cluster's "not primary" and "not committed yet" (CLUSTER-FAILOVER-1,
+    // CLUSTER-UNKNOWN-1).
+    IggyError::TransientNotAccepted,
+    IggyError::TransientNotCommitted,
 ];
 
 fn ident(s: &str) -> Identifier {

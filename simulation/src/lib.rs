@@ -18,6 +18,8 @@
 //!   [`checker`]: classifies lost, duplicated and reordered records from those logs.
 //! - [`committing_consumer`]: a group consumer that commits and restarts from its commits;
 //!   [`commit_checker`]: checks that acknowledged commits are durable and nothing is skipped.
+//! - `replica`: three simulated Iggy nodes holding one replicated log (a quorum-acknowledged
+//!   primary, elections after a heartbeat timeout) for the `replicated-iggy` scenarios.
 //!
 //! A client in the simulation speaks to the gateway with the conformance suite's raw client, so
 //! the requests are byte for byte what a conformance case would send over a real socket.
@@ -34,6 +36,7 @@ pub mod iggy_wire;
 pub mod kafka;
 pub mod producer;
 pub mod remote;
+pub(crate) mod replica;
 pub mod requests;
 pub mod scenarios;
 pub mod trace;

@@ -9,6 +9,12 @@
 //! the gateway answers as a retriable Kafka error; the write it asked for may or may not have
 //! happened, exactly as with the SDK.
 //!
+//! Given a roster of several Iggy nodes ([`RemoteBackend::with_roster`], the replicated
+//! cluster), a call follows the primary instead: CLUSTER-FAILOVER-1 moves it to the next node
+//! when its connection is refused or broken, it gets no answer, or the node says it is not
+//! primary, within the failover timeout (CLUSTER-FAILOVER-2); CLUSTER-UNKNOWN-1 makes an append
+//! that was sent and not answered an unknown outcome, never sent again here.
+//!
 //! Append notifications cannot cross processes, so a Fetch long-poll is woken by this gateway's
 //! own appends or, for another gateway's, by the next tick of [`APPEND_POLL`].
 
@@ -22,7 +28,7 @@ use kafka_iggy_gateway::backend::append_signal::AppendSignal;
 use kafka_iggy_gateway::backend::{
     Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks,
 };
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -32,6 +38,8 @@ use turmoil::net::TcpStream;
 pub const APPEND_POLL: Duration = Duration::from_millis(50);
 
 struct Connection {
+    /// The roster entry it is connected to.
+    host: usize,
     stream: TcpStream,
     buffer: BytesMut,
 }
@@ -39,6 +47,12 @@ struct Connection {
 struct Shared {
     /// Which gateway this is, for the trace.
     name: String,
+    /// The Iggy nodes, as `(host, port)`; one for the single Iggy host.
+    roster: Vec<(String, u16)>,
+    /// The roster entry calls go to first: the last node that served one.
+    current: AtomicUsize,
+    /// How long a call may spend failing over (CLUSTER-FAILOVER-2), with a roster.
+    failover_timeout: Duration,
     request_timeout: Duration,
     idle: Mutex<Vec<Connection>>,
     next_request: AtomicU64,
@@ -57,9 +71,32 @@ impl RemoteBackend {
     /// A client of the Iggy host for the gateway `name`, waiting `request_timeout` for each
     /// answer.
     pub fn new(name: &str, request_timeout: Duration, trace: Trace) -> Self {
+        Self::with_roster(
+            name,
+            vec![(IGGY_HOST.to_string(), IGGY_PORT)],
+            request_timeout,
+            request_timeout,
+            trace,
+        )
+    }
+
+    /// A client of a cluster of Iggy nodes (CLUSTER-ROSTER-1), following its primary: each
+    /// exchange waits at most `request_timeout`, a whole call with its failover at most
+    /// `failover_timeout` (CLUSTER-FAILOVER-2).
+    pub fn with_roster(
+        name: &str,
+        roster: Vec<(String, u16)>,
+        request_timeout: Duration,
+        failover_timeout: Duration,
+        trace: Trace,
+    ) -> Self {
+        assert!(!roster.is_empty(), "a roster names at least one node");
         Self {
             shared: Arc::new(Shared {
                 name: name.to_string(),
+                roster,
+                current: AtomicUsize::new(0),
+                failover_timeout,
                 request_timeout,
                 idle: Mutex::new(Vec::new()),
                 next_request: AtomicU64::new(1),
@@ -71,6 +108,9 @@ impl RemoteBackend {
     }
 
     async fn call(&self, op: Op) -> Result<Outcome, BackendError> {
+        if self.shared.roster.len() > 1 {
+            return self.call_cluster(op).await;
+        }
         let shared = &self.shared;
         let id = shared.next_request.fetch_add(1, Ordering::Relaxed);
         let name = op.name();
@@ -84,7 +124,8 @@ impl RemoteBackend {
             let mut conn = match idle {
                 Some(conn) => conn,
                 None => Connection {
-                    stream: TcpStream::connect((IGGY_HOST, IGGY_PORT)).await?,
+                    host: 0,
+                    stream: TcpStream::connect(shared.roster[0].clone()).await?,
                     buffer: BytesMut::with_capacity(4096),
                 },
             };
@@ -132,6 +173,165 @@ impl RemoteBackend {
         }
     }
 }
+
+/// How one exchange with one node of a roster ended.
+enum Exchange {
+    Answered(Connection, Outcome),
+    /// Nothing reached a node that could apply it: no connection, or "not primary".
+    NotSent(String),
+    /// Sent, and the connection broke or no answer came in time, or the node could not commit it
+    /// yet: it may or may not be applied.
+    Unknown(String),
+}
+
+impl RemoteBackend {
+    /// One exchange with roster entry `host`, on an idle connection to it or a new one.
+    async fn exchange(&self, host: usize, id: u64, frame: &bytes::Bytes, wait: Duration) -> Exchange {
+        let shared = &self.shared;
+        let idle = {
+            let mut idle = shared.idle.lock().expect("pool lock");
+            let position = idle.iter().position(|c| c.host == host);
+            position.map(|i| idle.swap_remove(i))
+        };
+        let mut conn = match idle {
+            Some(conn) => conn,
+            None => match tokio::time::timeout(wait, TcpStream::connect(shared.roster[host].clone())).await {
+                Ok(Ok(stream)) => Connection {
+                    host,
+                    stream,
+                    buffer: BytesMut::with_capacity(4096),
+                },
+                Ok(Err(e)) => return Exchange::NotSent(format!("connect: {e}")),
+                Err(_) => return Exchange::NotSent(format!("connect: no answer within {wait:?}")),
+            },
+        };
+        let talk = async {
+            conn.stream.write_all(frame).await?;
+            loop {
+                if let Some(body) = take_frame(&mut conn.buffer).map_err(std::io::Error::other)? {
+                    let response = decode_response(body).map_err(std::io::Error::other)?;
+                    if response.id != id {
+                        return Err(std::io::Error::other(format!(
+                            "response {} to request {id}",
+                            response.id
+                        )));
+                    }
+                    return Ok(response.outcome);
+                }
+                if conn.stream.read_buf(&mut conn.buffer).await? == 0 {
+                    return Err(std::io::ErrorKind::UnexpectedEof.into());
+                }
+            }
+        };
+        match tokio::time::timeout(wait, talk).await {
+            Ok(Ok(Outcome::Failed(BackendError::Iggy(IggyError::TransientNotAccepted)))) => {
+                shared.idle.lock().expect("pool lock").push(conn);
+                Exchange::NotSent("not primary".into())
+            }
+            Ok(Ok(Outcome::Failed(BackendError::Iggy(IggyError::TransientNotCommitted)))) => {
+                shared.idle.lock().expect("pool lock").push(conn);
+                Exchange::Unknown("not committed yet".into())
+            }
+            Ok(Ok(outcome)) => Exchange::Answered(conn, outcome),
+            Ok(Err(e)) => Exchange::Unknown(format!("{e}")),
+            Err(_) => Exchange::Unknown(format!("no answer within {wait:?}")),
+        }
+    }
+
+    /// A call through the roster (CLUSTER-FAILOVER-1/2, CLUSTER-UNKNOWN-1): to the node that
+    /// last served, then each next one, until one answers as primary or the failover timeout
+    /// ends. A call that is not safe to repeat (an append, a create or delete) and was sent
+    /// without an answer is an unknown outcome at once and is not sent again.
+    async fn call_cluster(&self, op: Op) -> Result<Outcome, BackendError> {
+        let shared = &self.shared;
+        let id = shared.next_request.fetch_add(1, Ordering::Relaxed);
+        let name = op.name();
+        let repeatable = !matches!(
+            op,
+            Op::Append { .. }
+                | Op::CreateTopic { .. }
+                | Op::DeleteTopic { .. }
+                | Op::AddPartitions { .. }
+                | Op::CreateGroup { .. }
+                | Op::DeleteGroup { .. }
+        );
+        let frame = encode_request(&Request {
+            id,
+            user: self.user,
+            op,
+        });
+        let started = tokio::time::Instant::now();
+        let deadline = started + shared.failover_timeout;
+        let nodes = shared.roster.len();
+        let mut tried = 0;
+        let mut reasons: Vec<String> = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if left.is_zero() {
+                // CLUSTER-FAILOVER-2: bounded, then a retriable error naming why.
+                return Err(BackendError::NoPrimary {
+                    waited_ms: started.elapsed().as_millis() as u64,
+                    reason: reasons.join("; "),
+                });
+            }
+            let host = shared.current.load(Ordering::Relaxed);
+            let why = match self.exchange(host, id, &frame, shared.request_timeout.min(left)).await {
+                Exchange::Answered(conn, outcome) => {
+                    shared.idle.lock().expect("pool lock").push(conn);
+                    return match outcome {
+                        Outcome::Failed(e) => Err(e),
+                        outcome => Ok(outcome),
+                    };
+                }
+                Exchange::NotSent(why) => why,
+                Exchange::Unknown(why) if !repeatable => {
+                    // CLUSTER-UNKNOWN-1: the node may have stored it; never success, never
+                    // sent again here. The next call starts at the next node.
+                    self.move_on(host, id, name, &why);
+                    return Err(BackendError::OutcomeUnknown(format!(
+                        "{}: {why}",
+                        shared.roster[host].0
+                    )));
+                }
+                Exchange::Unknown(why) => why,
+            };
+            // CLUSTER-FAILOVER-1: the next node of the roster; after a whole round, a pause.
+            self.move_on(host, id, name, &why);
+            reasons.push(format!("{}: {why}", shared.roster[host].0));
+            if reasons.len() > nodes {
+                reasons.remove(0);
+            }
+            tried += 1;
+            if tried % nodes == 0 {
+                tokio::time::sleep(ROUND_PAUSE.min(left)).await;
+            }
+        }
+    }
+
+    /// Leaves roster entry `host`: its idle connections go, the next calls start at the next.
+    fn move_on(&self, host: usize, id: u64, name: &str, why: &str) {
+        let shared = &self.shared;
+        shared.idle.lock().expect("pool lock").retain(|c| c.host != host);
+        let _ = shared.current.compare_exchange(
+            host,
+            (host + 1) % shared.roster.len(),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+        if shared.trace.enabled() {
+            shared.trace.event(
+                &shared.name,
+                format!(
+                    "iggy request {id} ({name}) at {}: {why}; moving on",
+                    shared.roster[host].0
+                ),
+            );
+        }
+    }
+}
+
+/// The pause after every node of a roster failed once in one call.
+const ROUND_PAUSE: Duration = Duration::from_millis(50);
 
 fn unexpected(outcome: Outcome) -> BackendError {
     BackendError::Iggy(IggyError::ResourceNotFound(format!(

@@ -1,4 +1,4 @@
-//! The scenario catalogue: eight worlds, each built to show one anomaly (or its absence), with
+//! The scenario catalogue: ten worlds, each built to show one anomaly (or its absence), with
 //! the seed committed to reproduce it and the explanation `simulation run` prints with it.
 
 use crate::checks::Class;
@@ -65,6 +65,8 @@ fn base() -> WorldConfig {
         dedup: false,
         join_bootstrap_first: false,
         iggy_request_timeout_ms: 400,
+        iggy_nodes: 1,
+        iggy_failover_timeout_ms: 900,
         latency_ms: 2,
         max_simulated_s: 30,
     }
@@ -177,7 +179,7 @@ pub fn catalogue() -> Vec<Scenario> {
             name: "two-gateways",
             summary: "two gateways, one group, one Iggy: coordinator routing, and a client at the wrong gateway",
             explanation: "Two gateways front one Iggy. Each group has one coordinator gateway (GROUP-COORDINATOR-1); members bootstrap from either, and each first sends JoinGroup to its bootstrap gateway: the wrong one answers NOT_COORDINATOR, the member asks FindCoordinator and moves. Producers write through both gateways to the same partitions; one gateway restarts now and then.",
-            seed: 1,
+            seed: 2,
             shows: None,
             config: WorldConfig {
                 gateways: 2,
@@ -213,7 +215,53 @@ pub fn catalogue() -> Vec<Scenario> {
                 ..base()
             },
         },
+        Scenario {
+            name: "replicated-iggy",
+            summary: "three replicated Iggy nodes; the primary crashes or is isolated: failover, unknown outcomes retried, nothing acknowledged lost",
+            explanation: "Three Iggy nodes hold one replicated log: the primary acknowledges an append once a follower holds it too (a quorum of 2 of 3); followers refuse requests as not primary. The primary crashes (restarting later) or is cut off from every host; after a heartbeat timeout the survivors elect a new primary that keeps every append a quorum held. The gateways take the three nodes as a roster (CLUSTER-ROSTER-1) and move to the next node on a refused or broken connection, no answer, or a not-primary answer (CLUSTER-FAILOVER-1), within the failover timeout (CLUSTER-FAILOVER-2). An append sent to a primary that failed before answering has an unknown outcome: the gateway answers NOT_LEADER_OR_FOLLOWER and never sends it again itself (CLUSTER-UNKNOWN-1); the producer retries, so an append the old primary got to a quorum appears twice (allowed); one it did not may be lost, and was never acknowledged.",
+            seed: 2,
+            shows: Some(Class::Duplicate),
+            config: replicated(),
+        },
+        Scenario {
+            name: "replicated-iggy-gateway-dies",
+            summary: "the same cluster behind two gateways; the second gateway dies while a group runs on it and its groups move",
+            explanation: "As replicated-iggy, with two gateways and a consumer group. Besides the primary's faults, the second gateway crashes and stays down for seconds: the first sees it down (GROUP-COORDINATOR-2) and takes its groups over, whose members find the new coordinator and resume from the group's commits in Iggy; producers bound to the dead gateway wait for it to come back. Nothing acknowledged is lost; duplicates and re-deliveries are allowed.",
+            seed: 2,
+            shows: None,
+            config: WorldConfig {
+                gateways: 2,
+                partitions: 3,
+                producers: vec![plain_producer(), plain_producer(), idempotent_producer()],
+                assigned_consumers: 1,
+                group_consumers: 2,
+                faults: FaultPlan {
+                    gateway_crash: 1.0 / 1_500.0,
+                    gateway_recovery: 1.0 / 4_000.0,
+                    ..replicated().faults
+                },
+                max_simulated_s: 60,
+                ..replicated()
+            },
+        },
     ]
+}
+
+/// The replicated cluster of `replicated-iggy`: three nodes, the primary's faults.
+fn replicated() -> WorldConfig {
+    WorldConfig {
+        group_consumers: 1,
+        iggy_nodes: 3,
+        faults: FaultPlan {
+            primary_crash: 1.0 / 800.0,
+            primary_isolation: 1.0 / 1_200.0,
+            node_recovery: 1.0 / 1_500.0,
+            producer_link: 1.0 / 1_500.0,
+            ..FaultPlan::default()
+        },
+        max_simulated_s: 60,
+        ..base()
+    }
 }
 
 /// The scenario called `name`.

@@ -101,6 +101,9 @@ fn timeline(history: &History) -> String {
             }
             FaultKind::GatewayRestart { gateway } => format!("{gateway} restarted"),
             FaultKind::IggyRestart => "iggy restarted (data kept)".to_string(),
+            FaultKind::IggyNodeCrash { node } => format!("{node} crashed (the primary)"),
+            FaultKind::IggyNodeIsolated { node } => format!("{node} isolated (the primary)"),
+            FaultKind::GatewayCrash { gateway } => format!("{gateway} crashed"),
         };
         let end = match f.end_us {
             Some(end) if end != f.start_us => format!(" until {}", ms(end).trim()),

@@ -25,6 +25,8 @@ pub enum Why {
     GatewayRestart,
     /// Iggy restarted (data kept) while the attempt was in flight.
     IggyRestart,
+    /// The replicated cluster's primary crashed or was isolated with it in flight.
+    PrimaryFailed,
     /// The request was held on the producer's link and arrived after the producer gave up.
     HeldRequest,
     /// A link on the path was partitioned while the attempt was in flight.
@@ -131,6 +133,9 @@ fn why_text(why: Why) -> &'static str {
         Why::LostIggyResponse => "written by Iggy, Iggy's response to the gateway lost",
         Why::GatewayRestart => "the gateway restarted with it in flight",
         Why::IggyRestart => "Iggy restarted with it in flight",
+        Why::PrimaryFailed => {
+            "the Iggy primary failed with it in flight: an unknown outcome, answered retriable and not resent by the gateway (CLUSTER-UNKNOWN-1)"
+        }
         Why::HeldRequest => "held on the way and written after the producer gave up",
         Why::Partitioned => "a link on its path was partitioned",
         Why::Delayed => "a link on its path was slowed",
@@ -150,6 +155,9 @@ fn describe(fault: &Fault) -> String {
         FaultKind::ResponseLost { hop, .. } => format!("response lost on {hop}"),
         FaultKind::GatewayRestart { gateway } => format!("{gateway} restarted"),
         FaultKind::IggyRestart => "iggy restarted".into(),
+        FaultKind::IggyNodeCrash { node } => format!("{node} crashed (the primary)"),
+        FaultKind::IggyNodeIsolated { node } => format!("{node} isolated (the primary)"),
+        FaultKind::GatewayCrash { gateway } => format!("{gateway} crashed"),
     };
     format!(" (fault #{}: {what} at {})", fault.id, secs(fault.start_us))
 }
@@ -206,6 +214,8 @@ fn own_cause(index: &Index<'_>, request: &ProduceRequest, attempt: &ProduceAttem
             _ if !in_window => None,
             FaultKind::GatewayRestart { gateway } if *gateway == attempt.gateway => Some((1, Why::GatewayRestart)),
             FaultKind::IggyRestart => Some((2, Why::IggyRestart)),
+            FaultKind::GatewayCrash { gateway } if *gateway == attempt.gateway => Some((1, Why::GatewayRestart)),
+            FaultKind::IggyNodeCrash { .. } | FaultKind::IggyNodeIsolated { .. } => Some((2, Why::PrimaryFailed)),
             FaultKind::ResponseLost { hop, produce: None } if on_path(hop) => Some((3, response_lost(hop))),
             FaultKind::Hold { hop } if on_producer_link(hop) => Some((4, Why::HeldRequest)),
             FaultKind::Partition { hop } if on_path(hop) => Some((5, Why::Partitioned)),

@@ -11,9 +11,10 @@ pub mod producer;
 
 use crate::dedup::dedup_host;
 use crate::history::{FaultKind, History, Hop, PartitionLog, Recorder, Stored, TopicPartition};
-use crate::iggy_host::{iggy_host, IggyDisk, IggyFaults, IGGY_HOST};
+use crate::iggy_host::{iggy_cluster, iggy_host, IggyDisk, IggyFaults, IGGY_HOST, IGGY_PORT};
 use crate::kafka::fetch;
 use crate::remote::RemoteBackend;
+use crate::replica::{node_name, ReplicatedLog, NODES};
 use crate::trace::{Event, Trace};
 use crate::{serve_on_host, SimClock, EPOCH_US, GATEWAY_PORT};
 use consumer::{ConsumerRun, ConsumerSpec, Progress, SharedProgress};
@@ -59,6 +60,18 @@ pub struct FaultPlan {
     pub iggy_restart: f64,
     /// Iggy is armed to lose the response of its next append (written, never answered).
     pub iggy_response_loss: f64,
+    /// Replicated cluster: the primary crashes (one node fault at a time).
+    pub primary_crash: f64,
+    /// Replicated cluster: the primary is cut off from every other host (one node fault at a
+    /// time).
+    pub primary_isolation: f64,
+    /// Replicated cluster: the node fault that is open ends (a crashed node restarts on its
+    /// disk, an isolated one is reconnected).
+    pub node_recovery: f64,
+    /// The last gateway crashes, and stays down until it recovers with `gateway_recovery`
+    /// (long enough for its peers to see it down and move its groups, GROUP-COORDINATOR-2).
+    pub gateway_crash: f64,
+    pub gateway_recovery: f64,
 }
 
 /// Everything a run is made of, apart from its seed.
@@ -78,6 +91,11 @@ pub struct WorldConfig {
     pub join_bootstrap_first: bool,
     /// How long a gateway waits for Iggy's answer.
     pub iggy_request_timeout_ms: u64,
+    /// 1: the single Iggy host; 3: a replicated cluster (`replica.rs`), which the gateways
+    /// reach through a roster (CLUSTER-ROSTER-1).
+    pub iggy_nodes: usize,
+    /// With a cluster, how long a gateway's call may spend failing over (CLUSTER-FAILOVER-2).
+    pub iggy_failover_timeout_ms: u64,
     /// Every segment's latency: fixed, see [`run_world`].
     pub latency_ms: u64,
     /// The run fails its liveness if it has not finished by then.
@@ -125,13 +143,31 @@ fn gateway_config(k: usize, n: usize) -> Config {
     Config::resolve(args, FileConfig::default()).expect("the simulation's configuration is valid")
 }
 
+/// How gateways reach Iggy: the host or the cluster's roster, and how long they wait.
+#[derive(Clone)]
+struct IggyReach {
+    roster: Vec<(String, u16)>,
+    request_timeout: Duration,
+    failover_timeout: Duration,
+}
+
 /// Registers gateway `k`: each start is a new gateway process with a new Iggy client.
-fn gateway_host(sim: &mut turmoil::Sim<'_>, k: usize, n: usize, seed: u64, iggy_timeout: Duration, trace: Trace) {
+fn gateway_host(sim: &mut turmoil::Sim<'_>, k: usize, n: usize, seed: u64, iggy: IggyReach, trace: Trace) {
     let starts = Arc::new(AtomicU64::new(0));
     let name = gateway_name(k);
     sim.host(gateway_name(k).as_str(), move || {
         let start = starts.fetch_add(1, Ordering::Relaxed);
-        let backend = RemoteBackend::new(&name, iggy_timeout, trace.clone());
+        let backend = if iggy.roster.len() == 1 {
+            RemoteBackend::new(&name, iggy.request_timeout, trace.clone())
+        } else {
+            RemoteBackend::with_roster(
+                &name,
+                iggy.roster.clone(),
+                iggy.request_timeout,
+                iggy.failover_timeout,
+                trace.clone(),
+            )
+        };
         let rng = SharedRng::seeded(
             seed.wrapping_add((k as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F))
                 .wrapping_add(start.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
@@ -285,16 +321,33 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
     let recorder = Recorder::new(scenario, seed);
     let disk: IggyDisk = Arc::new(EmbeddedBackend::new(Arc::new(SimClock), EmbeddedConfig::default()));
     let iggy_faults = Arc::new(IggyFaults::default());
-    iggy_host(
-        &mut sim,
-        disk.clone(),
-        iggy_faults.clone(),
-        recorder.clone(),
-        trace.clone(),
-    );
-    let iggy_timeout = Duration::from_millis(config.iggy_request_timeout_ms);
+    let cluster = (config.iggy_nodes > 1).then(|| ReplicatedLog::new(disk.clone()));
+    let iggy = IggyReach {
+        roster: match &cluster {
+            None => vec![(IGGY_HOST.to_string(), IGGY_PORT)],
+            Some(_) => (0..NODES).map(|i| (node_name(i), IGGY_PORT)).collect(),
+        },
+        request_timeout: Duration::from_millis(config.iggy_request_timeout_ms),
+        failover_timeout: Duration::from_millis(config.iggy_failover_timeout_ms),
+    };
+    match &cluster {
+        None => iggy_host(
+            &mut sim,
+            disk.clone(),
+            iggy_faults.clone(),
+            recorder.clone(),
+            trace.clone(),
+        ),
+        Some(log) => iggy_cluster(
+            &mut sim,
+            log.clone(),
+            iggy_faults.clone(),
+            recorder.clone(),
+            trace.clone(),
+        ),
+    }
     for k in 0..config.gateways {
-        gateway_host(&mut sim, k, config.gateways, seed, iggy_timeout, trace.clone());
+        gateway_host(&mut sim, k, config.gateways, seed, iggy.clone(), trace.clone());
         recorder.add_gateway(gateway_name(k));
         if config.dedup {
             dedup_host(&mut sim, &dedup_name(k), &gateway_name(k), GATEWAY_PORT, trace.clone());
@@ -388,6 +441,8 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
 
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5EED_FA17);
     let mut iggy_links: Vec<Option<usize>> = vec![None; config.gateways];
+    let mut nodes = NodeFaults::default();
+    let mut gateway_down: Option<usize> = None;
     let mut healed = false;
     let mut unfinished = None;
     loop {
@@ -417,6 +472,10 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
                     if broken.take().is_some() {
                         sim.repair(gateway_name(k).as_str(), IGGY_HOST);
                     }
+                }
+                nodes.end(&mut sim, config.gateways, &recorder, &trace, now_us);
+                if let Some(fault) = gateway_down.take() {
+                    restart_gateway(&mut sim, config, fault, &recorder, &trace, now_us);
                 }
                 recorder.healed_at(now_us);
                 trace_driver(&trace, now_us, "producers done: network healed, faults stop");
@@ -498,6 +557,25 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
         if f.iggy_response_loss > 0.0 && rng.random_bool(f.iggy_response_loss) {
             iggy_faults.lose_response_of_append(1);
         }
+        if let Some(log) = &cluster {
+            nodes.drive(&mut sim, &mut rng, f, log, config.gateways, &recorder, &trace, now_us);
+        }
+        let last = config.gateways - 1;
+        match gateway_down {
+            None if f.gateway_crash > 0.0 && rng.random_bool(f.gateway_crash) => {
+                sim.crash(gateway_name(last).as_str());
+                let kind = FaultKind::GatewayCrash {
+                    gateway: gateway_name(last),
+                };
+                gateway_down = Some(recorder.fault_started_at(kind, now_us));
+                trace_driver(&trace, now_us, &format!("{} crashed", gateway_name(last)));
+            }
+            Some(fault) if rng.random_bool(f.gateway_recovery) => {
+                gateway_down = None;
+                restart_gateway(&mut sim, config, fault, &recorder, &trace, now_us);
+            }
+            _ => {}
+        }
     }
     let simulated_ms = sim.elapsed().as_millis() as u64;
     drop(sim);
@@ -510,6 +588,95 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
         simulated_ms,
         unfinished,
     }
+}
+
+/// Starts the crashed last gateway again.
+fn restart_gateway(
+    sim: &mut turmoil::Sim<'_>,
+    config: &WorldConfig,
+    fault: usize,
+    recorder: &Recorder,
+    trace: &Trace,
+    now_us: u64,
+) {
+    let name = gateway_name(config.gateways - 1);
+    sim.bounce(name.as_str());
+    recorder.fault_ended_at(fault, now_us);
+    trace_driver(trace, now_us, &format!("{name} started again"));
+}
+
+/// The replicated cluster's node fault, one at a time, aimed at the primary: a crash (the node
+/// restarts on its disk when it ends) or an isolation (every link of the node cut).
+#[derive(Default)]
+struct NodeFaults {
+    open: Option<(usize, usize, bool)>,
+}
+
+impl NodeFaults {
+    #[allow(clippy::too_many_arguments)]
+    fn drive(
+        &mut self,
+        sim: &mut turmoil::Sim<'_>,
+        rng: &mut StdRng,
+        f: &FaultPlan,
+        log: &ReplicatedLog,
+        gateways: usize,
+        recorder: &Recorder,
+        trace: &Trace,
+        now_us: u64,
+    ) {
+        if self.open.is_some() {
+            if f.node_recovery > 0.0 && rng.random_bool(f.node_recovery) {
+                self.end(sim, gateways, recorder, trace, now_us);
+            }
+            return;
+        }
+        let crash = f.primary_crash > 0.0 && rng.random_bool(f.primary_crash);
+        let isolate = !crash && f.primary_isolation > 0.0 && rng.random_bool(f.primary_isolation);
+        if !crash && !isolate {
+            return;
+        }
+        let node = log.primary();
+        let name = node_name(node);
+        let fault = if crash {
+            sim.crash(name.as_str());
+            trace_driver(trace, now_us, &format!("{name} (primary) crashed"));
+            recorder.fault_started_at(FaultKind::IggyNodeCrash { node: name }, now_us)
+        } else {
+            for other in others(node, gateways) {
+                sim.partition(name.as_str(), other.as_str());
+            }
+            trace_driver(trace, now_us, &format!("{name} (primary) isolated"));
+            recorder.fault_started_at(FaultKind::IggyNodeIsolated { node: name }, now_us)
+        };
+        self.open = Some((node, fault, crash));
+    }
+
+    fn end(&mut self, sim: &mut turmoil::Sim<'_>, gateways: usize, recorder: &Recorder, trace: &Trace, now_us: u64) {
+        let Some((node, fault, crashed)) = self.open.take() else {
+            return;
+        };
+        let name = node_name(node);
+        if crashed {
+            sim.bounce(name.as_str());
+            trace_driver(trace, now_us, &format!("{name} restarted on its disk"));
+        } else {
+            for other in others(node, gateways) {
+                sim.repair(name.as_str(), other.as_str());
+            }
+            trace_driver(trace, now_us, &format!("{name} reconnected"));
+        }
+        recorder.fault_ended_at(fault, now_us);
+    }
+}
+
+/// Every host a node talks to: the other nodes and the gateways.
+fn others(node: usize, gateways: usize) -> Vec<String> {
+    (0..NODES)
+        .filter(|&j| j != node)
+        .map(node_name)
+        .chain((0..gateways).map(gateway_name))
+        .collect()
 }
 
 fn trace_driver(trace: &Trace, now_us: u64, what: &str) {
