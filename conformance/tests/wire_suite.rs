@@ -64,6 +64,8 @@ in_process!(
     create_topics_rules,
     delete_topics_then_metadata_reports_unknown,
     describe_configs_reports_retention_and_fixed_entries,
+    describe_cluster_agrees_with_metadata,
+    alter_configs_change_retention_and_refuse_the_rest,
     corrupt_crc_is_corrupt_message_and_magic_1_is_unsupported,
     produce_to_a_named_partition_stays_there,
     acks_zero_gets_no_response_and_order_is_kept,

@@ -341,6 +341,16 @@ impl<B: Backend> Gateway<B> {
             ApiKey::OffsetCommit => {
                 reply(&handlers::offset_commit::handle(self, session(), self.decode(&request)?).await)
             }
+            ApiKey::OffsetDelete => {
+                reply(&handlers::offset_delete::handle(self, session(), self.decode(&request)?).await)
+            }
+            ApiKey::DescribeCluster => reply(&handlers::describe_cluster::handle(self, self.decode(&request)?)),
+            ApiKey::IncrementalAlterConfigs => {
+                reply(&handlers::incremental_alter_configs::handle(self, session(), self.decode(&request)?).await)
+            }
+            ApiKey::AlterConfigs => {
+                reply(&handlers::alter_configs::handle(self, session(), self.decode(&request)?).await)
+            }
             ApiKey::SaslHandshake => {
                 let response = handlers::sasl_handshake::handle(self, connection, self.decode(&request)?, version);
                 reply(&response)

@@ -80,6 +80,19 @@ pub fn zero_marker(group: &str, partition: u32) -> String {
     format!("{ZERO_MARKER_PREFIX}{partition}.~{hex}")
 }
 
+/// Whether the Iggy consumer group `name` holds offsets of the Kafka group `group`: its offsets
+/// key (CO-KEY-1) or one of its zero markers (CO-ZERO-1).
+fn holds_group_offsets(name: &str, group: &str) -> bool {
+    let is_marker = name
+        .strip_prefix(ZERO_MARKER_PREFIX)
+        .and_then(|rest| rest.split_once('.'))
+        .is_some_and(|(p, g)| {
+            p.parse::<u32>()
+                .is_ok_and(|p| zero_marker(group, p) == format!("{ZERO_MARKER_PREFIX}{p}.{g}"))
+        });
+    name == offsets_group(group) || is_marker
+}
+
 /// Why a commit failed.
 #[derive(Debug)]
 pub enum CommitError {
@@ -519,6 +532,28 @@ impl<B: Backend> OffsetStore<'_, B> {
         Ok(out)
     }
 
+    /// Deletes the group's committed offset of one partition (OffsetDelete, OFFSETDELETE-1): what
+    /// a commit of -1 does (CO-DELETE-1), the key and the zero marker both gone; nothing stored
+    /// is no error.
+    pub async fn delete_partition(&self, t: &IggyTarget, partition: u32, group: &str) -> Result<(), BackendError> {
+        match self.commit(t, partition, group, -1).await {
+            Ok(()) => Ok(()),
+            Err(CommitError::Backend(e)) => Err(e),
+            Err(CommitError::OutOfRange) => unreachable!("-1 is the deletion commit (CO-DELETE-1)"),
+        }
+    }
+
+    /// Whether the group has anything stored on one Iggy topic: its offsets key or a zero marker
+    /// (OFFSETDELETE-1 asks whether a group no member holds exists), or offsets a reclaim has
+    /// not stored back yet (CO-RECLAIM-2).
+    pub async fn holds_group(&self, t: &IggyTarget, group: &str) -> Result<bool, BackendError> {
+        if self.restores.is_pending(t, &offsets_group(group)) {
+            return Ok(true);
+        }
+        let groups = self.backend.list_consumer_groups(&t.stream, &t.topic).await?;
+        Ok(groups.iter().any(|name| holds_group_offsets(name, group)))
+    }
+
     /// Deletes everything a Kafka group stored on one Iggy topic (DeleteGroups, GROUP-DELETE-1):
     /// its Iggy consumer group and its zero markers; returns how many Iggy consumer groups it
     /// deleted.
@@ -531,14 +566,7 @@ impl<B: Backend> OffsetStore<'_, B> {
         let key = offsets_group(group);
         let pending = self.restores.is_pending(t, &key);
         for name in groups {
-            let is_marker = name
-                .strip_prefix(ZERO_MARKER_PREFIX)
-                .and_then(|rest| rest.split_once('.'))
-                .is_some_and(|(p, g)| {
-                    p.parse::<u32>()
-                        .is_ok_and(|p| zero_marker(group, p) == format!("{ZERO_MARKER_PREFIX}{p}.{g}"))
-                });
-            if name == key || is_marker {
+            if holds_group_offsets(&name, group) {
                 match self.backend.delete_consumer_group(&t.stream, &t.topic, &name).await {
                     Ok(()) => deleted += 1,
                     Err(e) if !is_absent(&e) => return Err(e),

@@ -1,6 +1,7 @@
 //! Group authorization by the group's topics (AUTHZ-GROUP-4), frame by frame through
 //! `Gateway::handle` with SASL PLAIN on the embedded backend: what a principal who may not poll a
-//! group's topics can no longer do to that group, however it words its requests.
+//! group's topics can no longer do to that group, however it words its requests; and the other
+//! admin acts authorized by Iggy's permissions (OFFSETDELETE-3, ALTERCONFIGS-1).
 
 use bytes::{Bytes, BytesMut};
 use iggy_common::{Permissions, StreamPermissions, TopicPermissions, UserStatus};
@@ -19,6 +20,8 @@ use sasl_support::*;
 
 const STREAM: &str = "kafka";
 const GROUP_AUTHORIZATION_FAILED: i16 = 30;
+const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+const GROUP_ID_NOT_FOUND: i16 = 69;
 const MEMBER_ID_REQUIRED: i16 = 79;
 
 type Connection = ConnectionAuth<EmbeddedBackend>;
@@ -225,4 +228,119 @@ async fn authz_group_4_a_commit_from_outside_the_group_needs_the_groups_topics()
         5,
     );
     assert_eq!(committed.topics[0].partitions[0].error_code, GROUP_AUTHORIZATION_FAILED);
+}
+
+fn offset_delete(group: &str, topics: &[&str]) -> OffsetDeleteRequest {
+    use kafka_protocol::messages::offset_delete_request::{OffsetDeleteRequestPartition, OffsetDeleteRequestTopic};
+    OffsetDeleteRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+        .with_topics(
+            topics
+                .iter()
+                .map(|t| {
+                    OffsetDeleteRequestTopic::default()
+                        .with_name(TopicName(StrBytes::from_string(t.to_string())))
+                        .with_partitions(vec![OffsetDeleteRequestPartition::default().with_partition_index(0)])
+                })
+                .collect(),
+        )
+}
+
+async fn offsets_deleted(
+    g: &EmbeddedGateway,
+    c: &mut Connection,
+    request: &OffsetDeleteRequest,
+) -> OffsetDeleteResponse {
+    answer(
+        g.handle(frame(ApiKey::OffsetDelete, 0, request), c).await,
+        ApiKey::OffsetDelete,
+        0,
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn offsetdelete_3_authorized_by_the_groups_topics_and_each_named_topic() {
+    let mut w = world().await;
+    // Alice's live group on `orders`: Bob and Carol may not poll it, so they may not touch it.
+    let alice_joins = join("g-live", subscription(&["orders"]), None);
+    assert_eq!(joined(&w.g, &mut w.alice, 0, &alice_joins).await.error_code, 0);
+    for c in [&mut w.bob, &mut w.carol] {
+        let refused = offsets_deleted(&w.g, c, &offset_delete("g-live", &["audit"])).await;
+        assert_eq!(refused.error_code, GROUP_AUTHORIZATION_FAILED);
+        assert!(refused.topics.is_empty(), "nothing was read or deleted");
+    }
+    // A group without members: the group act needs nothing, each named topic the user's own
+    // permission. Alice commits on `orders` from outside (a group with no members), Carol on
+    // `audit`.
+    let commit = OffsetCommitRequest::default()
+        .with_group_id(GroupId(StrBytes::from_static_str("g-idle")))
+        .with_generation_id_or_member_epoch(-1)
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(TopicName(StrBytes::from_static_str("orders")))
+            .with_partitions(vec![OffsetCommitRequestPartition::default()
+                .with_partition_index(0)
+                .with_committed_offset(0)])]);
+    let committed: OffsetCommitResponse = answer(
+        w.g.handle(frame(ApiKey::OffsetCommit, 8, &commit), &mut w.alice).await,
+        ApiKey::OffsetCommit,
+        8,
+    );
+    assert_eq!(committed.topics[0].partitions[0].error_code, 0);
+    // Offsets Carol cannot see do not make the group exist for her.
+    let unseen = offsets_deleted(&w.g, &mut w.carol, &offset_delete("g-idle", &["orders"])).await;
+    assert_eq!(unseen.error_code, GROUP_ID_NOT_FOUND);
+    let on_audit = commit.clone().with_topics(vec![commit.topics[0]
+        .clone()
+        .with_name(TopicName(StrBytes::from_static_str("audit")))]);
+    let committed: OffsetCommitResponse = answer(
+        w.g.handle(frame(ApiKey::OffsetCommit, 8, &on_audit), &mut w.carol)
+            .await,
+        ApiKey::OffsetCommit,
+        8,
+    );
+    assert_eq!(committed.topics[0].partitions[0].error_code, 0);
+    let answered = offsets_deleted(&w.g, &mut w.carol, &offset_delete("g-idle", &["orders", "audit"])).await;
+    assert_eq!(answered.error_code, 0);
+    let codes: Vec<i16> = answered.topics.iter().map(|t| t.partitions[0].error_code).collect();
+    assert_eq!(codes, [TOPIC_AUTHORIZATION_FAILED, 0], "orders is not Carol's to read");
+    let answered = offsets_deleted(&w.g, &mut w.alice, &offset_delete("g-idle", &["orders"])).await;
+    assert_eq!(
+        (answered.error_code, answered.topics[0].partitions[0].error_code),
+        (0, 0)
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn alterconfigs_1_the_change_needs_the_users_manage_permission() {
+    use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    let mut w = world().await;
+    let request = |validate_only: bool| {
+        IncrementalAlterConfigsRequest::default()
+            .with_validate_only(validate_only)
+            .with_resources(vec![AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("orders"))
+                .with_configs(vec![AlterableConfig::default()
+                    .with_name(StrBytes::from_static_str("retention.ms"))
+                    .with_config_operation(0)
+                    .with_value(Some(StrBytes::from_static_str("60000")))])])
+    };
+    // Alice may read `orders` but not manage it: Iggy refuses the change.
+    let refused: IncrementalAlterConfigsResponse = answer(
+        w.g.handle(frame(ApiKey::IncrementalAlterConfigs, 1, &request(false)), &mut w.alice)
+            .await,
+        ApiKey::IncrementalAlterConfigs,
+        1,
+    );
+    assert_eq!(refused.responses[0].error_code, TOPIC_AUTHORIZATION_FAILED);
+    let topic = w.g.backend.get_topic(STREAM, "orders").await.unwrap().unwrap();
+    assert_eq!(topic.message_expiry_us, None);
+    // Bob may not even read it.
+    let refused: IncrementalAlterConfigsResponse = answer(
+        w.g.handle(frame(ApiKey::IncrementalAlterConfigs, 1, &request(true)), &mut w.bob)
+            .await,
+        ApiKey::IncrementalAlterConfigs,
+        1,
+    );
+    assert_eq!(refused.responses[0].error_code, TOPIC_AUTHORIZATION_FAILED);
 }

@@ -51,6 +51,10 @@ pub fn cases() -> Vec<Case> {
             ["CO-ZERO-1"]
         ),
         case!(
+            offset_delete_removes_the_named_offsets_and_spares_subscribed_topics,
+            ["OFFSETDELETE-1", "OFFSETDELETE-2"]
+        ),
+        case!(
             commit_of_minus_one_deletes_the_committed_offset,
             ["CO-DELETE-1", "CO-METADATA-1"],
             deviates: ["CO-DELETE-1", "CO-METADATA-1"]
@@ -1225,6 +1229,125 @@ pub async fn commit_of_zero_on_an_empty_partition_survives_records_arriving(
 // ---------------------------------------------------------------------------------------------
 // Committed offsets over the raw wire
 // ---------------------------------------------------------------------------------------------
+
+/// Consumer-protocol metadata: a version-0 subscription to `topics`.
+fn consumer_subscription(topics: &[&str]) -> anyhow::Result<Vec<u8>> {
+    use kafka_protocol::protocol::Encodable;
+    let subscription = kafka_protocol::messages::ConsumerProtocolSubscription::default().with_topics(
+        topics
+            .iter()
+            .map(|t| kafka_protocol::protocol::StrBytes::from_string(t.to_string()))
+            .collect(),
+    );
+    let mut metadata = bytes::BytesMut::new();
+    metadata.extend_from_slice(&0i16.to_be_bytes());
+    subscription.encode(&mut metadata, 0)?;
+    Ok(metadata.to_vec())
+}
+
+/// OffsetDelete v0 of partition 0 of each of `topics`: the top-level code and each topic's.
+async fn offset_delete(client: &mut Client, group: &str, topics: &[&str]) -> anyhow::Result<(i16, Vec<i16>)> {
+    use kafka_protocol::messages::offset_delete_request::{OffsetDeleteRequestPartition, OffsetDeleteRequestTopic};
+    use kafka_protocol::messages::{GroupId, OffsetDeleteRequest, OffsetDeleteResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    let request = OffsetDeleteRequest::default()
+        .with_group_id(GroupId(StrBytes::from_string(group.to_string())))
+        .with_topics(
+            topics
+                .iter()
+                .map(|t| {
+                    OffsetDeleteRequestTopic::default()
+                        .with_name(TopicName(StrBytes::from_string(t.to_string())))
+                        .with_partitions(vec![OffsetDeleteRequestPartition::default().with_partition_index(0)])
+                })
+                .collect(),
+        );
+    let response: OffsetDeleteResponse = client
+        .request(ApiKey::OffsetDelete, 0, &request)
+        .await
+        .with_context(|| format!("OffsetDelete {group}"))?;
+    let codes = response
+        .topics
+        .iter()
+        .map(|t| t.partitions.first().map_or(i16::MIN, |p| p.error_code))
+        .collect();
+    Ok((response.error_code, codes))
+}
+
+pub async fn offset_delete_removes_the_named_offsets_and_spares_subscribed_topics(
+    endpoint: Endpoint,
+) -> anyhow::Result<Outcome> {
+    const GROUP_ID_NOT_FOUND: i16 = 69;
+    const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
+    if let Some(skip) = require_apis(&endpoint, &[ApiKey::OffsetDelete]).await? {
+        return Ok(skip);
+    }
+    let subscribed = endpoint.unique_topic("offset-delete-subscribed");
+    let other = endpoint.unique_topic("offset-delete-other");
+    let group = endpoint.unique_topic("offset-delete-g");
+    for topic in [&subscribed, &other] {
+        create_topic(&endpoint, topic, 1).await?;
+        produce_at(&endpoint, topic, 0, 0, 5).await?;
+    }
+    let mut client = coordinator_of(&endpoint.bootstrap, &group).await?;
+    // OFFSETDELETE-1: a group with neither members nor offsets does not exist.
+    let (code, _) = offset_delete(&mut client, &group, &[&other]).await?;
+    ensure!(
+        code == GROUP_ID_NOT_FOUND,
+        "OffsetDelete of a group nobody used: error {code}, expected GROUP_ID_NOT_FOUND ({GROUP_ID_NOT_FOUND})"
+    );
+    for topic in [&subscribed, &other] {
+        let code = commit_one(&mut client, &group, topic, 0, 3).await?;
+        ensure!(code == NONE, "standalone commit of 3 on {topic}: error {code}");
+    }
+    // Without members every named offset goes.
+    let (code, codes) = offset_delete(&mut client, &group, &[&other]).await?;
+    ensure!(
+        (code, codes.clone()) == (NONE, vec![NONE]),
+        "OffsetDelete of an empty group: (error, per topic) ({code}, {codes:?}), expected (0, [0])"
+    );
+    let fetched = fetch_one(&mut client, &group, &other, 0).await?;
+    ensure!(
+        fetched.0 == -1,
+        "OffsetFetch after OffsetDelete: offset {}, expected -1",
+        fetched.0
+    );
+    let code = commit_one(&mut client, &group, &other, 0, 3).await?;
+    ensure!(code == NONE, "second commit of 3 on {other}: error {code}");
+    // OFFSETDELETE-2: a member subscribed to one topic keeps that topic's offsets.
+    let metadata = consumer_subscription(&[&subscribed])?;
+    let first = join_group(&mut client, &group, "", 10_000, 10_000, &metadata).await?;
+    let member = if first.error_code == MEMBER_ID_REQUIRED {
+        let id = first.member_id.as_str().to_string();
+        let joined = join_group(&mut client, &group, &id, 10_000, 10_000, &metadata).await?;
+        ensure!(
+            joined.error_code == NONE,
+            "JoinGroup as {id}: error {}",
+            joined.error_code
+        );
+        (id, joined.generation_id)
+    } else {
+        ensure!(first.error_code == NONE, "JoinGroup: error {}", first.error_code);
+        (first.member_id.as_str().to_string(), first.generation_id)
+    };
+    let synced = sync_group(&mut client, &group, member.1, &member.0, &[(&member.0, b"")]).await?;
+    ensure!(synced.error_code == NONE, "SyncGroup: error {}", synced.error_code);
+    let (code, codes) = offset_delete(&mut client, &group, &[&subscribed, &other]).await?;
+    ensure!(
+        (code, codes.clone()) == (NONE, vec![GROUP_SUBSCRIBED_TO_TOPIC, NONE]),
+        "OffsetDelete with a member subscribed to {subscribed}: (error, per topic) ({code}, {codes:?}), \
+         expected (0, [GROUP_SUBSCRIBED_TO_TOPIC ({GROUP_SUBSCRIBED_TO_TOPIC}), 0])"
+    );
+    let kept = fetch_one(&mut client, &group, &subscribed, 0).await?;
+    let gone = fetch_one(&mut client, &group, &other, 0).await?;
+    ensure!(
+        (kept.0, gone.0) == (3, -1),
+        "committed offsets after OffsetDelete: {subscribed} {}, {other} {}; expected 3 and -1",
+        kept.0,
+        gone.0
+    );
+    Ok(Outcome::Passed)
+}
 
 pub async fn commit_of_minus_one_deletes_the_committed_offset(endpoint: Endpoint) -> anyhow::Result<Outcome> {
     let topic = endpoint.unique_topic("group-delete-offset");

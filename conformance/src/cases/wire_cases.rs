@@ -33,10 +33,12 @@ use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::produce_response::PartitionProduceResponse;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId, CreateTopicsRequest, CreateTopicsResponse,
-    DeleteTopicsRequest, DeleteTopicsResponse, DescribeConfigsRequest, DescribeConfigsResponse, FetchRequest,
-    FetchResponse, InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse,
-    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, ProducerId, TopicName, TransactionalId,
+    AlterConfigsRequest, AlterConfigsResponse, ApiKey, ApiVersionsRequest, ApiVersionsResponse, BrokerId,
+    CreateTopicsRequest, CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, DescribeClusterRequest,
+    DescribeClusterResponse, DescribeConfigsRequest, DescribeConfigsResponse, FetchRequest, FetchResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, InitProducerIdRequest, InitProducerIdResponse,
+    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse,
+    ProducerId, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kig_core::batch::{
@@ -220,6 +222,15 @@ pub fn cases() -> Vec<Case> {
             describe_configs_reports_retention_and_fixed_entries,
             ["DESCRIBECONFIGS-1", "TOPIC-CONFIG-1"],
             deviates: ["DESCRIBECONFIGS-1"]
+        ),
+        case!(
+            describe_cluster_agrees_with_metadata,
+            ["DESCRIBECLUSTER-1", "DESCRIBECLUSTER-2"]
+        ),
+        case!(
+            alter_configs_change_retention_and_refuse_the_rest,
+            ["ALTERCONFIGS-1", "ALTERCONFIGS-3", "ALTERCONFIGS-4", "TOPIC-CONFIG-1"],
+            deviates: ["TOPIC-CONFIG-1"]
         ),
         case!(
             corrupt_crc_is_corrupt_message_and_magic_1_is_unsupported,
@@ -920,6 +931,10 @@ const SPEC_TABLE: &[(ApiKey, i16, i16)] = &[
     (ApiKey::CreatePartitions, 0, 3),
     (ApiKey::InitProducerId, 0, 4),
     (ApiKey::DescribeConfigs, 0, 4),
+    (ApiKey::OffsetDelete, 0, 0),
+    (ApiKey::DescribeCluster, 0, 2),
+    (ApiKey::IncrementalAlterConfigs, 0, 1),
+    (ApiKey::AlterConfigs, 0, 2),
     // AUTH-SASL-HANDSHAKE-1: advertised whether SASL is on or not, as Kafka brokers do.
     (ApiKey::SaslHandshake, 0, 1),
     (ApiKey::SaslAuthenticate, 0, 2),
@@ -1090,6 +1105,17 @@ async fn harmless_request(client: &mut Client, key: ApiKey, version: i16) -> any
         }
         ApiKey::DescribeConfigs => {
             let _: DescribeConfigsResponse = client.request(key, version, &DescribeConfigsRequest::default()).await?;
+        }
+        ApiKey::DescribeCluster => {
+            let _: DescribeClusterResponse = client.request(key, version, &DescribeClusterRequest::default()).await?;
+        }
+        ApiKey::IncrementalAlterConfigs => {
+            let request = IncrementalAlterConfigsRequest::default().with_validate_only(true);
+            let _: IncrementalAlterConfigsResponse = client.request(key, version, &request).await?;
+        }
+        ApiKey::AlterConfigs => {
+            let request = AlterConfigsRequest::default().with_validate_only(true);
+            let _: AlterConfigsResponse = client.request(key, version, &request).await?;
         }
         _ => return Ok(false),
     }
@@ -3214,6 +3240,210 @@ pub async fn init_producer_id_and_idempotent_fields_are_ignored(endpoint: Endpoi
     ensure!(
         latest(&mut client, &topic, 0).await? == 4,
         "the partition does not hold all four sends, duplicate included"
+    );
+    Ok(Outcome::Passed)
+}
+
+// ---------------------------------------------------------------------------------------------
+// DescribeCluster and the config alterations (docs/spec/admin.md).
+
+pub async fn describe_cluster_agrees_with_metadata(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+    if let Some(skip) = super::require_apis(&endpoint, &[ApiKey::DescribeCluster]).await? {
+        return Ok(skip);
+    }
+    let max = super::advertised_max(&endpoint, ApiKey::DescribeCluster)
+        .await?
+        .unwrap_or(0)
+        .min(ApiKey::DescribeCluster.valid_versions().max);
+    let mut client = connect(&endpoint).await?;
+    let metadata: MetadataResponse = client
+        .request(
+            ApiKey::Metadata,
+            METADATA_V,
+            &MetadataRequest::default().with_topics(Some(vec![])),
+        )
+        .await?;
+    let mut listed: Vec<(i32, String, i32)> = metadata
+        .brokers
+        .iter()
+        .map(|b| (b.node_id.0, b.host.to_string(), b.port))
+        .collect();
+    listed.sort();
+    for version in 0..=max {
+        let response: DescribeClusterResponse = client
+            .request(ApiKey::DescribeCluster, version, &DescribeClusterRequest::default())
+            .await
+            .with_context(|| format!("DescribeCluster v{version}"))?;
+        ensure!(
+            response.error_code == NONE,
+            "DescribeCluster v{version}: error {}",
+            response.error_code
+        );
+        ensure!(
+            Some(&response.cluster_id) == metadata.cluster_id.as_ref(),
+            "DescribeCluster v{version}: cluster id {:?}, Metadata says {:?}",
+            response.cluster_id,
+            metadata.cluster_id
+        );
+        ensure!(
+            response.controller_id == metadata.controller_id,
+            "DescribeCluster v{version}: controller {:?}, Metadata says {:?}",
+            response.controller_id,
+            metadata.controller_id
+        );
+        let mut brokers: Vec<(i32, String, i32)> = response
+            .brokers
+            .iter()
+            .map(|b| (b.broker_id.0, b.host.to_string(), b.port))
+            .collect();
+        brokers.sort();
+        ensure!(
+            brokers == listed,
+            "DescribeCluster v{version}: brokers {brokers:?}, Metadata lists {listed:?}"
+        );
+        // DESCRIBECLUSTER-2: not asked, Kafka's "not provided".
+        ensure!(
+            response.cluster_authorized_operations == i32::MIN,
+            "DescribeCluster v{version}: authorized operations {} when not asked, expected {}",
+            response.cluster_authorized_operations,
+            i32::MIN
+        );
+    }
+    Ok(Outcome::Passed)
+}
+
+/// One IncrementalAlterConfigs v1 resource of `topic`: [(key, operation, value)].
+fn alter_resource(
+    topic: &str,
+    configs: &[(&str, i8, Option<&str>)],
+) -> kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource {
+    use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    let s = |text: &str| StrBytes::from_string(text.to_string());
+    AlterConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(s(topic))
+        .with_configs(
+            configs
+                .iter()
+                .map(|(key, op, value)| {
+                    AlterableConfig::default()
+                        .with_name(s(key))
+                        .with_config_operation(*op)
+                        .with_value(value.map(s))
+                })
+                .collect(),
+        )
+}
+
+/// Each resource's code.
+async fn alter_configs(
+    client: &mut Client,
+    resources: Vec<kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource>,
+    validate_only: bool,
+) -> anyhow::Result<Vec<i16>> {
+    let request = IncrementalAlterConfigsRequest::default()
+        .with_resources(resources)
+        .with_validate_only(validate_only);
+    let response: IncrementalAlterConfigsResponse = client
+        .request(ApiKey::IncrementalAlterConfigs, 1, &request)
+        .await
+        .context("IncrementalAlterConfigs v1")?;
+    Ok(response.responses.iter().map(|r| r.error_code).collect())
+}
+
+/// The topic's `retention.ms` as DescribeConfigs reports it.
+async fn retention_ms(client: &mut Client, topic: &str) -> anyhow::Result<Option<String>> {
+    let request = DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(StrBytes::from_string(topic.to_string()))
+        .with_configuration_keys(Some(vec![StrBytes::from_static_str("retention.ms")]))]);
+    let response: DescribeConfigsResponse = client
+        .request(ApiKey::DescribeConfigs, DESCRIBE_CONFIGS_V, &request)
+        .await?;
+    let result = response.results.first().context("DescribeConfigs: no result")?;
+    ensure!(
+        result.error_code == NONE,
+        "DescribeConfigs {topic}: error {}",
+        result.error_code
+    );
+    Ok(result
+        .configs
+        .iter()
+        .find(|c| c.name.as_str() == "retention.ms")
+        .and_then(|c| c.value.as_ref().map(|v| v.to_string())))
+}
+
+pub async fn alter_configs_change_retention_and_refuse_the_rest(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+    if let Some(skip) =
+        super::require_apis(&endpoint, &[ApiKey::IncrementalAlterConfigs, ApiKey::DescribeConfigs]).await?
+    {
+        return Ok(skip);
+    }
+    let topic = endpoint.unique_topic("alter-configs");
+    let mut client = connect(&endpoint).await?;
+    create_topic(&mut client, &topic, 1).await?;
+    // ALTERCONFIGS-1: validate_only changes nothing; SET changes what DescribeConfigs reports.
+    let set = || alter_resource(&topic, &[("retention.ms", 0, Some("3600000"))]);
+    let before = retention_ms(&mut client, &topic).await?;
+    ensure!(
+        alter_configs(&mut client, vec![set()], true).await? == [NONE],
+        "validate_only SET refused"
+    );
+    ensure!(
+        retention_ms(&mut client, &topic).await? == before,
+        "validate_only changed retention.ms"
+    );
+    ensure!(
+        alter_configs(&mut client, vec![set()], false).await? == [NONE],
+        "SET retention.ms refused"
+    );
+    let after = retention_ms(&mut client, &topic).await?;
+    ensure!(
+        after.as_deref() == Some("3600000"),
+        "retention.ms after SET 3600000: {after:?}"
+    );
+    // ALTERCONFIGS-4: retention.ms is not a list.
+    let append = alter_resource(&topic, &[("retention.ms", 2, Some("1"))]);
+    let codes = alter_configs(&mut client, vec![append], false).await?;
+    ensure!(
+        codes == [INVALID_CONFIG],
+        "APPEND to retention.ms: {codes:?}, expected [INVALID_CONFIG (40)]"
+    );
+    // TOPIC-CONFIG-1 (a deviation): the gateway honours retention.ms alone.
+    let other = alter_resource(&topic, &[("cleanup.policy", 0, Some("delete"))]);
+    let codes = alter_configs(&mut client, vec![other], true).await?;
+    let expected = match endpoint.profile {
+        Profile::Gateway => INVALID_CONFIG,
+        Profile::Kafka => NONE,
+    };
+    ensure!(
+        codes == [expected],
+        "SET cleanup.policy: {codes:?}, expected [{expected}]"
+    );
+    // ALTERCONFIGS-3: a topic named twice is refused at both mentions, and nothing changes.
+    let twice = vec![
+        alter_resource(&topic, &[("retention.ms", 0, Some("7200000"))]),
+        alter_resource(&topic, &[("retention.ms", 0, Some("7200000"))]),
+    ];
+    let codes = alter_configs(&mut client, twice, false).await?;
+    ensure!(
+        codes == [INVALID_REQUEST, INVALID_REQUEST],
+        "a topic named twice: {codes:?}, expected INVALID_REQUEST (42) twice"
+    );
+    let unchanged = retention_ms(&mut client, &topic).await?;
+    ensure!(
+        unchanged.as_deref() == Some("3600000"),
+        "retention.ms after refused changes: {unchanged:?}"
+    );
+    // An unknown topic.
+    let missing = alter_resource(
+        &endpoint.unique_topic("alter-configs-missing"),
+        &[("retention.ms", 0, Some("1000"))],
+    );
+    let codes = alter_configs(&mut client, vec![missing], false).await?;
+    ensure!(
+        codes == [UNKNOWN_TOPIC_OR_PARTITION],
+        "an unknown topic: {codes:?}, expected [UNKNOWN_TOPIC_OR_PARTITION (3)]"
     );
     Ok(Outcome::Passed)
 }

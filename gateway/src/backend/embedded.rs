@@ -596,6 +596,20 @@ impl Backend for EmbeddedBackend {
         Ok(())
     }
 
+    async fn set_message_expiry(
+        &self,
+        stream: &str,
+        topic: &str,
+        message_expiry_us: Option<u64>,
+    ) -> Result<(), BackendError> {
+        // ALTERCONFIGS-1: Iggy's UpdateTopic, not found before permission, manage_topic to change.
+        let mut model = self.lock();
+        model.topic(stream, topic)?;
+        model.authorize(self.user, stream, Some(topic), permissions::manage_topic)?;
+        model.topic(stream, topic)?.message_expiry_us = message_expiry_us;
+        Ok(())
+    }
+
     async fn append(
         &self,
         stream: &str,

@@ -43,7 +43,7 @@ use iggy::prelude::{
     AutoLogin, Client, ClientWrapper, ClusterClient, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Credentials,
     Identifier, IggyClient, IggyDuration, IggyError, IggyExpiry, IggyMessage, IggyTimestamp, MessageClient,
     PartitionClient, Partitioning, PollingStrategy, StreamClient, SystemClient, TcpClient, TcpClientConfig,
-    TcpClientReconnectionConfig, TopicClient, TopicCreateOptions, TopicDetails, UserClient,
+    TcpClientReconnectionConfig, TopicClient, TopicCreateOptions, TopicDetails, TopicUpdateOptions, UserClient,
 };
 use iggy_common::locking::IggyRwLockFn;
 use iggy_common::{BinaryTransport, ClientState};
@@ -1120,6 +1120,27 @@ impl Backend for IggyBackend {
         let conn = self.inner.any().clone();
         self.inner
             .once(&conn, |c| async move { c.create_partitions(&s, &t, count).await })
+            .await?;
+        Ok(())
+    }
+
+    /// ALTERCONFIGS-1: Iggy's UpdateTopic with only the expiry set; the name stays, and every
+    /// option left out keeps its value. Not retried after a connection failure, like the other
+    /// topic changes.
+    async fn set_message_expiry(
+        &self,
+        stream: &str,
+        topic: &str,
+        message_expiry_us: Option<u64>,
+    ) -> Result<(), BackendError> {
+        let (s, t) = (name(stream)?, name(topic)?);
+        let options = TopicUpdateOptions {
+            message_expiry: Some(expiry_to_iggy(message_expiry_us)),
+            ..TopicUpdateOptions::default()
+        };
+        let conn = self.inner.any().clone();
+        self.inner
+            .once(&conn, |c| async move { c.update_topic(&s, &t, topic, &options).await })
             .await?;
         Ok(())
     }

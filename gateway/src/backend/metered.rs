@@ -86,6 +86,19 @@ impl<B: Backend> Backend for Metered<B> {
         timed("add_partitions", self.inner.add_partitions(stream, topic, count)).await
     }
 
+    async fn set_message_expiry(
+        &self,
+        stream: &str,
+        topic: &str,
+        message_expiry_us: Option<u64>,
+    ) -> Result<(), BackendError> {
+        timed(
+            "set_message_expiry",
+            self.inner.set_message_expiry(stream, topic, message_expiry_us),
+        )
+        .await
+    }
+
     async fn append(
         &self,
         stream: &str,

@@ -131,6 +131,19 @@ pub trait Backend: ConsumerOffsets + Send + Sync + 'static {
         count: u32,
     ) -> impl Future<Output = Result<(), BackendError>> + Send;
 
+    /// Sets the topic's message expiry (`None`: never expire), leaving everything else of it
+    /// alone (Iggy's UpdateTopic; it needs the permission to manage the topic). ALTERCONFIGS-1:
+    /// the only topic setting the gateway changes after creation. A backend without it refuses
+    /// with Iggy's FeatureUnavailable.
+    fn set_message_expiry(
+        &self,
+        _stream: &str,
+        _topic: &str,
+        _message_expiry_us: Option<u64>,
+    ) -> impl Future<Output = Result<(), BackendError>> + Send {
+        std::future::ready(Err(BackendError::Iggy(iggy_common::IggyError::FeatureUnavailable)))
+    }
+
     /// Appends `messages` to one partition in one send. Returns the base offset from the
     /// confirmation, or `None` when the server sent none.
     fn append(

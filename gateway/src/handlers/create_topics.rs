@@ -38,34 +38,37 @@ pub fn validate_topic_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// TOPIC-CONFIG-1: the Iggy message expiry a `retention.ms` value stands for, or why the value
+/// is refused. CreateTopics and the config alterations (ALTERCONFIGS-1) read it alike.
+pub(crate) fn retention_ms_expiry(value: Option<&str>) -> Result<Option<u64>, String> {
+    let ms: i64 = value
+        .ok_or("retention.ms needs a value")?
+        .parse()
+        .map_err(|_| format!("retention.ms {value:?} is not a number"))?;
+    match ms {
+        -1 => Ok(None),
+        // LIMIT-CONFIG-VALUE-1: Iggy counts expiry in microseconds; a value whose microseconds overflow is
+        // refused, never wrapped into an expiry of a few microseconds.
+        ms if ms > 0 => Ok(Some((ms as u64).checked_mul(1_000).ok_or_else(|| {
+            format!("retention.ms {ms} is too large: at most {}", u64::MAX / 1_000)
+        })?)),
+        ms => Err(format!("retention.ms {ms} must be positive or -1")),
+    }
+}
+
+/// The message refusing a topic config the gateway cannot honour (TOPIC-CONFIG-1).
+pub(crate) fn unsupported_config(name: &str) -> String {
+    format!("config {name} is not supported by this gateway (only retention.ms)")
+}
+
 /// TOPIC-CONFIG-1: `retention.ms` becomes the message expiry; any other config is refused.
 fn message_expiry(topic: &CreatableTopic) -> Result<Option<u64>, String> {
     let mut expiry = None;
     for config in &topic.configs {
         let value = config.value.as_ref().map(|v| v.as_str());
         match config.name.as_str() {
-            "retention.ms" => {
-                let ms: i64 = value
-                    .ok_or("retention.ms needs a value")?
-                    .parse()
-                    .map_err(|_| format!("retention.ms {value:?} is not a number"))?;
-                expiry = match ms {
-                    -1 => None,
-                    // LIMIT-CONFIG-VALUE-1: Iggy counts expiry in microseconds; a value whose microseconds overflow is
-                    // refused, never wrapped into an expiry of a few microseconds.
-                    ms if ms > 0 => Some(
-                        (ms as u64)
-                            .checked_mul(1_000)
-                            .ok_or_else(|| format!("retention.ms {ms} is too large: at most {}", u64::MAX / 1_000))?,
-                    ),
-                    ms => return Err(format!("retention.ms {ms} must be positive or -1")),
-                };
-            }
-            other => {
-                return Err(format!(
-                    "config {other} is not supported by this gateway (only retention.ms)"
-                ))
-            }
+            "retention.ms" => expiry = retention_ms_expiry(value)?,
+            other => return Err(unsupported_config(other)),
         }
     }
     Ok(expiry)

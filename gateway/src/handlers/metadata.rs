@@ -19,6 +19,13 @@ use std::collections::HashSet;
 
 pub const CLUSTER_ID: &str = "kafka-iggy-gateway";
 
+/// METADATA-1: the controller every gateway names, the lowest node id among the gateways
+/// (the peers, this one included, sorted by id at configuration load). DescribeCluster answers
+/// the same (DESCRIBECLUSTER-1).
+pub(crate) fn controller_id(config: &crate::config::Config) -> i32 {
+    config.peers.first().map_or(config.advertised.id, |p| p.id)
+}
+
 fn topic_entry(name: &str, partitions: u32, leader: i32) -> MetadataResponseTopic {
     MetadataResponseTopic::default()
         .with_name(Some(TopicName(StrBytes::from_string(name.to_string()))))
@@ -139,7 +146,7 @@ pub async fn handle<B: Backend>(
     MetadataResponse::default()
         .with_brokers(brokers)
         .with_cluster_id(Some(StrBytes::from_static_str(CLUSTER_ID)))
-        .with_controller_id(BrokerId(config.peers.first().map_or(me, |p| p.id)))
+        .with_controller_id(BrokerId(controller_id(config)))
         .with_topics(topics)
 }
 

@@ -46,6 +46,13 @@ pub const ADVERTISED: &[Advertised] = &[
     api(ApiKey::DescribeGroups, 0, 0, 5),
     api(ApiKey::ListGroups, 0, 0, 4),
     api(ApiKey::DeleteGroups, 0, 0, 2),
+    // OFFSETDELETE-1: v0 is the only version Kafka defines.
+    api(ApiKey::OffsetDelete, 0, 0, 0),
+    // DESCRIBECLUSTER-1: v2 (Kafka 4.0, KIP-1073) adds fenced brokers; no gateway is fenced.
+    api(ApiKey::DescribeCluster, 0, 0, 2),
+    // ALTERCONFIGS-1: what the 4.x Admin client and the 3.9 tools send.
+    api(ApiKey::IncrementalAlterConfigs, 0, 0, 1),
+    api(ApiKey::AlterConfigs, 0, 0, 2),
     // AUTH-SASL-HANDSHAKE-1: v0 (the PLAIN message follows bare) and v1 (SaslAuthenticate).
     api(ApiKey::SaslHandshake, 0, 0, 1),
     // v1 carries session_lifetime_ms (KIP-368).

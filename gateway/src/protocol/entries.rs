@@ -159,6 +159,30 @@ impl Entries for DeleteGroupsRequest {
     }
 }
 
+impl Entries for OffsetDeleteRequest {
+    fn entries(&self) -> usize {
+        nested(&self.topics, |t| t.partitions.len())
+    }
+}
+
+impl Entries for DescribeClusterRequest {
+    fn entries(&self) -> usize {
+        0
+    }
+}
+
+impl Entries for IncrementalAlterConfigsRequest {
+    fn entries(&self) -> usize {
+        nested(&self.resources, |r| r.configs.len())
+    }
+}
+
+impl Entries for AlterConfigsRequest {
+    fn entries(&self) -> usize {
+        nested(&self.resources, |r| r.configs.len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,124 @@
+//! IncrementalAlterConfigs (ALTERCONFIGS-1, ALTERCONFIGS-3, ALTERCONFIGS-4): per-key changes of
+//! a topic's configs, of which the gateway honours `retention.ms` alone (TOPIC-CONFIG-1). What
+//! `Admin.incrementalAlterConfigs` and `kafka-configs --alter` send.
+
+use super::alter_configs::{
+    alter_topic, check_resource, invalid_config, invalid_request, mentions, message_of, ExpiryChange, Refusal,
+    RETENTION_MS,
+};
+use super::create_topics::{retention_ms_expiry, unsupported_config};
+use crate::auth::sessions::Session;
+use crate::backend::Backend;
+use crate::gateway::Gateway;
+use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
+use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
+use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
+
+/// Kafka's AlterConfigOp.OpType ids.
+const OP_SET: i8 = 0;
+const OP_DELETE: i8 = 1;
+const OP_APPEND: i8 = 2;
+const OP_SUBTRACT: i8 = 3;
+
+/// ALTERCONFIGS-4: what the operations on one topic change of its expiry, or why they are
+/// refused. Every operation is checked before anything is applied.
+fn expiry_change(configs: &[AlterableConfig]) -> Result<ExpiryChange, Refusal> {
+    let mut change = None;
+    for config in configs {
+        let name = config.name.as_str();
+        if !matches!(config.config_operation, OP_SET | OP_DELETE | OP_APPEND | OP_SUBTRACT) {
+            return Err(invalid_request(format!(
+                "operation {} on config {name} is not a config operation",
+                config.config_operation
+            )));
+        }
+        if name != RETENTION_MS {
+            return Err(invalid_config(unsupported_config(name)));
+        }
+        change = Some(match config.config_operation {
+            OP_SET => retention_ms_expiry(config.value.as_deref()).map_err(invalid_config)?,
+            // Back to the default DescribeConfigs reports: never expire.
+            OP_DELETE => None,
+            _ => {
+                return Err(invalid_config(format!(
+                    "{name} is not a list: only SET (0) and DELETE (1) apply to it"
+                )))
+            }
+        });
+    }
+    Ok(change)
+}
+
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    request: IncrementalAlterConfigsRequest,
+) -> IncrementalAlterConfigsResponse {
+    let named = mentions(
+        request
+            .resources
+            .iter()
+            .map(|r| (r.resource_type, r.resource_name.as_str())),
+    );
+    let mut responses = Vec::with_capacity(request.resources.len());
+    for resource in &request.resources {
+        let name = resource.resource_name.as_str();
+        let checked = check_resource(
+            resource.resource_type,
+            name,
+            named[&(resource.resource_type, name)],
+            resource.configs.iter().map(|c| c.name.as_str()),
+        )
+        .and_then(|()| expiry_change(&resource.configs));
+        let outcome = match checked {
+            Ok(change) => alter_topic(gateway, session, name, change, request.validate_only).await,
+            Err(refusal) => Err(refusal),
+        };
+        let (code, message) = message_of(&outcome);
+        responses.push(
+            AlterConfigsResourceResponse::default()
+                .with_resource_type(resource.resource_type)
+                .with_resource_name(resource.resource_name.clone())
+                .with_error_code(code)
+                .with_error_message(message),
+        );
+    }
+    IncrementalAlterConfigsResponse::default().with_responses(responses)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::protocol::StrBytes;
+
+    fn op(name: &str, operation: i8, value: Option<&str>) -> AlterableConfig {
+        AlterableConfig::default()
+            .with_name(StrBytes::from_string(name.into()))
+            .with_config_operation(operation)
+            .with_value(value.map(|v| StrBytes::from_string(v.into())))
+    }
+
+    #[test]
+    fn alterconfigs_4_operations_on_retention_ms() {
+        assert_eq!(expiry_change(&[]), Ok(None));
+        assert_eq!(
+            expiry_change(&[op("retention.ms", OP_SET, Some("60000"))]),
+            Ok(Some(Some(60_000_000)))
+        );
+        assert_eq!(expiry_change(&[op("retention.ms", OP_SET, Some("-1"))]), Ok(Some(None)));
+        assert_eq!(expiry_change(&[op("retention.ms", OP_DELETE, None)]), Ok(Some(None)));
+        for refused in [
+            op("retention.ms", OP_SET, Some("0")),
+            op("retention.ms", OP_SET, None),
+            op("retention.ms", OP_APPEND, Some("1")),
+            op("retention.ms", OP_SUBTRACT, Some("1")),
+            op("cleanup.policy", OP_SET, Some("compact")),
+        ] {
+            let (code, message) = expiry_change(std::slice::from_ref(&refused)).unwrap_err();
+            assert_eq!(code, 40, "{refused:?}");
+            assert!(message.contains(refused.name.as_str()), "{message}");
+        }
+        let (code, _) = expiry_change(&[op("retention.ms", 7, Some("1"))]).unwrap_err();
+        assert_eq!(code, 42);
+    }
+}
