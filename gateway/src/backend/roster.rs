@@ -1,5 +1,5 @@
 //! The Iggy cluster roster (docs/spec/cluster.md): which node the real backend dials next, given
-//! what the nodes answered. Sans-io: the backend (`iggy.rs`) feeds it answers and asks it for
+//! what the nodes answered. Sans-io: the backend (`iggy/`) feeds it answers and asks it for
 //! candidates; it never opens a socket or reads a clock, so its decisions are unit-tested here.
 
 use iggy_common::{ClusterMetadata, ClusterNodeRole, ClusterNodeStatus};

@@ -1,0 +1,540 @@
+//! Tests of the real backend that need no server: failure classes, roster dialling, read
+//! assembly and watermarks.
+
+use super::*;
+
+/// FETCH-READAHEAD-1: the read's own answer gives the high watermark, never below what it
+/// found, and a read that found nothing gives none (a full `watermarks` call is needed).
+#[test]
+fn fetch_readahead_1_the_high_watermark_comes_from_the_polls_last_offset() {
+    let kept = |offsets: &[u64]| -> Vec<IggyMessage> {
+        offsets
+            .iter()
+            .map(|&o| {
+                let mut m = msg(b"x");
+                m.header.offset = o;
+                m
+            })
+            .collect()
+    };
+    let marks = read_watermarks(3, 40, &kept(&[10, 11])).expect("found messages");
+    assert_eq!((marks.log_start_offset, marks.high_watermark), (3, 41));
+    let marks = read_watermarks(0, 0, &kept(&[0])).expect("found one message");
+    assert_eq!(
+        marks.high_watermark, 1,
+        "one message at offset 0: last offset 0, watermark 1"
+    );
+    assert_eq!(read_watermarks(0, 0, &[]), None);
+}
+
+/// FETCH-READAHEAD-1: a log start is reported without asking again only while it is younger
+/// than the read-ahead's own age limit.
+#[tokio::test(start_paused = true)]
+async fn fetch_readahead_1_a_remembered_log_start_is_used_only_while_fresh() {
+    let starts = LogStarts::default();
+    assert_eq!(starts.fresh("s", "t", 0), None);
+    starts.remember("s", "t", 0, 7);
+    assert_eq!(starts.fresh("s", "t", 0), Some(7));
+    assert_eq!(starts.fresh("s", "t", 1), None, "another partition");
+    tokio::time::advance(READ_AHEAD_LOG_START_MAX_AGE).await;
+    assert_eq!(starts.fresh("s", "t", 0), None, "too old");
+}
+use bytes::Bytes;
+use std::collections::BTreeMap;
+
+fn msg(payload: &'static [u8]) -> IggyMessage {
+    IggyMessage::builder()
+        .payload(Bytes::from_static(payload))
+        .build()
+        .unwrap()
+}
+
+fn msg_with_header(payload: &'static [u8], value: &'static [u8]) -> IggyMessage {
+    use iggy_common::{HeaderKey, HeaderKind, HeaderValue};
+    let mut headers = BTreeMap::new();
+    headers.insert(
+        HeaderKey::try_from("h").unwrap(),
+        HeaderValue::from_raw(HeaderKind::Raw, value).unwrap(),
+    );
+    IggyMessage::builder()
+        .payload(Bytes::from_static(payload))
+        .user_headers(headers)
+        .build()
+        .unwrap()
+}
+
+fn code(e: BackendError) -> u32 {
+    match e {
+        BackendError::Iggy(e) => e.as_code(),
+        BackendError::TooManyConsumerOffsets => 3024,
+        other => panic!("not an Iggy answer: {other}"),
+    }
+}
+
+#[test]
+fn high_watermark_tells_empty_from_one_message_by_count() {
+    assert_eq!(high_watermark(0, 0), 0, "empty");
+    assert_eq!(high_watermark(1, 0), 1, "one message at offset 0");
+    assert_eq!(high_watermark(5, 4), 5);
+    // Everything expired: the last offset still counts.
+    assert_eq!(high_watermark(0, 9), 10);
+}
+
+/// Feeds `read` the polls a server holding `len` messages would answer, message `i` being
+/// `message(i)` at offset `i`: the offsets kept and the counts asked for.
+fn drive(mut read: ChunkedRead, len: u64, message: impl Fn(u64) -> IggyMessage) -> (Vec<u64>, Vec<u32>) {
+    let mut asked = Vec::new();
+    loop {
+        let count = read.next_count();
+        if count == 0 {
+            break;
+        }
+        asked.push(count);
+        let from = read.next_offset(0);
+        let polled = (from..len.min(from + u64::from(count)))
+            .map(|i| {
+                let mut m = message(i);
+                m.header.offset = i;
+                m
+            })
+            .collect();
+        read.take(polled, count);
+    }
+    (read.kept.iter().map(|m| m.header.offset).collect(), asked)
+}
+
+fn limits(max_messages: u32, max_bytes: u64) -> ReadLimits {
+    ReadLimits {
+        max_messages,
+        max_bytes,
+    }
+}
+
+#[test]
+fn chunked_read_keeps_the_first_message_and_counts_payload_and_headers() {
+    let four = |_| msg(b"aaaa");
+    assert_eq!(
+        drive(ChunkedRead::new(limits(10, 1), None), 3, four).0,
+        [0],
+        "the first message is always kept"
+    );
+    assert_eq!(drive(ChunkedRead::new(limits(10, 8), None), 3, four).0, [0, 1]);
+    assert_eq!(drive(ChunkedRead::new(limits(10, 7), None), 3, four).0, [0]);
+    assert_eq!(
+        drive(ChunkedRead::new(limits(2, 1_000), None), 3, four).0,
+        [0, 1],
+        "the message limit"
+    );
+    assert_eq!(
+        drive(ChunkedRead::new(limits(0, 1_000), None), 3, four),
+        (vec![], vec![]),
+        "nothing polled"
+    );
+    let with_headers = msg_with_header(b"aaaa", b"vv");
+    let header_bytes = with_headers.user_headers.as_ref().map_or(0, |h| h.len()) as u64;
+    assert!(header_bytes > 0);
+    assert_eq!(stored_bytes(&with_headers), 4 + header_bytes);
+    let headed_then_plain = |i| {
+        if i == 0 {
+            msg_with_header(b"aaaa", b"vv")
+        } else {
+            msg(b"bbbb")
+        }
+    };
+    assert_eq!(
+        drive(ChunkedRead::new(limits(10, 8), None), 2, headed_then_plain).0,
+        [0],
+        "headers count against the limit"
+    );
+}
+
+#[test]
+fn chunked_read_polls_about_what_the_byte_limit_holds() {
+    static KIB: [u8; 1024] = [7; 1024];
+    let kib = |_| msg(&KIB);
+    // 1 KiB messages, a 100 KiB limit: 64 first, then what the rest holds, not 10,000.
+    let (kept, asked) = drive(ChunkedRead::new(limits(10_000, 100 * 1024), None), 5_000, kib);
+    assert_eq!(
+        kept,
+        (0..100).collect::<Vec<u64>>(),
+        "consecutive offsets from the first"
+    );
+    assert_eq!(asked, [64, 37], "the second poll asks for the 36 that fit, plus one");
+    // A short poll is the partition's end: no further poll.
+    let (kept, asked) = drive(ChunkedRead::new(limits(10_000, 1 << 20), None), 10, kib);
+    assert_eq!((kept.len(), asked), (10, vec![64]));
+}
+
+/// Found by the real-Iggy tier's differential (seed 1796137915538088092): a read of three
+/// messages from 0, after an append of two, was ended at that append's end and gave two
+/// where the model gave three. Only a poll the bytes cut short may end on a part.
+#[test]
+fn fetch_align_1_a_read_its_count_limit_ends_is_never_aligned() {
+    let read = ChunkedRead::new(limits(3, 1 << 20), Some(100));
+    assert_eq!(read.next_count(), 3);
+    assert!(!read.may_align(3), "the count limit ends this read");
+    let read = ChunkedRead::new(limits(10_000, 1 << 20), Some(1024));
+    let count = read.next_count();
+    assert!(count < 10_000 && read.may_align(count), "the bytes end this one");
+}
+
+#[test]
+fn chunked_read_with_a_known_size_fills_the_limit_in_one_poll() {
+    static KIB: [u8; 1024] = [7; 1024];
+    let kib = |_| msg(&KIB);
+    let (kept, asked) = drive(ChunkedRead::new(limits(10_000, 100 * 1024), Some(1024)), 5_000, kib);
+    assert_eq!(kept.len(), 100);
+    assert_eq!(asked, [101], "what the limit holds at the remembered size, plus one");
+    // A remembered size far below the real one costs bytes, never a wrong answer.
+    let (kept, asked) = drive(ChunkedRead::new(limits(10_000, 10 * 1024), Some(100)), 5_000, kib);
+    assert_eq!((kept.len(), asked), (10, vec![103]));
+}
+
+#[test]
+fn expiry_round_trips_and_none_means_never() {
+    assert_eq!(expiry_to_iggy(None), IggyExpiry::NeverExpire);
+    assert_eq!(expiry_from_iggy(expiry_to_iggy(None)), None);
+    assert_eq!(expiry_from_iggy(expiry_to_iggy(Some(60_000_000))), Some(60_000_000));
+    assert_eq!(expiry_from_iggy(IggyExpiry::ServerDefault), None);
+    // 0 on the wire would mean "server default".
+    assert_eq!(u64::from(expiry_to_iggy(Some(0))), 1);
+}
+
+#[test]
+fn a_partition_always_appends_through_the_same_client() {
+    for pool in 1..6 {
+        for p in 0..20 {
+            let a = append_slot("s", "t", p, pool);
+            assert!(a < pool);
+            assert_eq!(a, append_slot("s", "t", p, pool));
+        }
+    }
+    assert_eq!(append_slot("s", "t", 3, 0), 0);
+}
+
+#[test]
+fn only_connection_failures_reconnect() {
+    assert!(is_connection_error(&IggyError::Disconnected));
+    assert!(is_connection_error(&IggyError::NotConnected));
+    assert!(!is_connection_error(&IggyError::ResourceNotFound("x".into())));
+    assert!(!is_connection_error(&IggyError::InvalidOffset(1)));
+}
+
+/// CLUSTER-UNKNOWN-1: which failures leave a request unsent (safe to send anywhere), which
+/// leave its outcome unknown, and which are the server's answer.
+#[test]
+fn cluster_unknown_1_a_broken_connection_after_sending_is_an_unknown_outcome() {
+    for e in [
+        IggyError::NotConnected,
+        IggyError::CannotEstablishConnection,
+        IggyError::TransientNotAccepted,
+        IggyError::Unauthenticated,
+    ] {
+        assert_eq!(classify(&e), Failure::NotSent, "{e}");
+    }
+    for e in [
+        IggyError::Disconnected,
+        IggyError::EmptyResponse,
+        IggyError::TcpError,
+        IggyError::TransientNotCommitted,
+    ] {
+        assert_eq!(classify(&e), Failure::Unknown, "{e}");
+    }
+    for e in [IggyError::ResourceNotFound("x".into()), IggyError::InvalidCredentials] {
+        assert_eq!(classify(&e), Failure::Refused, "{e}");
+    }
+    // What an append then reports: never success, and a retriable Kafka error.
+    let unknown = BackendError::OutcomeUnknown(IggyError::Disconnected.to_string());
+    assert!(unknown.is_unavailable());
+    assert_eq!(crate::error_map::kafka_code(&unknown).0, 6);
+}
+
+/// A free loopback port nothing listens on.
+fn refused_address() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().to_string()
+}
+
+fn target(roster: &str) -> Target {
+    Target {
+        roster: Arc::new(Mutex::new(RosterState::new(parse_roster(roster).unwrap()))),
+        appends_stalled: Arc::default(),
+        credentials: GatewayCredentials::password("iggy", "iggy"),
+        tls: IggyTls::default(),
+    }
+}
+
+/// CLUSTER-FAILOVER-1: a roster whose first member refuses connections dials the next one
+/// (here a stub that accepts and hangs up, so the login fails and it is marked down too).
+#[tokio::test]
+async fn cluster_failover_1_a_refused_member_moves_the_dial_to_the_next() {
+    let refused = refused_address();
+    let stub = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let stub_address = stub.local_addr().unwrap().to_string();
+    let accepted = tokio::spawn(async move {
+        let (socket, _) = stub.accept().await.unwrap();
+        drop(socket);
+    });
+    let target = target(&format!("{refused},{stub_address}"));
+    let conn = Conn::new(target.clone()).unwrap();
+    let result = conn.reconnect(0, Instant::now() + Duration::from_secs(30), false).await;
+    accepted
+        .await
+        .expect("the second member was dialled after the first refused");
+    assert!(result.is_err(), "the stub speaks no Iggy");
+    let roster = target.roster();
+    assert_eq!(roster.leader(), None);
+    // Both down; the next sweep starts after the last one that failed.
+    assert_eq!(roster.candidates(), [refused.clone(), stub_address.clone()]);
+}
+
+/// CLUSTER-FAILOVER-2: with every member down, a reconnect that may sweep until its deadline
+/// ends in NoPrimary, naming each member and why; a start-up sweep keeps the SDK's error.
+#[tokio::test]
+async fn cluster_failover_2_every_member_down_is_no_primary_naming_them() {
+    let (a, b) = (refused_address(), refused_address());
+    let conn = Conn::new(target(&format!("{a},{b}"))).unwrap();
+    // A deadline shorter than the pause between sweeps: one sweep, then NoPrimary.
+    let deadline = Instant::now() + SWEEP_PAUSE / 2;
+    let Err(BackendError::NoPrimary { reason, .. }) = conn.reconnect(0, deadline, true).await else {
+        panic!("expected NoPrimary");
+    };
+    assert!(reason.contains(&a) && reason.contains(&b), "{reason}");
+    let e = conn
+        .reconnect(0, Instant::now() + Duration::from_secs(30), false)
+        .await
+        .unwrap_err();
+    assert_eq!(code(e), IggyError::CannotEstablishConnection.as_code());
+    assert_eq!(
+        crate::error_map::kafka_code(&BackendError::NoPrimary { waited_ms: 1, reason }).0,
+        6
+    );
+}
+
+/// Nothing listens on the port: connecting fails at once instead of retrying forever.
+#[tokio::test]
+async fn connect_to_nothing_fails_fast() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let started = std::time::Instant::now();
+    let result = IggyBackend::connect(&format!("127.0.0.1:{port}"), "iggy", "iggy", 2).await;
+    let Err(e) = result else {
+        panic!("connected to a closed port");
+    };
+    assert_eq!(code(e), IggyError::CannotEstablishConnection.as_code());
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// Against a running Iggy server (address in IGGY_TEST_ADDRESS, default 127.0.0.1:18090,
+/// user and password iggy/iggy): `cargo test -p kafka-iggy-gateway backend::iggy -- --ignored`.
+#[tokio::test]
+#[ignore = "needs a running Iggy server"]
+async fn smoke_against_a_real_server() {
+    let address = std::env::var("IGGY_TEST_ADDRESS").unwrap_or_else(|_| "127.0.0.1:18090".into());
+    let b = IggyBackend::connect(&address, "iggy", "iggy", 2).await.unwrap();
+    assert_eq!(b.kind(), "iggy");
+    assert_eq!(b.pool_size(), 2);
+    let (_, root) = b
+        .open_session(&GatewayCredentials::password("iggy", "iggy"))
+        .await
+        .unwrap();
+    assert_eq!(root.username, "iggy");
+    assert!(b
+        .open_session(&GatewayCredentials::password("iggy", "not-the-password"))
+        .await
+        .is_err());
+
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let s = format!("kig-smoke-{nanos}");
+    b.ensure_stream(&s).await.unwrap();
+    b.ensure_stream(&s).await.unwrap();
+    assert_eq!(b.get_topic(&s, "t").await.unwrap(), None);
+    assert_eq!(b.get_topic("no-such-stream-kig", "t").await.unwrap(), None);
+    let spec = TopicSpec {
+        partitions: 3,
+        message_expiry_us: None,
+    };
+    b.create_topic(&s, "t", spec).await.unwrap();
+    let info = b.get_topic(&s, "t").await.unwrap().unwrap();
+    assert_eq!(
+        info,
+        TopicInfo {
+            name: "t".into(),
+            partitions: 3,
+            message_expiry_us: None
+        }
+    );
+    b.create_topic(
+        &s,
+        "expiring",
+        TopicSpec {
+            partitions: 1,
+            message_expiry_us: Some(3_600_000_000),
+        },
+    )
+    .await
+    .unwrap();
+    let mut topics = b.list_topics(&s).await.unwrap();
+    topics.sort_by(|a, b| a.name.cmp(&b.name));
+    assert_eq!(topics.len(), 2);
+    assert_eq!(topics[0].message_expiry_us, Some(3_600_000_000));
+    assert_eq!(topics[1], info);
+    let again = b.create_topic(&s, "t", spec).await.unwrap_err();
+    assert_eq!(
+        code(again),
+        IggyError::TopicNameAlreadyExists(String::new(), Identifier::default()).as_code()
+    );
+
+    // Empty partition.
+    let empty = Watermarks {
+        log_start_offset: 0,
+        high_watermark: 0,
+    };
+    assert_eq!(b.watermarks(&s, "t", 0).await.unwrap(), empty);
+    let limits = ReadLimits {
+        max_messages: 10,
+        max_bytes: 1 << 20,
+    };
+    assert!(b.read(&s, "t", 0, 0, limits).await.unwrap().is_empty());
+    assert_eq!(b.offset_for_timestamp(&s, "t", 0, 0).await.unwrap(), None);
+    let missing = b.watermarks(&s, "t", 7).await.unwrap_err();
+    assert_eq!(code(missing), IggyError::ResourceNotFound(String::new()).as_code());
+    let missing = b.append(&s, "t", 7, vec![msg(b"x")]).await.unwrap_err();
+    assert_eq!(code(missing), IggyError::ResourceNotFound(String::new()).as_code());
+    let missing = b.watermarks(&s, "nope", 0).await.unwrap_err();
+    assert_eq!(
+        code(missing),
+        IggyError::TopicNameNotFound(String::new(), String::new()).as_code()
+    );
+
+    // One message, then three.
+    let generation = b.append_generation();
+    assert_eq!(b.append(&s, "t", 0, vec![msg(b"m0")]).await.unwrap(), Some(0));
+    assert_ne!(b.append_generation(), generation);
+    b.wait_for_append(generation).await;
+    assert_eq!(
+        b.watermarks(&s, "t", 0).await.unwrap(),
+        Watermarks {
+            log_start_offset: 0,
+            high_watermark: 1
+        }
+    );
+    let base = b
+        .append(&s, "t", 0, vec![msg(b"m1"), msg_with_header(b"m2", b"v"), msg(b"m3")])
+        .await
+        .unwrap();
+    assert_eq!(base, Some(1));
+    assert_eq!(
+        b.watermarks(&s, "t", 0).await.unwrap(),
+        Watermarks {
+            log_start_offset: 0,
+            high_watermark: 4
+        }
+    );
+    let all = b.read(&s, "t", 0, 0, limits).await.unwrap();
+    let offsets: Vec<u64> = all.iter().map(|m| m.header.offset).collect();
+    assert_eq!(offsets, vec![0, 1, 2, 3]);
+    assert_eq!(all[2].payload, Bytes::from_static(b"m2"));
+    let headers = all[2].user_headers_map().unwrap().unwrap();
+    assert_eq!(headers.len(), 1);
+    let from_two = b
+        .read(
+            &s,
+            "t",
+            0,
+            2,
+            ReadLimits {
+                max_messages: 1,
+                max_bytes: 1 << 20,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(from_two.len(), 1);
+    assert_eq!(from_two[0].header.offset, 2);
+    let small = b
+        .read(
+            &s,
+            "t",
+            0,
+            1,
+            ReadLimits {
+                max_messages: 10,
+                max_bytes: 1,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(small.len(), 1, "the first message is always returned");
+    assert!(b.read(&s, "t", 0, 4, limits).await.unwrap().is_empty());
+    assert!(b.read(&s, "t", 0, 100, limits).await.unwrap().is_empty());
+    let none = ReadLimits {
+        max_messages: 0,
+        max_bytes: 1 << 20,
+    };
+    assert!(b.read(&s, "t", 0, 0, none).await.unwrap().is_empty());
+
+    // Timestamps: server timestamps, first at or after.
+    let (o, ts0) = b.offset_for_timestamp(&s, "t", 0, 0).await.unwrap().unwrap();
+    assert_eq!((o, ts0), (0, all[0].header.timestamp));
+    let ts3 = all[3].header.timestamp;
+    let (o, ts) = b.offset_for_timestamp(&s, "t", 0, ts3).await.unwrap().unwrap();
+    assert!(o <= 3 && ts >= ts3 && all[o as usize].header.timestamp == ts);
+    assert_eq!(b.offset_for_timestamp(&s, "t", 0, ts3 + 1).await.unwrap(), None);
+
+    // A waiting Fetch is woken by the interval even with no append of ours.
+    let seen = b.append_generation();
+    tokio::time::timeout(Duration::from_secs(2), b.wait_for_append(seen))
+        .await
+        .expect("woken within the wake interval");
+
+    // Consumer offsets (DIFF-1..3).
+    let g = "kafka.cg.smoke";
+    b.create_consumer_group(&s, "t", g).await.unwrap();
+    let dup = b.create_consumer_group(&s, "t", g).await.unwrap_err();
+    assert_eq!(
+        code(dup),
+        IggyError::ConsumerGroupNameAlreadyExists(String::new(), Identifier::default()).as_code()
+    );
+    assert_eq!(b.list_consumer_groups(&s, "t").await.unwrap(), vec![g.to_string()]);
+    let not_member = b.store_consumer_offset(&s, "t", 0, g, 1, 1).await.unwrap_err();
+    assert_eq!(code(not_member), IggyError::ResourceNotFound(String::new()).as_code());
+    b.join_consumer_group(&s, "t", g, 1).await.unwrap();
+    b.store_consumer_offset(&s, "t", 0, g, 1, 2).await.unwrap();
+    assert_eq!(b.get_consumer_offset(&s, "t", 0, g).await.unwrap(), Some(2));
+    b.store_consumer_offset(&s, "t", 0, g, 1, 3).await.unwrap();
+    b.store_consumer_offset(&s, "t", 0, g, 1, 1).await.unwrap();
+    assert_eq!(b.get_consumer_offset(&s, "t", 0, g).await.unwrap(), Some(1));
+    let above = b.store_consumer_offset(&s, "t", 0, g, 1, 4).await.unwrap_err();
+    assert_eq!(code(above), IggyError::InvalidOffset(0).as_code());
+    let on_empty = b.store_consumer_offset(&s, "t", 1, g, 1, 0).await.unwrap_err();
+    assert_eq!(code(on_empty), IggyError::InvalidOffset(0).as_code());
+    assert_eq!(b.get_consumer_offset(&s, "t", 1, g).await.unwrap(), None);
+    b.delete_consumer_offset(&s, "t", 0, g, 1).await.unwrap();
+    assert_eq!(b.get_consumer_offset(&s, "t", 0, g).await.unwrap(), None);
+    let absent = b.delete_consumer_offset(&s, "t", 0, g, 1).await.unwrap_err();
+    assert_eq!(code(absent), IggyError::ConsumerOffsetNotFound(0).as_code());
+
+    // After leaving and releasing, the same id is a new connection, no member.
+    b.store_consumer_offset(&s, "t", 0, g, 1, 3).await.unwrap();
+    b.leave_consumer_group(&s, "t", g, 1).await.unwrap();
+    b.release_client(1);
+    let rejoined = b.store_consumer_offset(&s, "t", 0, g, 1, 2).await.unwrap_err();
+    assert_eq!(code(rejoined), IggyError::ResourceNotFound(String::new()).as_code());
+    b.join_consumer_group(&s, "t", g, 1).await.unwrap();
+    b.store_consumer_offset(&s, "t", 0, g, 1, 2).await.unwrap();
+    assert_eq!(b.get_consumer_offset(&s, "t", 0, g).await.unwrap(), Some(2));
+    b.leave_consumer_group(&s, "t", g, 1).await.unwrap();
+    b.release_client(1);
+
+    b.delete_consumer_group(&s, "t", g).await.unwrap();
+    assert!(b.list_consumer_groups(&s, "t").await.unwrap().is_empty());
+    b.delete_topic(&s, "t").await.unwrap();
+    b.delete_topic(&s, "expiring").await.unwrap();
+    assert_eq!(b.get_topic(&s, "t").await.unwrap(), None);
+}
