@@ -57,6 +57,10 @@ impl<B: Backend> Backend for Metered<B> {
         self.inner.unavailable_reason()
     }
 
+    fn degraded_reason(&self) -> Option<String> {
+        self.inner.degraded_reason()
+    }
+
     async fn open_session(&self, credentials: &Credentials) -> Result<(Self, Principal), BackendError> {
         let (inner, principal) = timed("open_session", self.inner.open_session(credentials)).await?;
         Ok((Metered { inner }, principal))

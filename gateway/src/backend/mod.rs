@@ -89,6 +89,12 @@ pub trait Backend: ConsumerOffsets + Send + Sync + 'static {
         None
     }
 
+    /// Why the backend is unfit to serve although its metadata calls answer (CLUSTER-SPLIT-1):
+    /// `/readyz` says not ready with it even when its probe succeeds. `None`: nothing known.
+    fn degraded_reason(&self) -> Option<String> {
+        None
+    }
+
     /// Logs in to Iggy as `credentials` and returns a backend on which Iggy authorizes every
     /// operation as that user, and the user (AUTHZ-SESSION-1). It shares this backend's server
     /// (or model) and its append notifications. A personal access token logs in as its own user,

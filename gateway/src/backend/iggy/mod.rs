@@ -523,6 +523,11 @@ impl Backend for IggyBackend {
             .or_else(|| roster.split_suspected(std::time::Instant::now()))
     }
 
+    /// CLUSTER-SPLIT-1: a suspected split, which the metadata probe of `/readyz` cannot see.
+    fn degraded_reason(&self) -> Option<String> {
+        self.inner.target.roster().split_suspected(std::time::Instant::now())
+    }
+
     /// A new pool of [`SESSION_POOL_SIZE`] clients logged in with `credentials`; the user is
     /// who Iggy says it is (`get_me`), named by its own account (`get_user` on oneself needs
     /// no permission).
