@@ -709,3 +709,10 @@ fn cluster_gateways_list_every_node_and_each_other() {
     let hosts: BTreeSet<&str> = peer_lists[0].iter().map(|p| p.host.as_str()).collect();
     assert_eq!(hosts, GATEWAYS.into_iter().collect());
 }
+
+#[test]
+fn operating_md_says_how_to_run_the_cluster_compose_file() {
+    let doc = repo_file("docs/operating.md");
+    assert!(doc.contains(&format!("docker compose -f {CLUSTER_COMPOSE} up --build")));
+    assert!(doc.contains(CLUSTER_CONFIG));
+}
