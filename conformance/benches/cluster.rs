@@ -310,7 +310,13 @@ async fn run(args: Args, binary: PathBuf) -> anyhow::Result<()> {
             ("produce", &m.produce_cpu, m.produce_records_per_s),
             ("fetch", &m.fetch_cpu, m.fetch_records_per_s),
         ] {
-            print_phase_cpu(m.label, phase, cpu, rate, records, cores);
+            // With several runs each line names its run: "native SDK, 3 nodes #2".
+            let label = if args.runs > 1 {
+                format!("{} #{}", m.label, m.run)
+            } else {
+                m.label.to_string()
+            };
+            print_phase_cpu(&label, phase, cpu, rate, records, cores);
         }
     }
     for run in 1..=usize::from(args.runs) {
