@@ -148,7 +148,9 @@ compat-quick: setup
 # tansu, the fetch bound for any gateway, and the gateway's stored messages read back bare for
 # the bound on the seed's stored form; JSON in $(TARGET_DIR)/bench/table.json; a row without its
 # server or binary says why), the server's cost per 1 MiB read through the SDK
-# backend (skipped, with why, without a server), the gateway against librdkafka's mock broker, the
+# backend (skipped, with why, without a server), the gateway against the native SDK on one
+# three-node cluster ($(TARGET_DIR)/bench/cluster.json; skipped, with why, without an iggy-server
+# binary), the gateway against librdkafka's mock broker, the
 # scale matrix ($(TARGET_DIR)/bench/scale.json) and the hostile run. BENCH_ARGS go to the table.
 # The environment of an Iggy server the benches start (docs/performance-history.md, round 6): glibc's
 # malloc otherwise maps each large read buffer afresh, and the server's per-read CPU then swings
@@ -161,6 +163,7 @@ bench: setup
 	cargo bench -p kig-core --bench fetch_read
 	cargo bench -p kafka-iggy-conformance --bench table -- $(IGGY_SERVER_ENV_ARGS) $(BENCH_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench iggy_read -- $(IGGY_SERVER_ENV_ARGS)
+	cargo bench -p kafka-iggy-conformance --bench cluster -- $(IGGY_SERVER_ENV_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench gateway
 	cargo build --release -p kafka-iggy-gateway
 	cargo bench -p kafka-iggy-conformance --bench scale

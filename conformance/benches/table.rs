@@ -7,15 +7,15 @@
 use anyhow::{bail, Context};
 use bytes::Bytes;
 use clap::{Parser, ValueEnum};
-use iggy::prelude::{
-    Consumer, Identifier, IggyClient, IggyMessage, MessageClient, Partitioning, PollingStrategy, StreamClient,
-    TopicClient, TopicCreateOptions,
+use iggy::prelude::{Identifier, IggyClient, IggyMessage, StreamClient, TopicClient, TopicCreateOptions};
+use kafka_iggy_conformance::bench::{
+    load_1m, poll_all, print_phase_cpu, print_table_header, print_table_row, run_native, run_workload, unix_s, Figures,
+    LatencyDetail, NativeWorkload, PhaseCpu, Workload,
 };
-use kafka_iggy_conformance::bench::{run_workload, unix_s, Figures, LatencyDetail, PhaseCpu, Workload};
 use kafka_iggy_conformance::cpu::Processes;
 use kafka_iggy_conformance::delay_proxy::DelayProxy;
 use kafka_iggy_conformance::endpoint::{LocalGateway, LocalOptions};
-use kafka_iggy_conformance::latency::{percentile_ms, run_tail, CallTimes, Timed, TAIL_WINDOW_MS};
+use kafka_iggy_conformance::latency::TAIL_WINDOW_MS;
 use kafka_iggy_conformance::real_iggy::{discover_with_env, parse_env_pair, Discovery, IggyServer};
 use kafka_iggy_conformance::relay::Relay;
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
@@ -307,13 +307,6 @@ fn fetch_bound(native: &Measured, relayed: &Measured, gateway: &Measured, record
     }
 }
 
-fn load_1m() -> f64 {
-    std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
-        .unwrap_or(f64::NAN)
-}
-
 fn measured(run: usize, row: Row, records: usize, f: &Figures) -> Measured {
     Measured {
         run,
@@ -387,21 +380,7 @@ fn print_cpu(m: &Measured, records: usize, cores: usize) {
         ("produce", &m.produce_cpu, m.produce_records_per_s),
         ("fetch", &m.fetch_cpu, m.fetch_records_per_s),
     ] {
-        let own = cpu.own.total().as_secs_f64();
-        let others = cpu.others.total().as_secs_f64();
-        let per_record_us = (own + others) / records as f64 * 1e6;
-        let ceiling = cores as f64 / ((own + others) / records as f64);
-        let busy = rate * (own + others) / records as f64;
-        println!(
-            "cpu {:<22} {phase:<7}: {per_record_us:>5.2} µs/record (bench process {own:.2} s: {}; server {others:.2} s: {}); cores busy {busy:.2} of {cores}; CPU-bound ceiling {:.3} M rec/s; ready with no CPU free: bench process {:.3} s, server {:.3} s; taken by the host {:.3} s",
-            m.label,
-            cpu.own.top(4),
-            cpu.others.top(3),
-            ceiling / 1e6,
-            cpu.own.waiting().as_secs_f64(),
-            cpu.others.waiting().as_secs_f64(),
-            cpu.stolen_ns as f64 / 1e9
-        );
+        print_phase_cpu(m.label, phase, cpu, rate, records, cores);
     }
 }
 
@@ -422,87 +401,25 @@ async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) ->
         )
         .await?;
     let value = Bytes::from(vec![b'x'; args.record_bytes]);
-    let batch = args.native_batch;
-    let mut latencies = Vec::with_capacity(args.records);
-    let mut paced = Vec::new();
-    let mut send_times = Vec::new();
     let pids: Vec<u32> = server.pid().into_iter().collect();
-    let (mut produce_cpu, mut fetch_cpu) = (PhaseCpu::default(), PhaseCpu::default());
-    let cpu_start = Processes::take(&pids);
-    let started_unix_s = unix_s();
-    let start = Instant::now();
-    let mut sent_records = 0;
-    let paced_start = tokio::time::Instant::now();
-    while sent_records < args.records {
-        // Paced: every 5 ms (librdkafka's linger.ms here) send what has come due since the last
-        // send, each message's latency counted from its due time. Unpaced: sends of `batch`.
-        let (n, due_times) = match args.rate {
-            None => (batch.min(args.records - sent_records), None),
-            Some(rate) => {
-                tokio::time::sleep(Duration::from_millis(5)).await;
-                let elapsed_s = paced_start.elapsed().as_secs_f64();
-                let due = ((elapsed_s * rate) as usize).min(args.records);
-                if due <= sent_records {
-                    continue;
-                }
-                let dues: Vec<tokio::time::Instant> = (sent_records..due)
-                    .map(|i| paced_start + Duration::from_secs_f64(i as f64 / rate))
-                    .collect();
-                (due - sent_records, Some(dues))
-            }
-        };
-        let mut messages: Vec<IggyMessage> = (sent_records..sent_records + n)
-            .map(|i| native_message(args.native_mapped, i, &value))
-            .collect::<anyhow::Result<_>>()?;
-        let sent = Instant::now();
-        client
-            .send_messages(&stream, &topic_id, &Partitioning::partition_id(0), &mut messages)
-            .await?;
-        // Every message of a send is confirmed at once.
-        match due_times {
-            None => latencies.extend(std::iter::repeat_n(sent.elapsed(), n)),
-            Some(dues) => {
-                send_times.push(sent.elapsed());
-                for due in dues {
-                    let latency = due.elapsed();
-                    latencies.push(latency);
-                    paced.push(Timed {
-                        due: due - paced_start,
-                        latency,
-                    });
-                }
-            }
-        }
-        sent_records += n;
-    }
-    let produce_s = start.elapsed().as_secs_f64();
-    produce_cpu.add_since(&cpu_start, &pids);
+    // Opened before the clock runs; the poll goes through it after the produce.
     let second_client = if args.native_poll_second_connection {
         Some(server.sdk_client_at(address).await?)
     } else {
         None
     };
-    let poller = second_client.as_ref().unwrap_or(&client);
-    let cpu_start = Processes::take(&pids);
-    let start = Instant::now();
-    poll_all(poller, &stream, &topic_id, args.records, batch).await?;
-    let fetch_s = start.elapsed().as_secs_f64();
-    fetch_cpu.add_since(&cpu_start, &pids);
-    latencies.sort();
-    Ok(Figures {
-        produce_s,
-        p50_ms: percentile_ms(&latencies, 0.5),
-        p99_ms: percentile_ms(&latencies, 0.99),
-        fetch_s,
-        produce_cpu,
-        fetch_cpu,
-        latency_detail: args.rate.map(|_| LatencyDetail {
-            started_unix_s,
-            tail: run_tail(&paced),
-            client: None,
-            sends: Some(CallTimes::of(send_times)),
-        }),
+    let workload = NativeWorkload {
+        stream: &stream,
+        topic: &topic_id,
+        records: args.records,
+        batch: args.native_batch,
+        rate_per_s: args.rate,
+        watch_pids: &pids,
+    };
+    run_native(&client, second_client.as_ref(), &workload, |i| {
+        native_message(args.native_mapped, i, &value)
     })
+    .await
 }
 
 /// The native row's `i`th message: plain, or with `mapped` the one the gateway stores for the
@@ -521,37 +438,6 @@ fn native_message(mapped: bool, i: usize, value: &Bytes) -> anyhow::Result<IggyM
     };
     let (message, _) = kig_core::mapping::record_to_message(&record)?;
     Ok(message)
-}
-
-/// Polls partition 0 of `stream`/`topic` by offset from 0, `batch` messages at a time, until
-/// `records` have come back: the native SDK's sequential read.
-async fn poll_all(
-    poller: &IggyClient,
-    stream: &Identifier,
-    topic: &Identifier,
-    records: usize,
-    batch: usize,
-) -> anyhow::Result<()> {
-    let consumer = Consumer::new(Identifier::named("kig-native-reader")?);
-    let mut next = 0u64;
-    while (next as usize) < records {
-        let polled = poller
-            .poll_messages(
-                stream,
-                topic,
-                Some(0),
-                &consumer,
-                &PollingStrategy::offset(next),
-                batch as u32,
-                false,
-            )
-            .await?;
-        if polled.messages.is_empty() {
-            bail!("native poll at {next} came back empty");
-        }
-        next += polled.messages.len() as u64;
-    }
-    Ok(())
 }
 
 /// The first socket address `address` (`host:port`) resolves to: what a proxy or relay in front
@@ -940,20 +826,6 @@ fn summarise_latency(report: &mut Report, rate: f64) {
     }
 }
 
-fn print_row(m: &Measured, record_bytes: usize) {
-    println!(
-        "| {:<22} | {:>7.3} M rec/s {:>6.1} MB/s | p50 {:>7.2} ms p99 {:>7.2} ms | {:>7.3} M rec/s {:>6.1} MB/s | {:>5.2} |",
-        m.label,
-        m.produce_records_per_s / 1e6,
-        m.produce_records_per_s * record_bytes as f64 / 1e6,
-        m.produce_p50_ms,
-        m.produce_p99_ms,
-        m.fetch_records_per_s / 1e6,
-        m.fetch_records_per_s * record_bytes as f64 / 1e6,
-        m.load_1m
-    );
-}
-
 /// Log timestamps in seconds since the Unix epoch, as the latency lines give a run's start, so a
 /// tail window and the gateway's trace events line up by subtraction.
 struct UnixSeconds;
@@ -1077,8 +949,7 @@ async fn main() -> anyhow::Result<()> {
         fetch_bounds: Vec::new(),
         added_latency: Vec::new(),
     };
-    println!("| path                   | produce                         | produce latency (queued → acked) | fetch                           | load  |");
-    println!("|------------------------|---------------------------------|----------------------------------|---------------------------------|-------|");
+    print_table_header();
     for run in 1..=usize::from(args.runs) {
         if args.runs > 1 {
             println!("| run {run} of {}", args.runs);
@@ -1123,7 +994,7 @@ async fn main() -> anyhow::Result<()> {
                 Ok(figures) => {
                     let mut m = measured(run, row, records, &figures);
                     m.mapped_poll = mapped;
-                    print_row(&m, args.record_bytes);
+                    print_table_row(m.label, records, args.record_bytes, &figures, m.load_1m);
                     report.rows.push(m);
                 }
                 Err(e) => {

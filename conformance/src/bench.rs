@@ -1,9 +1,13 @@
 //! Workloads `make bench` measures (not tests: they print figures and assert nothing about
-//! speed): librdkafka producing and fetching 1 KiB records through any Kafka endpoint.
+//! speed): librdkafka producing and fetching 1 KiB records through any Kafka endpoint, the native
+//! Iggy SDK's sends and polls beside it, and the lines both print.
 
 use crate::cpu::{CpuUse, Processes};
 use crate::latency::{
     percentile_ms, run_tail, CallTimes, ClientLatency, ClientStats, TailShape, Timed, STATS_INTERVAL_MS,
+};
+use iggy::prelude::{
+    Consumer as IggyConsumer, Identifier, IggyClient, IggyMessage, MessageClient, Partitioning, PollingStrategy,
 };
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -343,4 +347,208 @@ pub fn print(name: &str, f: &Figures) {
         RECORDS as f64 / f.fetch_s,
         mb / f.fetch_s
     );
+}
+
+/// The 1-minute load average now (NaN without `/proc`): other work on the machine.
+pub fn load_1m() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|s| s.split_whitespace().next().and_then(|v| v.parse().ok()))
+        .unwrap_or(f64::NAN)
+}
+
+/// The processes this one started that are named `name` (their `comm`), by process id: how a
+/// bench finds the servers a harness started for it, to count their CPU.
+pub fn child_pids(name: &str) -> Vec<u32> {
+    let own = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut pids: Vec<u32> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            // `pid (comm) state ppid ...`: the name may hold spaces, so split at the last ')'.
+            let Some((head, rest)) = stat.rsplit_once(')') else {
+                return false;
+            };
+            let comm = head.split_once('(').map_or("", |(_, c)| c);
+            let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok());
+            comm == name && ppid == Some(own)
+        })
+        .collect();
+    pids.sort_unstable();
+    pids
+}
+
+/// One phase's `cpu` line: µs of CPU a record, the thread kinds that spent it (bench process and
+/// watched servers), cores busy, the CPU-bound ceiling (the rate at which that work would use all
+/// `cores`), time ready with no CPU free, and time taken by the host.
+pub fn print_phase_cpu(label: &str, phase: &str, cpu: &PhaseCpu, rate: f64, records: usize, cores: usize) {
+    let own = cpu.own.total().as_secs_f64();
+    let others = cpu.others.total().as_secs_f64();
+    let per_record_us = (own + others) / records as f64 * 1e6;
+    let ceiling = cores as f64 / ((own + others) / records as f64);
+    let busy = rate * (own + others) / records as f64;
+    println!(
+        "cpu {label:<22} {phase:<7}: {per_record_us:>5.2} µs/record (bench process {own:.2} s: {}; server {others:.2} s: {}); cores busy {busy:.2} of {cores}; CPU-bound ceiling {:.3} M rec/s; ready with no CPU free: bench process {:.3} s, server {:.3} s; taken by the host {:.3} s",
+        cpu.own.top(4),
+        cpu.others.top(3),
+        ceiling / 1e6,
+        cpu.own.waiting().as_secs_f64(),
+        cpu.others.waiting().as_secs_f64(),
+        cpu.stolen_ns as f64 / 1e9
+    );
+}
+
+/// The table's header: produce, its latency, fetch, load.
+pub fn print_table_header() {
+    println!("| path                   | produce                         | produce latency (queued → acked) | fetch                           | load  |");
+    println!("|------------------------|---------------------------------|----------------------------------|---------------------------------|-------|");
+}
+
+/// One row of the table ([`print_table_header`]).
+pub fn print_table_row(label: &str, records: usize, record_bytes: usize, f: &Figures, load_1m: f64) {
+    let (produce, fetch) = (records as f64 / f.produce_s, records as f64 / f.fetch_s);
+    println!(
+        "| {:<22} | {:>7.3} M rec/s {:>6.1} MB/s | p50 {:>7.2} ms p99 {:>7.2} ms | {:>7.3} M rec/s {:>6.1} MB/s | {:>5.2} |",
+        label,
+        produce / 1e6,
+        produce * record_bytes as f64 / 1e6,
+        f.p50_ms,
+        f.p99_ms,
+        fetch / 1e6,
+        fetch * record_bytes as f64 / 1e6,
+        load_1m
+    );
+}
+
+/// What the native Iggy SDK workload sends and reads back: `records` messages to partition 0 of
+/// `stream`/`topic` in sends of `batch`, then polls of `batch` by offset from 0.
+pub struct NativeWorkload<'a> {
+    pub stream: &'a Identifier,
+    pub topic: &'a Identifier,
+    pub records: usize,
+    pub batch: usize,
+    /// Send at this many messages per second (what has come due, every 5 ms, as librdkafka's
+    /// linger.ms here) instead of sends of `batch` back to back.
+    pub rate_per_s: Option<f64>,
+    /// The server processes whose CPU each phase counts.
+    pub watch_pids: &'a [u32],
+}
+
+/// The native SDK's produce then read back ([`NativeWorkload`]) through `client` (the poll
+/// through `poller` when given). `message(i)` is the `i`th message. Latencies count from each
+/// send (unpaced) or each message's due time (paced); every message of a send is confirmed at once.
+pub async fn run_native(
+    client: &IggyClient,
+    poller: Option<&IggyClient>,
+    w: &NativeWorkload<'_>,
+    mut message: impl FnMut(usize) -> anyhow::Result<IggyMessage>,
+) -> anyhow::Result<Figures> {
+    let mut latencies = Vec::with_capacity(w.records);
+    let mut paced = Vec::new();
+    let mut send_times = Vec::new();
+    let pids = w.watch_pids;
+    let (mut produce_cpu, mut fetch_cpu) = (PhaseCpu::default(), PhaseCpu::default());
+    let cpu_start = Processes::take(pids);
+    let started_unix_s = unix_s();
+    let start = Instant::now();
+    let mut sent_records = 0;
+    let paced_start = tokio::time::Instant::now();
+    while sent_records < w.records {
+        let (n, due_times) = match w.rate_per_s {
+            None => (w.batch.min(w.records - sent_records), None),
+            Some(rate) => {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                let elapsed_s = paced_start.elapsed().as_secs_f64();
+                let due = ((elapsed_s * rate) as usize).min(w.records);
+                if due <= sent_records {
+                    continue;
+                }
+                let dues: Vec<tokio::time::Instant> = (sent_records..due)
+                    .map(|i| paced_start + Duration::from_secs_f64(i as f64 / rate))
+                    .collect();
+                (due - sent_records, Some(dues))
+            }
+        };
+        let mut messages: Vec<IggyMessage> = (sent_records..sent_records + n)
+            .map(&mut message)
+            .collect::<anyhow::Result<_>>()?;
+        let sent = Instant::now();
+        client
+            .send_messages(w.stream, w.topic, &Partitioning::partition_id(0), &mut messages)
+            .await?;
+        match due_times {
+            None => latencies.extend(std::iter::repeat_n(sent.elapsed(), n)),
+            Some(dues) => {
+                send_times.push(sent.elapsed());
+                for due in dues {
+                    let latency = due.elapsed();
+                    latencies.push(latency);
+                    paced.push(Timed {
+                        due: due - paced_start,
+                        latency,
+                    });
+                }
+            }
+        }
+        sent_records += n;
+    }
+    let produce_s = start.elapsed().as_secs_f64();
+    produce_cpu.add_since(&cpu_start, pids);
+    let cpu_start = Processes::take(pids);
+    let start = Instant::now();
+    poll_all(poller.unwrap_or(client), w.stream, w.topic, w.records, w.batch).await?;
+    let fetch_s = start.elapsed().as_secs_f64();
+    fetch_cpu.add_since(&cpu_start, pids);
+    latencies.sort();
+    Ok(Figures {
+        produce_s,
+        p50_ms: percentile_ms(&latencies, 0.5),
+        p99_ms: percentile_ms(&latencies, 0.99),
+        fetch_s,
+        produce_cpu,
+        fetch_cpu,
+        latency_detail: w.rate_per_s.map(|_| LatencyDetail {
+            started_unix_s,
+            tail: run_tail(&paced),
+            client: None,
+            sends: Some(CallTimes::of(send_times)),
+        }),
+    })
+}
+
+/// Polls partition 0 of `stream`/`topic` by offset from 0, `batch` messages at a time, until
+/// `records` have come back: the native SDK's sequential read.
+pub async fn poll_all(
+    poller: &IggyClient,
+    stream: &Identifier,
+    topic: &Identifier,
+    records: usize,
+    batch: usize,
+) -> anyhow::Result<()> {
+    let consumer = IggyConsumer::new(Identifier::named("kig-native-reader")?);
+    let mut next = 0u64;
+    while (next as usize) < records {
+        let polled = poller
+            .poll_messages(
+                stream,
+                topic,
+                Some(0),
+                &consumer,
+                &PollingStrategy::offset(next),
+                batch as u32,
+                false,
+            )
+            .await?;
+        if polled.messages.is_empty() {
+            anyhow::bail!("native poll at {next} came back empty");
+        }
+        next += polled.messages.len() as u64;
+    }
+    Ok(())
 }
