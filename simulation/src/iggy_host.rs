@@ -258,16 +258,46 @@ async fn execute(process: &Process, request: Request, peer: &str) -> Outcome {
             }
         }
     };
+    let group_write = process.trace.enabled().then(|| group_write(&request.op)).flatten();
     let outcome = match &process.replica {
         None => run_op(process, &session, request.op).await,
         Some(node) => on_replica(process, node, &session, request.op).await,
     };
-    if let Outcome::Failed(e) = &outcome {
-        process
+    match (&outcome, group_write) {
+        (Outcome::Failed(e), _) => process
             .trace
-            .event(&process.name, format!("{peer}: request {} failed: {e}", request.id));
+            .event(&process.name, format!("{peer}: request {} failed: {e}", request.id)),
+        (_, Some(what)) => process
+            .trace
+            .event(&process.name, format!("{peer}: request {}: {what}", request.id)),
+        _ => {}
     }
     outcome
+}
+
+/// A consumer-group write in words, for the trace: a gateway's offsets group and its reclaim
+/// (CO-MEMBER-1, CO-RECLAIM-1) show as these steps.
+fn group_write(op: &Op) -> Option<String> {
+    Some(match op {
+        Op::CreateGroup { group, .. } => format!("created group {group}"),
+        Op::DeleteGroup { group, .. } => format!("deleted group {group}"),
+        Op::JoinGroup { group, client, .. } => format!("client {client} joined {group}"),
+        Op::LeaveGroup { group, client, .. } => format!("client {client} left {group}"),
+        Op::StoreOffset {
+            group,
+            partition,
+            client,
+            offset,
+            ..
+        } => format!("client {client} stored offset {offset} of partition {partition} in {group}"),
+        Op::DeleteOffset {
+            group,
+            partition,
+            client,
+            ..
+        } => format!("client {client} deleted the offset of partition {partition} in {group}"),
+        _ => return None,
+    })
 }
 
 /// A request at a node of a replicated cluster: refused as not primary unless this node is the
