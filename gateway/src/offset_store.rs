@@ -160,12 +160,10 @@ impl<B: Backend> OffsetMembers<B> {
     /// Makes `session` the holder of `group`'s offsets on `target`: the previous holder's
     /// client, when another session's and still alive, leaves the Iggy group first. A leave that
     /// fails is logged; the commit's own join and reclaim (CO-RECLAIM-1) still follow.
+    /// Without SASL every commit runs in the one gateway session: nothing is handed over, but
+    /// the membership is remembered, so the group's move to another gateway can leave it
+    /// (GROUP-COORDINATOR-5).
     pub async fn claim(&self, target: &IggyTarget, group: &str, session: &std::sync::Arc<Session<B>>) {
-        // Without SASL every commit runs in the one gateway session: there is nothing to hand
-        // over, and nothing to remember per group on the commit path.
-        if session.principal.is_none() {
-            return;
-        }
         let key = (target.clone(), group.to_string());
         let previous = {
             let mut holders = self.holders.lock().unwrap_or_else(|e| e.into_inner());
@@ -191,21 +189,50 @@ impl<B: Backend> OffsetMembers<B> {
         let Some(previous) = previous.filter(|p| !std::sync::Arc::ptr_eq(p, session)) else {
             return;
         };
-        let iggy_group = offsets_group(group);
-        match previous
-            .backend
-            .leave_consumer_group(&target.stream, &target.topic, &iggy_group, previous.offsets_client)
-            .await
-        {
-            Ok(()) => {}
-            Err(e) if is_not_member(&e) => {}
-            Err(e) => tracing::warn!(
-                "{iggy_group} on {}/{}: the offsets client of {} did not leave before {} commits: {e}",
+        if let Err(e) = Self::leave(target, group, &previous).await {
+            tracing::warn!(
+                "{} on {}/{}: the offsets client of {} did not leave before {} commits: {e}",
+                offsets_group(group),
                 target.stream,
                 target.topic,
                 previous.who(),
                 session.who()
-            ),
+            );
+        }
+    }
+
+    /// GROUP-COORDINATOR-5: forgets the memberships held for groups this gateway no longer
+    /// coordinates and returns them, for the caller to make each leave under the group's
+    /// commit lock.
+    pub fn take_moved(
+        &self,
+        coordinates: impl Fn(&str) -> bool,
+    ) -> Vec<(IggyTarget, String, std::sync::Arc<Session<B>>)> {
+        let mut holders = self.holders.lock().unwrap_or_else(|e| e.into_inner());
+        let mut moved = Vec::new();
+        holders.retain(|(target, group), held| {
+            if coordinates(group) {
+                return true;
+            }
+            if let Some(session) = held.upgrade() {
+                moved.push((target.clone(), group.clone(), session));
+            }
+            false
+        });
+        moved
+    }
+
+    /// Makes `session`'s offsets client leave `group`'s offsets group on `target`; not being a
+    /// member (any more) is no failure.
+    pub async fn leave(target: &IggyTarget, group: &str, session: &Session<B>) -> Result<(), BackendError> {
+        let iggy_group = offsets_group(group);
+        match session
+            .backend
+            .leave_consumer_group(&target.stream, &target.topic, &iggy_group, session.offsets_client)
+            .await
+        {
+            Err(e) if is_not_member(&e) => Ok(()),
+            other => other,
         }
     }
 }
@@ -640,6 +667,57 @@ mod tests {
         }
         let held = members.holders.lock().unwrap().len();
         assert!(held <= MAX_OFFSET_HOLDERS, "{held} memberships remembered");
+    }
+
+    /// Pins seed 163 of the replicated-iggy-gateway-dies simulation: a gateway that let a group
+    /// go stayed a member of its offsets group, so the next coordinator's first commit needed a
+    /// reclaim, and a crash inside that reclaim lost the group's acknowledged commits.
+    #[tokio::test]
+    async fn group_coordinator_5_a_group_moved_away_leaves_its_offsets_group_so_the_next_coordinator_needs_no_reclaim()
+    {
+        let b = Arc::new(EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default()));
+        let t = two_partitions_of_five(b.as_ref()).await;
+        let here = Arc::new(Session {
+            backend: b.clone(),
+            principal: None,
+            offsets_client: 7,
+            opened_at_ms: 0,
+            known_topics: Default::default(),
+            slot: None,
+        });
+        let members = OffsetMembers::default();
+        let store = OffsetStore {
+            backend: b.as_ref(),
+            client: 7,
+            restores: &members.restores,
+        };
+        for (partition, committed) in [(0, 3), (1, 4)] {
+            members.claim(&t, "g", &here).await;
+            store.commit(&t, partition, "g", committed).await.unwrap();
+        }
+        members.claim(&t, "h", &here).await;
+        // "g" moves to another gateway; "h" stays here.
+        let moved = members.take_moved(|group| group != "g");
+        assert_eq!(moved.len(), 1, "only g's membership is taken");
+        for (target, group, session) in moved {
+            OffsetMembers::leave(&target, &group, &session).await.unwrap();
+        }
+        // The next coordinator: another gateway's offsets client on the same Iggy.
+        let elsewhere = PendingRestores::default();
+        let next = OffsetStore {
+            backend: b.as_ref(),
+            client: 8,
+            restores: &elsewhere,
+        };
+        next.commit(&t, 0, "g", 5).await.unwrap();
+        next.commit(&t, 1, "g", 2).await.unwrap();
+        assert_eq!(
+            elsewhere.reclaims_started.load(SeqCst),
+            0,
+            "the next coordinator had to reclaim the group"
+        );
+        assert_eq!(next.fetch(&t, &[0, 1], "g").await.unwrap(), vec![5, 2]);
+        assert_eq!(members.take_moved(|_| false).len(), 1, "h is still held");
     }
 
     #[tokio::test]

@@ -295,6 +295,39 @@ async fn probe_peers<B: Backend, L: Listener>(gateway: Arc<Gateway<B>>, mut stop
                 handed.len()
             );
         }
+        // GROUP-COORDINATOR-5: off the probe loop, which a slow Iggy must not hold up.
+        let moved = gateway.offset_members.take_moved(|group| gateway.is_coordinator(group));
+        if !moved.is_empty() {
+            tokio::spawn(leave_moved_offsets_groups(gateway.clone(), moved));
+        }
+    }
+}
+
+/// GROUP-COORDINATOR-5: the offsets clients of this gateway leave the offsets groups of groups
+/// another gateway coordinates now, each under the group's commit lock, so no commit of ours
+/// rejoins behind the leave; a group that came back meanwhile is left alone.
+async fn leave_moved_offsets_groups<B: Backend>(
+    gateway: Arc<Gateway<B>>,
+    moved: Vec<(
+        crate::config::IggyTarget,
+        String,
+        Arc<crate::auth::sessions::Session<B>>,
+    )>,
+) {
+    for (target, group, session) in moved {
+        let lock = gateway.groups.commit_lock(&group);
+        let _serialised = lock.lock().await;
+        if gateway.is_coordinator(&group) {
+            continue;
+        }
+        if let Err(e) = crate::offset_store::OffsetMembers::leave(&target, &group, &session).await {
+            tracing::warn!(
+                "{} on {}/{}: did not leave the offsets group of a group another gateway coordinates now; its first commit there reclaims the group (GROUP-COORDINATOR-5, CO-RECLAIM-1): {e}",
+                crate::offset_store::offsets_group(&group),
+                target.stream,
+                target.topic
+            );
+        }
     }
 }
 

@@ -168,16 +168,15 @@ fn group_coordinator_4_replicated_iggy_gateway_dies_seed_1_a_returning_gateway_w
     holds(&scenario, 1);
 }
 
-/// CO-RECLAIM-1's known gap (its *Note:*), found by `simulation sweep replicated-iggy-gateway-dies
-/// --seeds 1-1000` (open): gateway-0 coordinated `readers` while gateway-1 was down and its
-/// offsets client stays a member of `kafka.cg.readers` after it lets the group go. gateway-1
-/// takes the group back, is refused partition 0 by that member and reclaims the group: it reads
-/// the offsets, deletes the group at 10.412 s, recreates it at 10.416 s, and crashes at 10.420 s
-/// before storing them back. The values pending in its memory (CO-RECLAIM-2) die with it;
-/// gateway-0 takes the group over, its OffsetFetch finds nothing committed, and the member
-/// restarts from offset 0 (`auto.offset.reset`) below commits of 108, 108 and 96.
+/// Found by `simulation sweep replicated-iggy-gateway-dies --seeds 1-1000`, fixed by
+/// GROUP-COORDINATOR-5: gateway-0 coordinated `readers` while gateway-1 was down, and its offsets
+/// client stayed a member of `kafka.cg.readers` after it let the group go. gateway-1 took the
+/// group back, was refused partition 0 by that member and reclaimed the group (CO-RECLAIM-1): it
+/// read the offsets, deleted the group at 10.412 s, recreated it at 10.416 s, and crashed at
+/// 10.420 s before storing them back; the values pending in its memory died with it, and the
+/// member restarted from offset 0 below commits of 108, 108 and 96. Now gateway-0 leaves the
+/// offsets group when it lets the group go, and gateway-1's first commit needs no reclaim.
 #[test]
-#[ignore = "open finding: a gateway crash between a reclaim's delete and its store-back loses the group's acknowledged commits (CO-RECLAIM-1 Note)"]
-fn co_reclaim_1_replicated_iggy_gateway_dies_seed_163_a_gateway_crash_inside_a_reclaim_keeps_acknowledged_commits() {
+fn group_coordinator_5_replicated_iggy_gateway_dies_seed_163_a_gateway_that_lets_a_group_go_leaves_its_offsets_group() {
     holds(&scenario("replicated-iggy-gateway-dies"), 163);
 }
