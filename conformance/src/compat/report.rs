@@ -73,6 +73,11 @@ pub fn markdown(title: &str, outcomes: &[Outcome]) -> String {
 /// The JUnit XML report: one `<testcase>` per test, `<failure>` for failed and timed-out tests,
 /// `<skipped>` for skipped and not-applicable ones.
 pub fn junit(suite: &str, outcomes: &[Outcome]) -> String {
+    junit_with_class(suite, "librdkafka", outcomes)
+}
+
+/// [`junit`] with another `classname` on every testcase (the Java client tier's).
+pub fn junit_with_class(suite: &str, classname: &str, outcomes: &[Outcome]) -> String {
     let t = Totals::of(outcomes);
     let seconds: f64 = outcomes.iter().map(|o| o.duration.as_secs_f64()).sum();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
@@ -87,7 +92,8 @@ pub fn junit(suite: &str, outcomes: &[Outcome]) -> String {
     for o in outcomes {
         let _ = write!(
             out,
-            "  <testcase classname=\"librdkafka\" name=\"{}\" time=\"{:.3}\"",
+            "  <testcase classname=\"{}\" name=\"{}\" time=\"{:.3}\"",
+            escape(classname),
             escape(&o.name),
             o.duration.as_secs_f64()
         );
