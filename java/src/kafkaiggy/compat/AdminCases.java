@@ -39,6 +39,8 @@ final class AdminCases {
         JavaCompat.add("admin_describe_configs", false, List.of("DESCRIBECONFIGS-1"), AdminCases::describeConfigs);
         JavaCompat.add("admin_incremental_alter_configs", false,
                 List.of("ALTERCONFIGS-1", "ALTERCONFIGS-3", "ALTERCONFIGS-4", "TOPIC-CONFIG-1"), AdminCases::incrementalAlterConfigs);
+        JavaCompat.add("admin_alter_configs_legacy", false, List.of("ALTERCONFIGS-2", "ALTERCONFIGS-1"),
+                AdminCases::alterConfigsLegacy);
         JavaCompat.add("admin_list_and_describe_consumer_groups", false,
                 List.of("LISTGROUPS-COORDINATED-1", "DESCRIBEGROUPS-STATE-1", "DESCRIBEGROUPS-MEMBERS-1"), AdminCases::listDescribeGroups);
         JavaCompat.add("admin_consumer_group_offsets", true,
@@ -132,6 +134,38 @@ final class AdminCases {
             String after = Ctx.get(admin.describeConfigs(List.of(res)).all()).get(res).get("retention.ms").value();
             Ctx.check("-1".equals(after), "after DELETE retention.ms, describeConfigs shows " + after);
             return "retention.ms SET 3600000 and DELETE (-1) applied; refused: " + String.join("; ", refusals);
+        }
+    }
+
+    /**
+     * The whole-config AlterConfigs the 3.9 tools (kafka-configs --alter) still send. kafka-clients
+     * 4.0 removed Admin.alterConfigs, so the method is looked up at run time and the case is
+     * skipped, saying so, on a client without it.
+     */
+    static String alterConfigsLegacy(Ctx ctx) throws Exception {
+        java.lang.reflect.Method alter;
+        try {
+            alter = Admin.class.getMethod("alterConfigs", Map.class);
+        } catch (NoSuchMethodException e) {
+            throw new JavaCompat.Skip("this client has no Admin.alterConfigs (removed in kafka-clients 4.0); "
+                    + "incrementalAlterConfigs is its only way to alter configs");
+        }
+        try (Admin admin = ctx.admin()) {
+            String topic = ctx.createTopic(admin, "java-admin-legacy-alter", 1);
+            ConfigResource res = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            Object result = alter.invoke(admin, Map.of(res, new Config(List.of(new ConfigEntry("retention.ms", "7200000")))));
+            Ctx.get((org.apache.kafka.common.KafkaFuture<?>) result.getClass().getMethod("all").invoke(result));
+            String value = Ctx.get(admin.describeConfigs(List.of(res)).all()).get(res).get("retention.ms").value();
+            Ctx.check("7200000".equals(value), "after alterConfigs(retention.ms=7200000) describeConfigs shows " + value);
+            Object refused = alter.invoke(admin, Map.of(res, new Config(List.of(new ConfigEntry("cleanup.policy", "compact")))));
+            Throwable t = Ctx.refused("alterConfigs(cleanup.policy=compact)",
+                    () -> Ctx.get((org.apache.kafka.common.KafkaFuture<?>) refused.getClass().getMethod("all").invoke(refused)));
+            Object whole = alter.invoke(admin, Map.of(res, new Config(List.of())));
+            Ctx.get((org.apache.kafka.common.KafkaFuture<?>) whole.getClass().getMethod("all").invoke(whole));
+            String after = Ctx.get(admin.describeConfigs(List.of(res)).all()).get(res).get("retention.ms").value();
+            Ctx.check("-1".equals(after), "after alterConfigs with no entries (the whole config) retention.ms is " + after);
+            return "retention.ms=7200000 applied; cleanup.policy refused (" + Ctx.describe(t)
+                    + "); an empty config put retention.ms back to -1";
         }
     }
 

@@ -44,6 +44,9 @@ final class ConsumerCases {
         JavaCompat.add("consumer_three_member_rebalance_while_producing", false,
                 List.of("GROUP-JOIN-1", "GROUP-SYNC-1", "GROUP-HEARTBEAT-1", "GROUP-COMMIT-1", "DELIVERY-1"),
                 ConsumerCases::rebalanceWhileProducing);
+        JavaCompat.add("consumer_cooperative_sticky_rolling_restart_under_load", false,
+                List.of("GROUP-JOIN-1", "GROUP-SYNC-1", "GROUP-LEAVE-1", "GROUP-COMMIT-1", "DELIVERY-1"),
+                ConsumerCases::rollingRestart);
         JavaCompat.add("consumer_manual_commit", true, List.of("GROUP-COMMIT-1", "CO-KEY-1", "CO-VERBATIM-1"),
                 ConsumerCases::manualCommit);
         JavaCompat.add("consumer_seek", false, List.of("FETCH-RANGE-1", "LISTOFFSETS-EARLIEST-1", "LISTOFFSETS-LATEST-1"),
@@ -141,6 +144,78 @@ final class ConsumerCases {
     }
 
     /**
+     * A producer writing in the background at a paced rate until stopped; records which (partition,
+     * offset) pairs were acknowledged and the first send error.
+     */
+    static final class LoadProducer implements AutoCloseable {
+        final Set<String> acked = ConcurrentHashMap.newKeySet();
+        final AtomicReference<Throwable> error = new AtomicReference<>();
+        private final AtomicBoolean stop = new AtomicBoolean();
+        private final Thread thread;
+
+        LoadProducer(Ctx ctx, String topic) {
+            thread = new Thread(() -> {
+                try (KafkaProducer<byte[], byte[]> producer = ctx.producer(ctx.producerProps())) {
+                    int i = 0;
+                    while (!stop.get()) {
+                        producer.send(new ProducerRecord<>(topic, Ctx.bytes("k" + i), Ctx.bytes("v" + i)), (m, e) -> {
+                            if (e == null) {
+                                acked.add(m.partition() + ":" + m.offset());
+                            } else {
+                                error.compareAndSet(null, e);
+                            }
+                        });
+                        i++;
+                        if (i % 20 == 0) {
+                            producer.flush();
+                            // Pacing, not synchronisation: at most about 5,000 records a second, so
+                            // that a long case does not fill the backend.
+                            Thread.sleep(4);
+                        }
+                    }
+                    producer.flush();
+                } catch (Throwable t) {
+                    error.compareAndSet(null, t);
+                }
+            }, "java-compat-producer");
+            thread.start();
+        }
+
+        /** Stops the producer and waits for its last acknowledgements; fails on a send error. */
+        Set<String> finish() throws Exception {
+            stop.set(true);
+            thread.join(Ctx.WAIT.toMillis());
+            Ctx.check(!thread.isAlive(), "the producer did not stop");
+            if (error.get() != null) {
+                throw new AssertionError("a send failed: " + Ctx.describe(error.get()));
+            }
+            Ctx.check(!acked.isEmpty(), "nothing was acknowledged");
+            return acked;
+        }
+
+        @Override
+        public void close() throws InterruptedException {
+            stop.set(true);
+            thread.join(Ctx.WAIT.toMillis());
+        }
+    }
+
+    /** A group member that commits what it read after every poll and whatever it loses on revocation. */
+    static KafkaConsumer<byte[], byte[]> committingMember(Ctx ctx, Properties props, String topic) {
+        KafkaConsumer<byte[], byte[]> c = ctx.consumer(props);
+        c.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+            @Override
+            public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
+                commitUnlessRebalancing(c);
+            }
+
+            @Override
+            public void onPartitionsAssigned(Collection<TopicPartition> assigned) {}
+        });
+        return c;
+    }
+
+    /**
      * Three members join one after another while a producer writes; each commits what it read
      * after every poll and on revocation. Every acknowledged record is read at least once.
      */
@@ -148,73 +223,86 @@ final class ConsumerCases {
         int partitions = 6;
         String topic = ctx.createTopic("java-rebalance", partitions);
         String groupId = ctx.unique("java-rebalance-group");
-        Set<String> acked = ConcurrentHashMap.newKeySet();
         Map<String, Integer> consumed = new ConcurrentHashMap<>();
-        AtomicBoolean stop = new AtomicBoolean();
-        AtomicReference<Throwable> producerError = new AtomicReference<>();
-        Thread producerThread = new Thread(() -> {
-            try (KafkaProducer<byte[], byte[]> producer = ctx.producer(ctx.producerProps())) {
-                int i = 0;
-                while (!stop.get()) {
-                    producer.send(new ProducerRecord<>(topic, Ctx.bytes("k" + i), Ctx.bytes("v" + i)), (m, e) -> {
-                        if (e == null) {
-                            acked.add(m.partition() + ":" + m.offset());
-                        } else {
-                            producerError.compareAndSet(null, e);
-                        }
-                    });
-                    i++;
-                    if (i % 50 == 0) {
-                        producer.flush();
-                    }
-                }
-                producer.flush();
-            } catch (Throwable t) {
-                producerError.compareAndSet(null, t);
-            }
-        }, "java-compat-producer");
         List<KafkaConsumer<byte[], byte[]>> members = new ArrayList<>();
-        Ctx.RecordSink sink = (i, rs) -> {
-            for (ConsumerRecord<byte[], byte[]> r : rs) {
-                consumed.merge(r.partition() + ":" + r.offset(), 1, Integer::sum);
-            }
-            if (!rs.isEmpty()) {
-                members.get(i).commitSync(Ctx.CALL);
-            }
-        };
-        producerThread.start();
-        try {
+        Ctx.RecordSink sink = committingSink(members, consumed);
+        try (LoadProducer load = new LoadProducer(ctx, topic)) {
             for (int n = 1; n <= 3; n++) {
-                KafkaConsumer<byte[], byte[]> c = ctx.consumer(ctx.consumerProps(groupId));
-                members.add(c);
-                c.subscribe(List.of(topic), new ConsumerRebalanceListener() {
-                    @Override
-                    public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
-                        c.commitSync(Ctx.CALL);
-                    }
-
-                    @Override
-                    public void onPartitionsAssigned(Collection<TopicPartition> assigned) {}
-                });
-                int size = n;
-                Ctx.pollUntil(members, size + " members share the partitions",
-                        () -> Ctx.covers(members, topic, partitions, true), sink);
+                members.add(committingMember(ctx, ctx.consumerProps(groupId), topic));
+                Ctx.pollUntil(members, n + " members share the partitions", () -> Ctx.covers(members, topic, partitions, true), sink);
             }
             String split = Ctx.assignments(members);
-            stop.set(true);
-            producerThread.join(Ctx.WAIT.toMillis());
-            Ctx.check(!producerThread.isAlive(), "the producer did not stop");
-            if (producerError.get() != null) {
-                throw new AssertionError("a send failed: " + Ctx.describe(producerError.get()));
-            }
-            Ctx.check(acked.size() > 0, "nothing was acknowledged");
+            Set<String> acked = load.finish();
             Ctx.pollUntil(members, "every acknowledged record read", () -> consumed.keySet().containsAll(acked), sink);
             long duplicates = consumed.values().stream().filter(v -> v > 1).count();
             return acked.size() + " acknowledged records all read across three joins (final split " + split + "); "
                     + duplicates + " read twice (at-least-once across rebalances)";
         } finally {
-            stop.set(true);
-            producerThread.join(Ctx.WAIT.toMillis());
+            for (KafkaConsumer<byte[], byte[]> c : members) {
+                c.close(Duration.ofSeconds(5));
+            }
+        }
+    }
+
+    private static Ctx.RecordSink committingSink(List<KafkaConsumer<byte[], byte[]>> members, Map<String, Integer> consumed) {
+        return (i, rs) -> {
+            for (ConsumerRecord<byte[], byte[]> r : rs) {
+                consumed.merge(r.partition() + ":" + r.offset(), 1, Integer::sum);
+            }
+            if (!rs.isEmpty()) {
+                commitUnlessRebalancing(members.get(i));
+            }
+        };
+    }
+
+    /**
+     * commitSync of what was read. The Java client itself refuses a commit while its member is in
+     * a rebalance (RebalanceInProgressException: the cooperative protocol keeps members reading
+     * through one); that commit is left to the next poll, so those records may be read again
+     * (at-least-once), never lost.
+     */
+    static void commitUnlessRebalancing(KafkaConsumer<byte[], byte[]> c) {
+        try {
+            c.commitSync(Ctx.CALL);
+        } catch (org.apache.kafka.common.errors.RebalanceInProgressException e) {
+            DEFERRED_COMMITS.incrementAndGet();
+        }
+    }
+
+    static final java.util.concurrent.atomic.AtomicInteger DEFERRED_COMMITS = new java.util.concurrent.atomic.AtomicInteger();
+
+    /**
+     * A rolling restart of a three-member cooperative-sticky group under load: each member in turn
+     * leaves and a new one takes its place, the group settling between restarts. Nothing
+     * acknowledged is lost; what is read twice (at-least-once allows it) is counted.
+     */
+    static String rollingRestart(Ctx ctx) throws Exception {
+        int partitions = 6;
+        String topic = ctx.createTopic("java-rolling", partitions);
+        String groupId = ctx.unique("java-rolling-group");
+        Properties props = ctx.consumerProps(groupId);
+        props.put("partition.assignment.strategy", CooperativeStickyAssignor.class.getName());
+        Map<String, Integer> consumed = new ConcurrentHashMap<>();
+        List<KafkaConsumer<byte[], byte[]>> members = new ArrayList<>();
+        Ctx.RecordSink sink = committingSink(members, consumed);
+        try (LoadProducer load = new LoadProducer(ctx, topic)) {
+            for (int n = 1; n <= 3; n++) {
+                members.add(committingMember(ctx, props, topic));
+                Ctx.pollUntil(members, n + " members share the partitions", () -> Ctx.covers(members, topic, partitions, true), sink);
+            }
+            for (int k = 0; k < 3; k++) {
+                members.get(k).close(Duration.ofSeconds(10));
+                members.set(k, committingMember(ctx, props, topic));
+                Ctx.pollUntil(members, "member " + k + " restarted and the group settled",
+                        () -> Ctx.covers(members, topic, partitions, true), sink);
+            }
+            String split = Ctx.assignments(members);
+            Set<String> acked = load.finish();
+            Ctx.pollUntil(members, "every acknowledged record read", () -> consumed.keySet().containsAll(acked), sink);
+            long duplicates = consumed.values().stream().filter(v -> v > 1).count();
+            return acked.size() + " acknowledged records all read through three member restarts (final split " + split + "); "
+                    + duplicates + " read twice; " + DEFERRED_COMMITS.get() + " commits deferred by a rebalance";
+        } finally {
             for (KafkaConsumer<byte[], byte[]> c : members) {
                 c.close(Duration.ofSeconds(5));
             }
