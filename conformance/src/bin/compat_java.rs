@@ -285,3 +285,30 @@ async fn run<B: Backend>(
     drop(pki);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(name: &str, quick: bool) -> Listing {
+        Listing {
+            name: name.into(),
+            listener: Listener::Plain,
+            quick,
+            rules: vec!["DELIVERY-1".into()],
+        }
+    }
+
+    #[test]
+    fn quick_and_named_cases_narrow_the_selection() {
+        let all = || vec![listing("a", true), listing("b", false), listing("c", true)];
+        let names = |cli: &Cli| select(cli, all()).into_iter().map(|l| l.name).collect::<Vec<_>>();
+        assert_eq!(names(&Cli::parse_from(["compat-java"])), ["a", "b", "c"]);
+        assert_eq!(names(&Cli::parse_from(["compat-java", "--quick"])), ["a", "c"]);
+        assert_eq!(names(&Cli::parse_from(["compat-java", "--cases", "b,c"])), ["b", "c"]);
+        assert_eq!(
+            names(&Cli::parse_from(["compat-java", "--quick", "--cases", "b,c"])),
+            ["c"]
+        );
+    }
+}

@@ -186,3 +186,43 @@ fn find_java() -> Option<PathBuf> {
             .find(|java| java.is_file())
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn list_lines_and_result_lines_are_read() {
+        let line = r#"{"case":"consumer_seek","listener":"sasl_plain","quick":true,"rules":["FETCH-RANGE-1"]}"#;
+        let listing: Listing = serde_json::from_str(line).expect("a list line");
+        assert_eq!(
+            (
+                listing.name.as_str(),
+                listing.listener,
+                listing.quick,
+                listing.rules.len()
+            ),
+            ("consumer_seek", Listener::SaslPlain, true, 1)
+        );
+        let line = r#"{"case":"x","client":"3.9.1","status":"skipped","ms":3,"rules":[],"detail":"why"}"#;
+        let result: Result = serde_json::from_str(line).expect("a result line");
+        assert_eq!(
+            (result.status.as_str(), result.detail.as_str(), result.client.as_str()),
+            ("skipped", "why", "3.9.1")
+        );
+    }
+
+    #[test]
+    fn a_version_without_classes_says_why() {
+        let work = std::env::temp_dir().join(format!("compat-java-test-{}", std::process::id()));
+        std::fs::create_dir_all(&work).expect("a scratch directory");
+        std::fs::write(work.join("unavailable-4.3.0"), "pip could not download it\n").expect("written");
+        if find_java().is_some() {
+            let why = Client::find(&work, "4.3.0").err().expect("no classes").to_string();
+            assert_eq!(why, "pip could not download it");
+            let why = Client::find(&work, "3.9.1").err().expect("no classes").to_string();
+            assert!(why.starts_with("not compiled under"), "{why}");
+        }
+        std::fs::remove_dir_all(&work).expect("removed");
+    }
+}

@@ -48,6 +48,10 @@ final class AdminCases {
         JavaCompat.add("admin_delete_consumer_groups", false, List.of("GROUP-DELETE-1"), AdminCases::deleteGroups);
         JavaCompat.add("admin_list_offsets", false,
                 List.of("LISTOFFSETS-EARLIEST-1", "LISTOFFSETS-LATEST-1", "LISTOFFSETS-TIMESTAMP-1"), AdminCases::listOffsets);
+        JavaCompat.add("tools_consumer_groups_describe_lag", false,
+                List.of("CO-FETCH-ALL-1", "LISTOFFSETS-LATEST-1", "DESCRIBEGROUPS-MEMBERS-1"), AdminCases::describeLag);
+        JavaCompat.add("tools_consumer_groups_reset_offsets", false,
+                List.of("GROUP-COMMIT-1", "LISTOFFSETS-EARLIEST-1", "LISTOFFSETS-TIMESTAMP-1", "CO-KEY-1"), AdminCases::resetOffsets);
         JavaCompat.add("admin_delete_records_refused", false, List.of("PROTO-VERSION-1"), AdminCases::deleteRecords);
     }
 
@@ -261,6 +265,79 @@ final class AdminCases {
             Ctx.check(byTime.get(tp).offset() == 0, "by a timestamp before the records " + byTime.get(tp));
             Ctx.check(ahead.get(tp).offset() == -1, "by a timestamp an hour ahead " + ahead.get(tp));
             return "earliest 0, latest 6, by timestamp before the records 0, an hour ahead -1";
+        }
+    }
+
+    /**
+     * What `kafka-consumer-groups --describe` does: the group's members and committed offsets, the
+     * partitions' high watermarks, and the lag between them per partition.
+     */
+    static String describeLag(Ctx ctx) throws Exception {
+        try (Admin admin = ctx.admin()) {
+            String topic = ctx.createTopic(admin, "java-tools-lag", 2);
+            ctx.produce(topic, 0, 10, "a");
+            ctx.produce(topic, 1, 4, "b");
+            String groupId = ctx.unique("java-tools-lag-group");
+            TopicPartition p0 = new TopicPartition(topic, 0);
+            TopicPartition p1 = new TopicPartition(topic, 1);
+            try (KafkaConsumer<byte[], byte[]> c = memberOf(ctx, groupId, topic, 14)) {
+                c.commitSync(Map.of(p0, new OffsetAndMetadata(7), p1, new OffsetAndMetadata(4)), Ctx.CALL);
+                ConsumerGroupDescription d = Ctx.get(admin.describeConsumerGroups(List.of(groupId)).all()).get(groupId);
+                Map<TopicPartition, OffsetAndMetadata> committed =
+                        Ctx.get(admin.listConsumerGroupOffsets(groupId).partitionsToOffsetAndMetadata());
+                Map<TopicPartition, OffsetSpec> latest = Map.of(p0, OffsetSpec.latest(), p1, OffsetSpec.latest());
+                Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> ends = Ctx.get(admin.listOffsets(latest).all());
+                long lag0 = ends.get(p0).offset() - committed.get(p0).offset();
+                long lag1 = ends.get(p1).offset() - committed.get(p1).offset();
+                Ctx.check(lag0 == 3 && lag1 == 0, "lag " + lag0 + "/" + lag1 + " (committed " + committed + ", ends " + ends + ")");
+                Ctx.check(d.members().size() == 1 && d.members().iterator().next().assignment().topicPartitions().size() == 2,
+                        "the group's members " + d.members());
+                return "partition 0: committed 7, end 10, lag 3; partition 1: committed 4, end 4, lag 0; both owned by the "
+                        + "group's one member, state " + d.state();
+            }
+        }
+    }
+
+    /**
+     * What `kafka-consumer-groups --reset-offsets --to-earliest / --to-datetime --execute` does from
+     * outside an empty group: look the offsets up, commit them with alterConsumerGroupOffsets; a
+     * member that joins afterwards starts there.
+     */
+    static String resetOffsets(Ctx ctx) throws Exception {
+        try (Admin admin = ctx.admin()) {
+            String topic = ctx.createTopic(admin, "java-tools-reset", 1);
+            TopicPartition tp = new TopicPartition(topic, 0);
+            ctx.produce(topic, 0, 5, "old");
+            // The datetime lies a millisecond after the first five were acknowledged (a bounded wait
+            // on the clock).
+            long datetime = System.currentTimeMillis() + 1;
+            long deadline = System.nanoTime() + Ctx.CALL.toNanos();
+            while (System.currentTimeMillis() <= datetime + 1) {
+                Ctx.check(System.nanoTime() < deadline, "the clock did not advance");
+                Thread.onSpinWait();
+            }
+            ctx.produce(topic, 0, 5, "new");
+            String groupId = ctx.unique("java-tools-reset-group");
+            memberOf(ctx, groupId, topic, 10).close(java.time.Duration.ofSeconds(5));
+            long earliest = Ctx.get(admin.listOffsets(Map.of(tp, OffsetSpec.earliest())).all()).get(tp).offset();
+            Ctx.get(admin.alterConsumerGroupOffsets(groupId, Map.of(tp, new OffsetAndMetadata(earliest))).all());
+            long afterEarliest = Ctx.get(admin.listConsumerGroupOffsets(groupId).partitionsToOffsetAndMetadata()).get(tp).offset();
+            Ctx.check(afterEarliest == 0, "--to-earliest committed " + afterEarliest);
+            long byTime = Ctx.get(admin.listOffsets(Map.of(tp, OffsetSpec.forTimestamp(datetime))).all()).get(tp).offset();
+            Ctx.check(byTime == 5, "the offset at the datetime is " + byTime + ", not 5");
+            Ctx.get(admin.alterConsumerGroupOffsets(groupId, Map.of(tp, new OffsetAndMetadata(byTime))).all());
+            List<KafkaConsumer<byte[], byte[]>> one = new java.util.ArrayList<>();
+            one.add(ctx.consumer(ctx.consumerProps(groupId)));
+            List<org.apache.kafka.clients.consumer.ConsumerRecord<byte[], byte[]>> read = new java.util.ArrayList<>();
+            try {
+                one.get(0).subscribe(List.of(topic));
+                Ctx.pollUntil(one, "a member after the reset reads", () -> !read.isEmpty(), (i, rs) -> rs.forEach(read::add));
+            } finally {
+                one.get(0).close(java.time.Duration.ofSeconds(5));
+            }
+            Ctx.check(read.get(0).offset() == 5 && "new-0".equals(Ctx.text(read.get(0).value())),
+                    "after --to-datetime a member started at " + read.get(0).offset());
+            return "--to-earliest committed 0; --to-datetime committed 5; a member joining afterwards started at offset 5";
         }
     }
 
