@@ -83,7 +83,7 @@ pub fn junit_with_class(suite: &str, classname: &str, outcomes: &[Outcome]) -> S
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" time=\"{seconds:.3}\">",
+        "<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" skipped=\"{}\" errors=\"0\" time=\"{seconds:.3}\">",
         escape(suite),
         t.total(),
         t.failed + t.timed_out,
