@@ -95,7 +95,11 @@ async fn main() -> anyhow::Result<()> {
     let mut clients = Vec::new();
     let mut unavailable = Vec::new();
     for version in &cli.versions {
-        match Client::find(&work, version).and_then(|client| client.list().map(|cases| (client, cases))) {
+        let found = match Client::find(&work, version) {
+            Ok(client) => client.list().await.map(|cases| (client, cases)),
+            Err(why) => Err(why),
+        };
+        match found {
             Ok((client, listing)) => clients.push((client, select(&cli, listing))),
             Err(why) => unavailable.push((version.clone(), format!("{why:#}"))),
         }
