@@ -120,7 +120,7 @@ final class Ctx {
         return f.get(CALL.toMillis(), TimeUnit.MILLISECONDS);
     }
 
-    /** Creates a topic through the Admin API and waits until a client's metadata shows every partition. */
+    /** Creates a topic with a unique name through the Admin API (CreateTopics), bounded by {@link #CALL}. */
     String createTopic(Admin admin, String prefix, int partitions) throws Exception {
         String topic = unique(prefix);
         get(admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all());
@@ -281,8 +281,9 @@ final class Ctx {
     }
 
     /**
-     * Runs {@code call}, which must fail: returns the failure's description. Fails itself if the
-     * call succeeds or fails only by running out of time (a hang the client turned into a timeout).
+     * Runs {@code call}, which must fail: returns the failure (unwrapped from an
+     * ExecutionException). Fails itself if the call succeeds, or fails only by running out of time
+     * (no answer: a hang the client turned into a timeout).
      */
     static Throwable refused(String what, Callable call) throws Exception {
         try {
