@@ -6,7 +6,8 @@
 #
 # A version that cannot be prepared (no javac, pip cannot download, a hash mismatch) is not an
 # error here: its reason goes to WORK_DIR/unavailable-<version>, which the driver reports as
-# SKIPPED (and JAVA_REQUIRED=1 turns into a failure there).
+# SKIPPED (and JAVA_REQUIRED=1 turns into a failure there). A compile error in java/src, the
+# project's own code, is an error.
 set -euo pipefail
 work=${1:?usage: prepare.sh WORK_DIR}
 here=$(cd "$(dirname "$0")" && pwd)
@@ -54,9 +55,10 @@ PY
   if [ "$(cat "$classes/.sources-sha256" 2>/dev/null)" != "$sources_hash" ]; then
     rm -rf "$classes" && mkdir -p "$classes"
     echo "compat-java: compiling java/src against kafka-clients $version"
+    # The sources are the project's own: a compile error is a failure, never a skip.
     if ! javac -nowarn -Xlint:none -encoding UTF-8 --release 17 -d "$classes" -cp "$jar_dir/*" $sources; then
-      unavailable "$version" "javac failed on java/src against kafka-clients $version"
-      continue
+      echo "compat-java: javac failed on java/src against kafka-clients $version" >&2
+      exit 1
     fi
     echo "$sources_hash" > "$classes/.sources-sha256"
   fi
