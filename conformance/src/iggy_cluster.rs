@@ -9,7 +9,7 @@
 //! WebSocket off (in cluster mode every enabled transport needs a port per node), the server's
 //! default `heartbeat_timeout` (5 s).
 
-use anyhow::{bail, Context};
+use anyhow::{bail, ensure, Context};
 use iggy::prelude::{Client, IggyClient};
 use iggy_common::ClusterClient;
 use iggy_common::{ClusterMetadata, ClusterNodeRole, ClusterNodeStatus};
@@ -123,19 +123,88 @@ impl IggyCluster {
             username: "iggy".into(),
             password: "iggy".into(),
         };
+        cluster.boot().await?;
+        Ok(cluster)
+    }
+
+    /// Starts every node, one after another as [`IggyCluster::start`] says, on the ports and data
+    /// directories they have (a first start, or a start after the whole cluster stopped); returns
+    /// the leader's replica id once every node takes a login and all agree on it.
+    async fn boot(&self) -> anyhow::Result<u32> {
         // A lone node takes no login (a login is replicated, and one node is no majority): the
         // first waits for its listener only.
         for id in 0..NODES as u32 {
-            cluster.spawn(id)?;
-            cluster.wait_listening(id, START_TIMEOUT).await?;
+            self.spawn(id)?;
+            self.wait_listening(id, START_TIMEOUT).await?;
             if id == 1 {
-                cluster
-                    .wait_view("two nodes elect a leader", START_TIMEOUT, |v| v.leader.is_some())
+                self.wait_view("two nodes elect a leader", START_TIMEOUT, |v| v.leader.is_some())
                     .await?;
             }
         }
-        cluster.wait_agreed(START_TIMEOUT).await?;
-        Ok(cluster)
+        self.wait_agreed(START_TIMEOUT).await
+    }
+
+    /// SIGKILLs every running node and reaps it: the whole cluster stops at once.
+    pub fn kill_all(&self) -> anyhow::Result<()> {
+        for id in self.running() {
+            self.kill(id)?;
+        }
+        Ok(())
+    }
+
+    /// Stops every running node as an operator stops a cluster: SIGTERM to each at once, then
+    /// waits for each to exit, SIGKILLing one that has not within `within`. Returns the replica
+    /// ids that had to be SIGKILLed.
+    pub async fn stop_all(&self, within: Duration) -> anyhow::Result<Vec<u32>> {
+        let running = self.running();
+        for &id in &running {
+            let pid = self.lock()[id as usize].child.as_ref().map(Child::id);
+            let Some(pid) = pid else { continue };
+            let sent = Command::new("kill")
+                .arg("-TERM")
+                .arg(pid.to_string())
+                .status()
+                .context("running kill -TERM")?;
+            ensure!(sent.success(), "kill -TERM {pid} (Iggy node {id}) failed: {sent}");
+        }
+        let deadline = Instant::now() + within;
+        let mut killed = Vec::new();
+        for id in running {
+            loop {
+                let exited = {
+                    let mut nodes = self.lock();
+                    let node = &mut nodes[id as usize];
+                    match node.child.as_mut().map(|c| c.try_wait()) {
+                        Some(Ok(Some(_))) | None => {
+                            node.child = None;
+                            true
+                        }
+                        Some(Ok(None)) => false,
+                        Some(Err(e)) => bail!("waiting for Iggy node {id}: {e}"),
+                    }
+                };
+                if exited {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    self.kill(id)?;
+                    killed.push(id);
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        Ok(killed)
+    }
+
+    /// Starts every node again after [`IggyCluster::kill_all`] or [`IggyCluster::stop_all`], on the same ports and data
+    /// directories, one after another (node 0, node 1 once node 0 listens, node 2 once the first
+    /// two elect a leader); returns the leader's replica id once all agree.
+    pub async fn restart_all(&self) -> anyhow::Result<u32> {
+        if let Some(id) = self.running().first() {
+            bail!("Iggy node {id} is still running: stop the whole cluster first");
+        }
+        self.boot().await
     }
 
     /// Every node's client address, comma separated: the gateway's `--iggy-address` roster
