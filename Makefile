@@ -94,9 +94,11 @@ real-iggy-tier:
 
 # A three-node Iggy cluster from an iggy-server binary (IGGY_SERVER_BIN or PATH; not IGGY_ADDR or
 # Docker): the suite's librdkafka and own-gateway cases through a gateway given its roster, then
-# the fault cases (docs/spec/cluster.md). Without a binary it prints SKIPPED and why.
+# the fault cases (docs/spec/cluster.md; one runs two kafka-iggy-gateway processes, built here).
+# Without a binary it prints SKIPPED and why.
 cluster-tier:
 	cargo build -q -p kafka-iggy-conformance --bin cluster-tier
+	cargo build -q -p kafka-iggy-gateway --bin kafka-iggy-gateway
 	$(TARGET_DIR)/debug/cluster-tier --junit $(TARGET_DIR)/cluster-tier/junit.xml \
 	  --json $(TARGET_DIR)/cluster-tier/results.json --markdown $(TARGET_DIR)/cluster-tier/results.md
 

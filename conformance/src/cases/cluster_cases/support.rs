@@ -129,6 +129,9 @@ impl Ops {
 pub struct Ack {
     pub seq: u64,
     pub offset: i64,
+    /// When the record was handed to the producer.
+    pub sent: Instant,
+    /// When its acknowledgement came back.
     pub at: Instant,
 }
 
@@ -168,6 +171,7 @@ impl ProducerStream {
                 let mut failures = Vec::new();
                 while !stop.load(Ordering::Acquire) {
                     let payload = seq.to_string();
+                    let sent_at = Instant::now();
                     let sent = producer
                         .send(
                             FutureRecord::<(), _>::to(&topic)
@@ -182,6 +186,7 @@ impl ProducerStream {
                             acks.push(Ack {
                                 seq,
                                 offset: delivery.offset,
+                                sent: sent_at,
                                 at: Instant::now(),
                             });
                             count.send_replace(acks.len());
@@ -227,10 +232,14 @@ impl ProducerStream {
         acks.iter().filter(|a| since.is_none_or(|s| a.at > s)).count()
     }
 
-    /// The first acknowledgement after `at`, as the time since `at`.
+    /// The time from `at` (a fault) to the next acknowledged record, taken as the acknowledgement
+    /// of the first record sent after `at`: the record in flight at `at` may have been answered
+    /// just before it (its acknowledgement then arrives a moment after `at` and shows nothing),
+    /// and when it instead waited out the failover, the next record is acknowledged one round trip
+    /// after it.
     pub fn first_ack_after(&self, at: Instant) -> Option<Duration> {
         let acks = self.acks.lock().unwrap_or_else(|e| e.into_inner());
-        acks.iter().find(|a| a.at > at).map(|a| a.at - at)
+        acks.iter().find(|a| a.sent > at).map(|a| a.at - at)
     }
 
     /// How many records have been acknowledged so far.
