@@ -893,7 +893,7 @@ async fn gateway_process_killed_while_its_group_commits_resumes_on_the_survivor(
 /// and without a restart two nodes of three are no majority.
 async fn primary_killed_again_and_again_gives_the_failover_gap(binary: &Path, kills: usize) -> anyhow::Result<()> {
     ensure!(kills > 0, "--kills must be at least 1");
-    let mut gaps = Vec::new();
+    let (mut gaps, mut pauses) = (Vec::new(), Vec::new());
     let (mut acknowledged, mut lost, mut duplicated, mut failed) = (0, Vec::new(), 0, 0);
     for kill in 1..=kills {
         let world = World::start(binary).await?;
@@ -909,38 +909,54 @@ async fn primary_killed_again_and_again_gives_the_failover_gap(binary: &Path, ki
         let gap = stream
             .first_ack_after(killed_at)
             .context("an acknowledgement after the kill, waited for")?;
+        let pause = stream.longest_pause_after(killed_at).unwrap_or_default();
+        let round_trip = stream.median_round_trip_before(killed_at).unwrap_or_default();
         let (acks, _, failures) = stream.stop().await?;
         let figures = audit(&world.bootstrap(), &topic, &acks).await?;
         println!(
-            "cluster tier: kill {kill} of {kills}: primary node {leader}: gap {} ms; {} acknowledged, {} failed, {} lost, {} duplicated",
+            "cluster tier: kill {kill} of {kills}: primary node {leader}: gap {} ms (longest pause between acknowledgements {} ms; median round trip before the kill {} us); {} acknowledged, {} failed, {} lost, {} duplicated",
             gap.as_millis(),
+            pause.as_millis(),
+            round_trip.as_micros(),
             figures.acknowledged,
             failures.len(),
             figures.lost.len(),
             figures.duplicated
         );
         gaps.push(gap);
+        pauses.push(pause);
         acknowledged += figures.acknowledged;
         lost.extend(figures.lost);
         duplicated += figures.duplicated;
         failed += failures.len();
         world.stop().await;
     }
-    let mut sorted = gaps.clone();
-    sorted.sort();
-    let median = if sorted.len() % 2 == 1 {
-        sorted[sorted.len() / 2]
-    } else {
-        (sorted[sorted.len() / 2 - 1] + sorted[sorted.len() / 2]) / 2
-    };
+    let (gap, pause) = (spread(&gaps), spread(&pauses));
     println!(
-        "cluster tier: failover gap over {kills} primary kills: min {} ms, median {} ms, max {} ms (each: {:?} ms); {acknowledged} acknowledged, {failed} failed, {} lost, {duplicated} duplicated",
-        sorted[0].as_millis(),
-        median.as_millis(),
-        sorted[sorted.len() - 1].as_millis(),
+        "cluster tier: failover gap over {kills} primary kills: min {} ms, median {} ms, max {} ms (each: {:?} ms); longest pause between acknowledgements: min {} ms, median {} ms, max {} ms (each: {:?} ms); {acknowledged} acknowledged, {failed} failed, {} lost, {duplicated} duplicated",
+        gap.0.as_millis(),
+        gap.1.as_millis(),
+        gap.2.as_millis(),
         gaps.iter().map(|g| g.as_millis()).collect::<Vec<_>>(),
+        pause.0.as_millis(),
+        pause.1.as_millis(),
+        pause.2.as_millis(),
+        pauses.iter().map(|g| g.as_millis()).collect::<Vec<_>>(),
         lost.len()
     );
     ensure!(lost.is_empty(), "acknowledged records missing: {lost:?}");
     Ok(())
+}
+
+/// Min, median and max of `values` (not empty).
+fn spread(values: &[Duration]) -> (Duration, Duration, Duration) {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    let n = sorted.len();
+    let median = if n % 2 == 1 {
+        sorted[n / 2]
+    } else {
+        (sorted[n / 2 - 1] + sorted[n / 2]) / 2
+    };
+    (sorted[0], median, sorted[n - 1])
 }

@@ -242,6 +242,25 @@ impl ProducerStream {
         acks.iter().find(|a| a.sent > at).map(|a| a.at - at)
     }
 
+    /// The longest pause between two acknowledgements, the later one after `at`: the outage the
+    /// producer saw around a fault at `at`, however the record in flight fared.
+    pub fn longest_pause_after(&self, at: Instant) -> Option<Duration> {
+        let acks = self.acks.lock().unwrap_or_else(|e| e.into_inner());
+        acks.windows(2)
+            .filter(|w| w[1].at > at)
+            .map(|w| w[1].at - w[0].at)
+            .max()
+    }
+
+    /// The median time from handing a record to the producer to its acknowledgement, over the
+    /// records acknowledged before `at`: the round trip when nothing fails.
+    pub fn median_round_trip_before(&self, at: Instant) -> Option<Duration> {
+        let acks = self.acks.lock().unwrap_or_else(|e| e.into_inner());
+        let mut trips: Vec<Duration> = acks.iter().filter(|a| a.at <= at).map(|a| a.at - a.sent).collect();
+        trips.sort();
+        trips.get(trips.len() / 2).copied()
+    }
+
     /// How many records have been acknowledged so far.
     pub fn acknowledged(&self) -> usize {
         self.counted_after(None)
