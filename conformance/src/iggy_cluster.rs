@@ -89,7 +89,27 @@ impl IggyCluster {
     /// listens, then node 2 once the first two have elected a leader (nodes started at once can
     /// leave the metadata primary apart from the partition plane, DIFF-14); returns once every
     /// node takes a login and all agree on one leader with every node healthy.
+    ///
+    /// A start whose metadata plane changed view (a node not yet connected when the first
+    /// operation was replicated, seen under load) leaves node 1 or 2 the metadata primary while
+    /// every partition created later starts in view 0 with node 0 its primary: every append is
+    /// then refused (DIFF-14). Such a cluster is thrown away and another started, on new ports
+    /// and data, up to [`START_ATTEMPTS`] times.
     pub async fn start(binary: &Path) -> anyhow::Result<Self> {
+        for attempt in 1..=START_ATTEMPTS {
+            let (cluster, leader) = Self::start_once(binary).await?;
+            if leader == 0 {
+                return Ok(cluster);
+            }
+            println!(
+                "cluster tier: start {attempt} of {START_ATTEMPTS} elected node {leader} the metadata primary, not node 0 (its partitions would keep node 0 as their primary, DIFF-14); starting another cluster"
+            );
+        }
+        bail!("the Iggy cluster elected another node than node 0 its metadata primary in {START_ATTEMPTS} starts")
+    }
+
+    /// One start: the cluster and the leader it agreed on.
+    async fn start_once(binary: &Path) -> anyhow::Result<(Self, u32)> {
         let ports: Vec<u16> = {
             let held: Vec<TcpListener> = (0..2 * NODES)
                 .map(|_| TcpListener::bind("127.0.0.1:0"))
@@ -125,24 +145,8 @@ impl IggyCluster {
             username: "iggy".into(),
             password: "iggy".into(),
         };
-        // A start whose metadata plane changed view (a node not yet connected when the first
-        // operation was replicated, seen under load) leaves node 1 or 2 the metadata primary while
-        // every partition created later starts in view 0 with node 0 its primary: every append is
-        // then refused (DIFF-14). Such a start is thrown away and made again on fresh data.
-        for attempt in 1..=START_ATTEMPTS {
-            let leader = cluster.boot().await?;
-            if leader == 0 {
-                return Ok(cluster);
-            }
-            println!(
-                "cluster tier: start {attempt} of {START_ATTEMPTS} elected node {leader} the metadata primary, not node 0 (its partitions would keep node 0 as their primary, DIFF-14); starting again on fresh data"
-            );
-            cluster.kill_all()?;
-            for id in 0..NODES as u32 {
-                let _ = std::fs::remove_dir_all(cluster.dir.join(format!("node-{id}")));
-            }
-        }
-        bail!("the Iggy cluster elected another node than node 0 its metadata primary in {START_ATTEMPTS} starts")
+        let leader = cluster.boot().await?;
+        Ok((cluster, leader))
     }
 
     /// Starts every node, one after another as [`IggyCluster::start`] says, on the ports and data
