@@ -219,14 +219,20 @@ impl IggyCluster {
         Ok(killed)
     }
 
-    /// Starts every node again after [`IggyCluster::kill_all`] or [`IggyCluster::stop_all`], on the same ports and data
-    /// directories, one after another (node 0, node 1 once node 0 listens, node 2 once the first
-    /// two elect a leader); returns the leader's replica id once all agree.
+    /// Starts every node again after [`IggyCluster::kill_all`] or [`IggyCluster::stop_all`], on
+    /// the same ports and data directories, one after another, each once the one before it
+    /// listens (no election is waited for between them: two restarted nodes may need the third's
+    /// log to finish their view change, which left a restart with nodes 0 and 1 refusing every
+    /// login for 60 s); returns the leader's replica id once all agree.
     pub async fn restart_all(&self) -> anyhow::Result<u32> {
         if let Some(id) = self.running().first() {
             bail!("Iggy node {id} is still running: stop the whole cluster first");
         }
-        self.boot().await
+        for id in 0..NODES as u32 {
+            self.spawn(id)?;
+            self.wait_listening(id, START_TIMEOUT).await?;
+        }
+        self.wait_agreed(START_TIMEOUT).await
     }
 
     /// Every node's client address, comma separated: the gateway's `--iggy-address` roster
