@@ -317,11 +317,28 @@ pub async fn read_all(bootstrap: &str, topic: &str) -> anyhow::Result<Vec<(i64, 
     .context("the reader")?
 }
 
-/// Figures of one fault: printed, never asserted (but lost must be 0).
+/// Figures of one fault: printed, never asserted (but lost must be 0, and every acknowledged
+/// offset must hold its record).
 pub struct Figures {
     pub acknowledged: usize,
     pub lost: Vec<u64>,
     pub duplicated: usize,
+    /// Acknowledged records whose acknowledged offset holds another record: (record, offset,
+    /// what the offset holds).
+    pub misplaced: Vec<(u64, i64, String)>,
+}
+
+impl Figures {
+    /// Fails when an acknowledged record is missing or its acknowledged offset holds another.
+    pub fn check(&self) -> anyhow::Result<()> {
+        ensure!(self.lost.is_empty(), "acknowledged records missing: {:?}", self.lost);
+        ensure!(
+            self.misplaced.is_empty(),
+            "acknowledged offsets holding another record (record, offset, held): {:?}",
+            self.misplaced
+        );
+        Ok(())
+    }
 }
 
 /// Reads the topic back and counts the acknowledged records missing and the records stored more
@@ -335,14 +352,12 @@ pub async fn audit(bootstrap: &str, topic: &str, acks: &[Ack]) -> anyhow::Result
             .map_err(|_| anyhow!("offset {offset} holds {payload:?}, which no producer sent"))?;
         *stored.entry(seq).or_default() += 1;
     }
+    let mut misplaced = Vec::new();
     for a in acks {
         if let Some((o, p)) = read.iter().find(|(o, _)| *o == a.offset) {
-            ensure!(
-                p == &a.seq.to_string(),
-                "record {} was acknowledged at offset {} but that offset holds {p:?}",
-                a.seq,
-                o
-            );
+            if p != &a.seq.to_string() {
+                misplaced.push((a.seq, *o, p.clone()));
+            }
         }
     }
     let lost: Vec<u64> = acks.iter().map(|a| a.seq).filter(|s| !stored.contains_key(s)).collect();
@@ -351,6 +366,7 @@ pub async fn audit(bootstrap: &str, topic: &str, acks: &[Ack]) -> anyhow::Result
         acknowledged: acks.len(),
         lost,
         duplicated,
+        misplaced,
     })
 }
 
