@@ -583,7 +583,10 @@ const STOP_WAIT: Duration = Duration::from_secs(30);
 /// no node answers; the nodes are started again one after another on their data and ports;
 /// `/readyz` is ready again, the stream goes on, every record acknowledged before the stop reads
 /// back, the group's commit survived, and the member resumes reading and commits again. With
-/// `KIG_CLUSTER_WHOLE_SIGKILL=1` the nodes are SIGKILLed instead (DIFF-17).
+/// `KIG_CLUSTER_WHOLE_SIGKILL=1` the nodes are SIGKILLed instead. Against iggy-server
+/// 0.9.0-edge.5 the case fails in most runs on the nodes' side: after the restart the last record
+/// acknowledged before the stop is missing (the replicas' partitions diverged), or no append is
+/// answered again; SIGKILLed, the nodes lose everything not yet written to disk (DIFF-17).
 async fn whole_cluster_stopped_and_started_serves_again_without_loss(binary: &Path) -> anyhow::Result<()> {
     let sigkill = std::env::var("KIG_CLUSTER_WHOLE_SIGKILL").as_deref() == Ok("1");
     let world = World::start(binary).await?;
