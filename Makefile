@@ -125,13 +125,16 @@ junit-schema-check: setup
 	grep -q "<failure " $(TARGET_DIR)/junit-schema/failing.xml && grep -q "<skipped " $(TARGET_DIR)/junit-schema/failing.xml
 	xmllint --noout --schema $(JUNIT_XSD) $(TARGET_DIR)/junit-schema/passing.xml $(TARGET_DIR)/junit-schema/failing.xml
 
-# docs/conformance.md: the suite in process on the embedded backend, and the real-Iggy tier when
-# a server is reachable (a skipped tier leaves the committed real-Iggy results as they are), each
-# writing its JSON results under docs/conformance/, then the matrix rendered from them.
+# docs/conformance.md: the suite in process on the embedded backend, the real-Iggy tier when a
+# server is reachable and the cluster tier when an iggy-server binary is (a skipped tier leaves its
+# committed results as they are), each writing its JSON results under docs/conformance/, then the
+# matrix rendered from them.
 conformance-matrix: setup
 	cargo build -q -p kafka-iggy-conformance --bins
 	$(TARGET_DIR)/debug/conformance --json docs/conformance/embedded.json || true
 	$(TARGET_DIR)/debug/real-iggy-tier --json docs/conformance/real-iggy.json || true
+	cargo build -q -p kafka-iggy-gateway --bin kafka-iggy-gateway
+	$(TARGET_DIR)/debug/cluster-tier --json docs/conformance/cluster.json || true
 	$(TARGET_DIR)/debug/conformance matrix
 # The compatibility tier (docs/compat.md): librdkafka's own broker tests, built from the
 # rdkafka-sys crate's sources into $(TARGET_DIR)/compat, against an in-process gateway. Exits non-zero
