@@ -481,8 +481,10 @@ mod tests {
                 ..result("kill_case", &["CLUSTER-X-1"], Status::Passed)
             }],
         };
-        let set = |label, path, results| ResultSet { label, path, results };
-        let render_with = |iggy: Option<&RunResults>, cluster: Option<&RunResults>| {
+        fn set<'a>(label: &'a str, path: &'a str, results: Option<&'a RunResults>) -> ResultSet<'a> {
+            ResultSet { label, path, results }
+        }
+        let render_with = |iggy: Option<&RunResults>, cluster: Option<&RunResults>| -> String {
             render(
                 &spec,
                 &cases,
