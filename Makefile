@@ -99,9 +99,11 @@ real-iggy-tier:
 
 # A three-node Iggy cluster from an iggy-server binary (IGGY_SERVER_BIN or PATH; not IGGY_ADDR or
 # Docker): the suite's librdkafka and own-gateway cases through a gateway given its roster, then
-# the fault cases (docs/spec/cluster.md). Without a binary it prints SKIPPED and why.
+# the fault cases (docs/spec/cluster.md; one runs two kafka-iggy-gateway processes, built here).
+# Without a binary it prints SKIPPED and why.
 cluster-tier:
 	cargo build -q -p kafka-iggy-conformance --bin cluster-tier
+	cargo build -q -p kafka-iggy-gateway --bin kafka-iggy-gateway
 	$(TARGET_DIR)/debug/cluster-tier --junit $(TARGET_DIR)/cluster-tier/junit.xml \
 	  --json $(TARGET_DIR)/cluster-tier/results.json --markdown $(TARGET_DIR)/cluster-tier/results.md
 
@@ -128,13 +130,16 @@ junit-schema-check: setup
 	grep -q "<failure " $(TARGET_DIR)/junit-schema/failing.xml && grep -q "<skipped " $(TARGET_DIR)/junit-schema/failing.xml
 	xmllint --noout --schema $(JUNIT_XSD) $(TARGET_DIR)/junit-schema/passing.xml $(TARGET_DIR)/junit-schema/failing.xml
 
-# docs/conformance.md: the suite in process on the embedded backend, and the real-Iggy tier when
-# a server is reachable (a skipped tier leaves the committed real-Iggy results as they are), each
-# writing its JSON results under docs/conformance/, then the matrix rendered from them.
+# docs/conformance.md: the suite in process on the embedded backend, the real-Iggy tier when a
+# server is reachable and the cluster tier when an iggy-server binary is (a skipped tier leaves its
+# committed results as they are), each writing its JSON results under docs/conformance/, then the
+# matrix rendered from them.
 conformance-matrix: setup
 	cargo build -q -p kafka-iggy-conformance --bins
 	$(TARGET_DIR)/debug/conformance --json docs/conformance/embedded.json || true
 	$(TARGET_DIR)/debug/real-iggy-tier --json docs/conformance/real-iggy.json || true
+	cargo build -q -p kafka-iggy-gateway --bin kafka-iggy-gateway
+	$(TARGET_DIR)/debug/cluster-tier --json docs/conformance/cluster.json || true
 	$(TARGET_DIR)/debug/conformance matrix
 # The compatibility tier (docs/compat.md): librdkafka's own broker tests, built from the
 # rdkafka-sys crate's sources into $(TARGET_DIR)/compat, against an in-process gateway. Exits non-zero

@@ -9,7 +9,7 @@
 //! WebSocket off (in cluster mode every enabled transport needs a port per node), the server's
 //! default `heartbeat_timeout` (5 s).
 
-use anyhow::{bail, Context};
+use anyhow::{bail, ensure, Context};
 use iggy::prelude::{Client, IggyClient};
 use iggy_common::ClusterClient;
 use iggy_common::{ClusterMetadata, ClusterNodeRole, ClusterNodeStatus};
@@ -24,6 +24,8 @@ use tokio::time::Instant;
 pub const NODES: usize = 3;
 /// The bound on a node's start, and on the cluster agreeing after a start or a restart.
 pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// Starts of a fresh cluster before giving up on one whose metadata primary is node 0.
+const START_ATTEMPTS: usize = 3;
 /// The bound on one question to one node (a login, its cluster metadata).
 const ASK_TIMEOUT: Duration = Duration::from_secs(5);
 /// Between two questions to the cluster while waiting for it to agree: never a synchronisation,
@@ -87,7 +89,27 @@ impl IggyCluster {
     /// listens, then node 2 once the first two have elected a leader (nodes started at once can
     /// leave the metadata primary apart from the partition plane, DIFF-14); returns once every
     /// node takes a login and all agree on one leader with every node healthy.
+    ///
+    /// A start whose metadata plane changed view (a node not yet connected when the first
+    /// operation was replicated, seen under load) leaves node 1 or 2 the metadata primary while
+    /// every partition created later starts in view 0 with node 0 its primary: every append is
+    /// then refused (DIFF-14). Such a cluster is thrown away and another started, on new ports
+    /// and data, up to [`START_ATTEMPTS`] times.
     pub async fn start(binary: &Path) -> anyhow::Result<Self> {
+        for attempt in 1..=START_ATTEMPTS {
+            let (cluster, leader) = Self::start_once(binary).await?;
+            if leader == 0 {
+                return Ok(cluster);
+            }
+            println!(
+                "cluster tier: start {attempt} of {START_ATTEMPTS} elected node {leader} the metadata primary, not node 0 (its partitions would keep node 0 as their primary, DIFF-14); starting another cluster"
+            );
+        }
+        bail!("the Iggy cluster elected another node than node 0 its metadata primary in {START_ATTEMPTS} starts")
+    }
+
+    /// One start: the cluster and the leader it agreed on.
+    async fn start_once(binary: &Path) -> anyhow::Result<(Self, u32)> {
         let ports: Vec<u16> = {
             let held: Vec<TcpListener> = (0..2 * NODES)
                 .map(|_| TcpListener::bind("127.0.0.1:0"))
@@ -123,19 +145,94 @@ impl IggyCluster {
             username: "iggy".into(),
             password: "iggy".into(),
         };
+        let leader = cluster.boot().await?;
+        Ok((cluster, leader))
+    }
+
+    /// Starts every node, one after another as [`IggyCluster::start`] says, on the ports and data
+    /// directories they have (a first start, or a start after the whole cluster stopped); returns
+    /// the leader's replica id once every node takes a login and all agree on it.
+    async fn boot(&self) -> anyhow::Result<u32> {
         // A lone node takes no login (a login is replicated, and one node is no majority): the
         // first waits for its listener only.
         for id in 0..NODES as u32 {
-            cluster.spawn(id)?;
-            cluster.wait_listening(id, START_TIMEOUT).await?;
+            self.spawn(id)?;
+            self.wait_listening(id, START_TIMEOUT).await?;
             if id == 1 {
-                cluster
-                    .wait_view("two nodes elect a leader", START_TIMEOUT, |v| v.leader.is_some())
+                self.wait_view("two nodes elect a leader", START_TIMEOUT, |v| v.leader.is_some())
                     .await?;
             }
         }
-        cluster.wait_agreed(START_TIMEOUT).await?;
-        Ok(cluster)
+        self.wait_agreed(START_TIMEOUT).await
+    }
+
+    /// SIGKILLs every running node and reaps it: the whole cluster stops at once.
+    pub fn kill_all(&self) -> anyhow::Result<()> {
+        for id in self.running() {
+            self.kill(id)?;
+        }
+        Ok(())
+    }
+
+    /// Stops every running node as an operator stops a cluster: SIGTERM to each at once, then
+    /// waits for each to exit, SIGKILLing one that has not within `within`. Returns the replica
+    /// ids that had to be SIGKILLed.
+    pub async fn stop_all(&self, within: Duration) -> anyhow::Result<Vec<u32>> {
+        let running = self.running();
+        for &id in &running {
+            let pid = self.lock()[id as usize].child.as_ref().map(Child::id);
+            let Some(pid) = pid else { continue };
+            let sent = Command::new("kill")
+                .arg("-TERM")
+                .arg(pid.to_string())
+                .status()
+                .context("running kill -TERM")?;
+            ensure!(sent.success(), "kill -TERM {pid} (Iggy node {id}) failed: {sent}");
+        }
+        let deadline = Instant::now() + within;
+        let mut killed = Vec::new();
+        for id in running {
+            loop {
+                let exited = {
+                    let mut nodes = self.lock();
+                    let node = &mut nodes[id as usize];
+                    match node.child.as_mut().map(|c| c.try_wait()) {
+                        Some(Ok(Some(_))) | None => {
+                            node.child = None;
+                            true
+                        }
+                        Some(Ok(None)) => false,
+                        Some(Err(e)) => bail!("waiting for Iggy node {id}: {e}"),
+                    }
+                };
+                if exited {
+                    break;
+                }
+                if Instant::now() >= deadline {
+                    self.kill(id)?;
+                    killed.push(id);
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+        Ok(killed)
+    }
+
+    /// Starts every node again after [`IggyCluster::kill_all`] or [`IggyCluster::stop_all`], on
+    /// the same ports and data directories, one after another, each once the one before it
+    /// listens (no election is waited for between them: two restarted nodes may need the third's
+    /// log to finish their view change, which left a restart with nodes 0 and 1 refusing every
+    /// login for 60 s); returns the leader's replica id once all agree.
+    pub async fn restart_all(&self) -> anyhow::Result<u32> {
+        if let Some(id) = self.running().first() {
+            bail!("Iggy node {id} is still running: stop the whole cluster first");
+        }
+        for id in 0..NODES as u32 {
+            self.spawn(id)?;
+            self.wait_listening(id, START_TIMEOUT).await?;
+        }
+        self.wait_agreed(START_TIMEOUT).await
     }
 
     /// Every node's client address, comma separated: the gateway's `--iggy-address` roster

@@ -151,6 +151,17 @@ fn the_conformance_matrix_is_current() {
             );
         }
     }
+    if let Some(set) = &inputs.cluster {
+        let problems = matrix::cluster_staleness(&inputs.cases, set);
+        assert!(
+            problems.is_empty(),
+            "{} is stale against the suite's cases:\n  {}\nrerun the cluster tier to write it again (`make cluster-tier`, \
+             copying its results.json there), then regenerate the matrix with `{}`",
+            repo::CLUSTER_RESULTS_PATH,
+            problems.join("\n  "),
+            matrix::REGENERATE
+        );
+    }
     let rendered = inputs.render();
     let path = root.join(repo::MATRIX_PATH);
     if std::env::var_os("UPDATE_CONFORMANCE_MD").is_some_and(|v| v == "1") {

@@ -3,7 +3,8 @@
 //! be killed node by node, so they do not serve), a gateway on the real SDK backend given the
 //! cluster's roster, a representative part of the conformance suite through it (the librdkafka
 //! cases and the cases that start their own gateways, two gateways with one stopped among them),
-//! then the fault cases (`cases::cluster_cases`), each on a cluster of its own.
+//! then the fault cases (`cases::cluster_cases`), each on a cluster of its own (`--kills N` sets the
+//! primary kills of the failover-gap case; `cluster-tier --kills 10 failover_gap` runs it alone).
 //! Without a binary it prints `cluster tier: SKIPPED` and why, never a passing count; then
 //! `IGGY_CLUSTER_REQUIRED=1` fails the run. Exits non-zero when a case fails.
 
@@ -25,6 +26,10 @@ use std::sync::Arc;
 struct Cli {
     /// Run only the cases whose name contains TEXT.
     filter: Option<String>,
+    /// Primary kills of the failover-gap case (`primary_killed_again_and_again_gives_the_failover_gap`),
+    /// each on a cluster of its own; it prints every gap and their min, median and max.
+    #[arg(long, value_name = "N", default_value_t = cluster_cases::DEFAULT_KILLS)]
+    kills: usize,
     #[command(flatten)]
     reports: ReportPaths,
 }
@@ -78,7 +83,8 @@ async fn main() -> anyhow::Result<()> {
     }
 
     // The fault cases, each on a cluster of its own.
-    report.extend(cluster_cases::run(&binary, filter).await);
+    let settings = cluster_cases::Settings { kills: cli.kills };
+    report.extend(cluster_cases::run(&binary, filter, settings).await);
 
     let results = report.into_results("iggy-cluster", "three iggy-server nodes on loopback", "gateway");
     println!("{}", results.totals_line("cluster tier"));

@@ -1,7 +1,8 @@
 //! The conformance matrix (docs/conformance.md): per spec file and rule, the cases that check
 //! it, the tests its *Tests:* line names, and how its cases fared on the embedded model and on
-//! real Iggy. Pure: rendered from the parsed spec, the case list and two optional result sets;
-//! a set that is missing reads "not run", and only a case that passed reads "passed".
+//! real Iggy. Pure: rendered from the parsed spec, the case list and three optional result sets
+//! (the real-Iggy column reads the cluster cases from the cluster tier's set, the only run that
+//! has them); a set that is missing reads "not run", and only a case that passed reads "passed".
 
 use super::cases::ListedCase;
 use super::spec::{Rule, Spec, TestRef};
@@ -22,17 +23,30 @@ pub struct ResultSet<'a> {
     pub results: Option<&'a RunResults>,
 }
 
-/// docs/conformance.md for `spec`, `cases` and the two result sets.
-pub fn render(spec: &Spec, cases: &[ListedCase], embedded: &ResultSet<'_>, iggy: &ResultSet<'_>) -> String {
+/// The area of the cases only the cluster tier runs, whose statuses the real-Iggy column reads
+/// from the cluster tier's set.
+pub const CLUSTER_AREA: &str = "cluster";
+
+/// docs/conformance.md for `spec`, `cases` and the result sets: the embedded model's, real
+/// Iggy's, and the cluster tier's (for the cases of [`CLUSTER_AREA`], shown in the real-Iggy
+/// column).
+pub fn render(
+    spec: &Spec,
+    cases: &[ListedCase],
+    embedded: &ResultSet<'_>,
+    iggy: &ResultSet<'_>,
+    cluster: &ResultSet<'_>,
+) -> String {
     let mut out = String::new();
-    let sets = [embedded, iggy];
     out.push_str("# Conformance matrix\n\n");
     let _ = writeln!(
         out,
         "Generated from docs/spec, the conformance cases (`conformance/src/cases/`) and the result sets \
-         below; do not edit by hand. Regenerate with `{REGENERATE}`.\n"
+         below; do not edit by hand. Regenerate with `{REGENERATE}`. The {} column shows the {CLUSTER_AREA} \
+         cases as the {} set has them.\n",
+        iggy.label, cluster.label
     );
-    render_sets(&mut out, &sets);
+    render_sets(&mut out, &[embedded, iggy, cluster]);
     render_summary(&mut out, spec, cases);
     let mut files: Vec<&str> = Vec::new();
     for rule in &spec.rules {
@@ -49,7 +63,7 @@ pub fn render(spec: &Spec, cases: &[ListedCase], embedded: &ResultSet<'_>, iggy:
         );
         out.push_str("|---|---|---|---|---|\n");
         for rule in spec.rules.iter().filter(|r| r.file == file) {
-            render_rule(&mut out, rule, cases, &sets);
+            render_rule(&mut out, rule, cases, embedded, iggy, cluster);
         }
     }
     out
@@ -101,7 +115,14 @@ fn render_summary(out: &mut String, spec: &Spec, cases: &[ListedCase]) {
     );
 }
 
-fn render_rule(out: &mut String, rule: &Rule, cases: &[ListedCase], sets: &[&ResultSet<'_>]) {
+fn render_rule(
+    out: &mut String,
+    rule: &Rule,
+    cases: &[ListedCase],
+    embedded: &ResultSet<'_>,
+    iggy: &ResultSet<'_>,
+    cluster: &ResultSet<'_>,
+) {
     let anchor = format!(
         "[{}]({}#{})",
         rule.id,
@@ -126,7 +147,16 @@ fn render_rule(out: &mut String, rule: &Rule, cases: &[ListedCase], sets: &[&Res
             .collect::<Vec<_>>()
             .join("<br>")
     };
-    let status_cells: Vec<String> = sets.iter().map(|set| status_cell(&own, set.results)).collect();
+    let status_cells = [
+        status_cell(&own, |_| embedded.results),
+        status_cell(&own, |case| {
+            if case.area == CLUSTER_AREA {
+                cluster.results
+            } else {
+                iggy.results
+            }
+        }),
+    ];
     let _ = writeln!(
         out,
         "| {anchor} | {case_cell} | {} | {} |",
@@ -170,20 +200,18 @@ fn tests_cell(tests: &[TestRef], pending: &[String], own: &[&ListedCase]) -> Str
     }
 }
 
-/// How a rule's cases fared in one result set.
-fn status_cell(own: &[&ListedCase], results: Option<&RunResults>) -> String {
+/// How a rule's cases fared in one column: each case in the result set `set_of` gives it.
+fn status_cell<'r>(own: &[&ListedCase], set_of: impl Fn(&ListedCase) -> Option<&'r RunResults>) -> String {
     if own.is_empty() {
         return "no case".to_string();
     }
-    let Some(results) = results else {
+    if own.iter().all(|case| set_of(case).is_none()) {
         return "not run".to_string();
-    };
+    }
     let mut by_status: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for case in own {
-        let status = results
-            .cases
-            .iter()
-            .find(|r| r.name == case.name)
+        let status = set_of(case)
+            .and_then(|results| results.cases.iter().find(|r| r.name == case.name))
             .map_or("not in the run", |r| r.status.as_str());
         by_status.entry(status).or_default().push(&case.name);
     }
@@ -235,6 +263,31 @@ pub fn staleness(cases: &[ListedCase], results: &RunResults) -> Vec<String> {
                 "the set holds `{}`, which is no case of the suite",
                 result.name
             ));
+        }
+    }
+    problems
+}
+
+/// What makes the cluster tier's committed set stale: cluster cases it lacks, and cases it holds
+/// that the suite no longer has or whose rules changed since (it holds part of the suite too).
+pub fn cluster_staleness(cases: &[ListedCase], results: &RunResults) -> Vec<String> {
+    let mut problems = Vec::new();
+    for case in cases.iter().filter(|c| c.area == CLUSTER_AREA) {
+        if !results.cases.iter().any(|r| r.name == case.name) {
+            problems.push(format!("case `{}` is not in the set", case.name));
+        }
+    }
+    for result in &results.cases {
+        match cases.iter().find(|c| c.name == result.name) {
+            None => problems.push(format!(
+                "the set holds `{}`, which is no case of the suite",
+                result.name
+            )),
+            Some(case) if case.rules != result.rules => problems.push(format!(
+                "case `{}` checks {:?} in the set but {:?} now",
+                case.name, result.rules, case.rules
+            )),
+            Some(_) => {}
         }
     }
     problems
@@ -305,6 +358,14 @@ mod tests {
     }
 
     fn rendered(embedded: Option<&RunResults>, iggy: Option<&RunResults>) -> String {
+        rendered_with_cluster(embedded, iggy, None)
+    }
+
+    fn rendered_with_cluster(
+        embedded: Option<&RunResults>,
+        iggy: Option<&RunResults>,
+        cluster: Option<&RunResults>,
+    ) -> String {
         render(
             &spec(),
             &cases(),
@@ -317,6 +378,11 @@ mod tests {
                 label: "real Iggy",
                 path: "docs/conformance/real-iggy.json",
                 results: iggy,
+            },
+            &ResultSet {
+                label: "real Iggy cluster",
+                path: "docs/conformance/cluster.json",
+                results: cluster,
             },
         )
     }
@@ -395,6 +461,53 @@ mod tests {
                 "case `a_case` checks [\"MAP-TS-2\"] in the set but [\"MAP-TS-2\", \"MAP-TS-3\"] now",
                 "case `b_case` is not in the set",
                 "the set holds `gone_case`, which is no case of the suite",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_real_iggy_column_reads_the_cluster_cases_from_the_cluster_set() {
+        let spec = Spec::parse(&[SpecText {
+            path: "docs/spec/cluster.md",
+            text: "# Cluster\n\n### CLUSTER-X-1\n**MUST** fail over.\n*Tests:* `kill_case` (conformance/src/cases/cluster_cases.rs)\n",
+        }]);
+        let cases = vec![ListedCase::new("kill_case", "cluster", &["CLUSTER-X-1"])];
+        let cluster = RunResults {
+            target: "iggy-cluster".into(),
+            endpoint: "three nodes".into(),
+            profile: "gateway".into(),
+            cases: vec![CaseResult {
+                area: "cluster".into(),
+                ..result("kill_case", &["CLUSTER-X-1"], Status::Passed)
+            }],
+        };
+        fn set<'a>(label: &'a str, path: &'a str, results: Option<&'a RunResults>) -> ResultSet<'a> {
+            ResultSet { label, path, results }
+        }
+        let render_with = |iggy: Option<&RunResults>, cluster: Option<&RunResults>| -> String {
+            render(
+                &spec,
+                &cases,
+                &set("embedded model", "e.json", None),
+                &set("real Iggy", "i.json", iggy),
+                &set("real Iggy cluster", "c.json", cluster),
+            )
+        };
+        let text = render_with(Some(&run(Status::Passed)), Some(&cluster));
+        assert!(
+            row(&text, "CLUSTER-X-1").ends_with(" | not run | passed (1/1) |"),
+            "{text}"
+        );
+        assert!(text.contains("| real Iggy cluster | `c.json` | iggy-cluster | gateway | 1 | 0 | 0 |"));
+        let text = render_with(Some(&run(Status::Passed)), None);
+        assert!(row(&text, "CLUSTER-X-1").ends_with(" | not run | not run |"), "{text}");
+        assert!(cluster_staleness(&cases, &cluster).is_empty());
+        assert_eq!(
+            cluster_staleness(&cases, &run(Status::Passed)),
+            [
+                "case `kill_case` is not in the set",
+                "the set holds `a_case`, which is no case of the suite",
+                "the set holds `b_case`, which is no case of the suite",
             ]
         );
     }

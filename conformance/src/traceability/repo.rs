@@ -20,6 +20,9 @@ pub const MATRIX_PATH: &str = "docs/conformance.md";
 pub const EMBEDDED_RESULTS_PATH: &str = "docs/conformance/embedded.json";
 /// The committed result set of the cases on a gateway in front of a real Iggy server.
 pub const IGGY_RESULTS_PATH: &str = "docs/conformance/real-iggy.json";
+/// The committed result set of the cluster tier (`make cluster-tier`): the cluster cases on three
+/// real Iggy nodes, with the part of the suite it runs through the cluster.
+pub const CLUSTER_RESULTS_PATH: &str = "docs/conformance/cluster.json";
 
 /// Directories never searched for sources: build output, version control, and the fuzz
 /// corpus (inputs, not code).
@@ -89,6 +92,7 @@ pub struct MatrixInputs {
     pub cases: Vec<ListedCase>,
     pub embedded: Option<RunResults>,
     pub iggy: Option<RunResults>,
+    pub cluster: Option<RunResults>,
 }
 
 impl MatrixInputs {
@@ -107,6 +111,11 @@ impl MatrixInputs {
                 path: IGGY_RESULTS_PATH,
                 results: self.iggy.as_ref(),
             },
+            &ResultSet {
+                label: "real Iggy cluster",
+                path: CLUSTER_RESULTS_PATH,
+                results: self.cluster.as_ref(),
+            },
         )
     }
 }
@@ -119,6 +128,7 @@ pub fn load_matrix_inputs(root: &Path) -> anyhow::Result<MatrixInputs> {
         cases: cases::listed_cases(),
         embedded: load_results(&root.join(EMBEDDED_RESULTS_PATH))?,
         iggy: load_results(&root.join(IGGY_RESULTS_PATH))?,
+        cluster: load_results(&root.join(CLUSTER_RESULTS_PATH))?,
     })
 }
 
