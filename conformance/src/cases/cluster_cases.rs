@@ -68,7 +68,7 @@ pub const CASES: &[crate::cases::ListedCase] = &[
         rules: &["CLUSTER-FAILOVER-1", "CLUSTER-ROUTE-1", "CLUSTER-UNKNOWN-1"],
     },
     crate::cases::ListedCase {
-        name: "whole_cluster_stopped_and_started_serves_again_without_loss",
+        name: "whole_cluster_stopped_and_started_the_gateway_serves_again_and_says_what_the_nodes_lost",
         rules: &["CLUSTER-FAILOVER-1", "CLUSTER-FAILOVER-2", "CO-MEMBER-1"],
     },
     crate::cases::ListedCase {
@@ -124,8 +124,9 @@ pub async fn run(binary: &Path, filter: &Filter, settings: Settings) -> Report {
                 "primary_killed_and_restarted_rejoins_as_a_follower_without_loss" => {
                     primary_killed_and_restarted_rejoins_as_a_follower_without_loss(binary).await
                 }
-                "whole_cluster_stopped_and_started_serves_again_without_loss" => {
-                    whole_cluster_stopped_and_started_serves_again_without_loss(binary).await
+                "whole_cluster_stopped_and_started_the_gateway_serves_again_and_says_what_the_nodes_lost" => {
+                    whole_cluster_stopped_and_started_the_gateway_serves_again_and_says_what_the_nodes_lost(binary)
+                        .await
                 }
                 "gateway_process_killed_while_its_group_commits_resumes_on_the_survivor" => {
                     gateway_process_killed_while_its_group_commits_resumes_on_the_survivor(binary).await
@@ -593,7 +594,9 @@ const STOP_WAIT: Duration = Duration::from_secs(30);
 /// partitions diverged) or answers no append again, and SIGKILLed it loses everything not yet
 /// written to disk (DIFF-17). Those losses are printed as DIFF-17 figures, and fail the case only
 /// with `KIG_CLUSTER_STRICT_DURABILITY=1`, which reproduces DIFF-17.
-async fn whole_cluster_stopped_and_started_serves_again_without_loss(binary: &Path) -> anyhow::Result<()> {
+async fn whole_cluster_stopped_and_started_the_gateway_serves_again_and_says_what_the_nodes_lost(
+    binary: &Path,
+) -> anyhow::Result<()> {
     let sigkill = std::env::var("KIG_CLUSTER_WHOLE_SIGKILL").as_deref() == Ok("1");
     let strict = std::env::var("KIG_CLUSTER_STRICT_DURABILITY").as_deref() == Ok("1");
     let world = World::start(binary).await?;
