@@ -64,25 +64,7 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("the conformance crate has no parent directory")?
-        .to_path_buf();
-    let work = cli
-        .work_dir
-        .clone()
-        .unwrap_or_else(|| workspace.join("target").join("compat"));
-    // The gateway's log (every Iggy error behind a Kafka code, ERR-MAP-1) goes to a file next to
-    // the runner logs that a failing test's line points to.
-    std::fs::create_dir_all(&work)?;
-    let gateway_log = work.join("gateway.log");
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn,iggy=off".into()),
-        )
-        .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(std::fs::File::create(&gateway_log)?))
-        .init();
+    let (work, gateway_log) = kafka_iggy_conformance::compat::work_dir::prepare(cli.work_dir.clone(), "compat")?;
     println!("compat: the gateway logs to {}", gateway_log.display());
     let selection = Selection::parse(match (&cli.tests, cli.quick) {
         (_, true) => tier::QUICK,
@@ -91,7 +73,7 @@ async fn main() -> anyhow::Result<()> {
     })?;
     let sources = match &cli.librdkafka_src {
         Some(dir) => dir.clone(),
-        None => build::crate_sources(&workspace)?,
+        None => build::crate_sources(&kafka_iggy_conformance::compat::work_dir::workspace()?)?,
     };
     let runner = tokio::task::spawn_blocking({
         let work = work.clone();

@@ -72,23 +72,7 @@ struct Cli {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("the conformance crate has no parent directory")?
-        .to_path_buf();
-    let work = cli
-        .work_dir
-        .clone()
-        .unwrap_or_else(|| workspace.join("target").join("compat-java"));
-    std::fs::create_dir_all(&work)?;
-    let gateway_log = work.join("gateway.log");
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn,iggy=off".into()),
-        )
-        .with_ansi(false)
-        .with_writer(std::sync::Mutex::new(std::fs::File::create(&gateway_log)?))
-        .init();
+    let (work, gateway_log) = kafka_iggy_conformance::compat::work_dir::prepare(cli.work_dir.clone(), "compat-java")?;
     println!("compat-java: the gateways log to {}", gateway_log.display());
 
     // Each version's client and its case list; a version that cannot run says why.

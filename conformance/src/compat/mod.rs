@@ -8,6 +8,7 @@
 //! - [`outcome`]: reading each test's result from the runner's output.
 //! - [`tier`]: the loop over the selected tests.
 //! - [`report`]: the Markdown and JUnit reports and the totals.
+//! - [`work_dir`]: the work directory and the gateways' log, for this tier and the Java tier.
 
 pub mod build;
 pub mod catalog;
@@ -16,3 +17,4 @@ pub mod outcome;
 pub mod report;
 pub mod run;
 pub mod tier;
+pub mod work_dir;

@@ -1,0 +1,34 @@
+//! Where a compatibility tier works and where the gateways it starts log: shared by the
+//! librdkafka tier (`compat`) and the Java tier (`compat-java`).
+
+use anyhow::Context;
+use std::path::PathBuf;
+
+/// The tier's work directory (`work_dir`, or `target/<default_name>` in the workspace), created,
+/// with the gateways' log routed to `gateway.log` in it: every Iggy error behind a Kafka code
+/// (ERR-MAP-1) lands next to the logs a failing case points to. Returns the directory and the
+/// log's path.
+pub fn prepare(work_dir: Option<PathBuf>, default_name: &str) -> anyhow::Result<(PathBuf, PathBuf)> {
+    let work = match work_dir {
+        Some(work) => work,
+        None => workspace()?.join("target").join(default_name),
+    };
+    std::fs::create_dir_all(&work)?;
+    let gateway_log = work.join("gateway.log");
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn,iggy=off".into()),
+        )
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(std::fs::File::create(&gateway_log)?))
+        .init();
+    Ok((work, gateway_log))
+}
+
+/// The workspace's root directory.
+pub fn workspace() -> anyhow::Result<PathBuf> {
+    Ok(PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("the conformance crate has no parent directory")?
+        .to_path_buf())
+}
