@@ -7,6 +7,8 @@ use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 
 fn table() -> Vec<ApiVersion> {
+    // DELETERECORDS-1: DeleteRecords (21) is never in ADVERTISED; Iggy cannot move a partition's
+    // head to an offset, so clients refuse `deleteRecords` themselves.
     ADVERTISED
         .iter()
         .map(|a| {

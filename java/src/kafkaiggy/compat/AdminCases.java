@@ -52,7 +52,7 @@ final class AdminCases {
                 List.of("CO-FETCH-ALL-1", "LISTOFFSETS-LATEST-1", "DESCRIBEGROUPS-MEMBERS-1"), AdminCases::describeLag);
         JavaCompat.add("tools_consumer_groups_reset_offsets", false,
                 List.of("GROUP-COMMIT-1", "LISTOFFSETS-EARLIEST-1", "LISTOFFSETS-TIMESTAMP-1", "CO-KEY-1"), AdminCases::resetOffsets);
-        JavaCompat.add("admin_delete_records_refused", false, List.of("PROTO-VERSION-1"), AdminCases::deleteRecords);
+        JavaCompat.add("admin_delete_records_refused", false, List.of("PROTO-VERSION-1", "DELETERECORDS-1"), AdminCases::deleteRecords);
     }
 
     static String topics(Ctx ctx) throws Exception {
