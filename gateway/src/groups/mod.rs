@@ -7,6 +7,7 @@
 //! deadlines are enforced by a timer task on tokio's clock, which turmoil drives in simulations
 //! (GROUP-TIMEOUT-1), not lazily on the next request.
 
+pub mod consumer_protocol;
 mod state;
 pub mod subscription;
 
