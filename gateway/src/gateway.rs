@@ -326,6 +326,20 @@ impl<B: Backend> Gateway<B> {
                 )
                 .await,
             ),
+            ApiKey::ConsumerGroupHeartbeat => reply(
+                &handlers::consumer_group_heartbeat::handle(
+                    self,
+                    session(),
+                    connection.peer,
+                    self.decode(&request)?,
+                    &request.header,
+                    version,
+                )
+                .await,
+            ),
+            ApiKey::ConsumerGroupDescribe => {
+                reply(&handlers::consumer_group_describe::handle(self, session(), self.decode(&request)?).await)
+            }
             ApiKey::SyncGroup => reply(&handlers::sync_group::handle(self, self.decode(&request)?).await),
             ApiKey::Heartbeat => reply(&handlers::heartbeat::handle(self, self.decode(&request)?)),
             ApiKey::LeaveGroup => {

@@ -49,6 +49,11 @@ pub enum ConsumerGroupError {
     FencedInstanceId,
     UnreleasedInstanceId,
     GroupMaxSizeReached,
+    /// The group id is a classic group's (GROUP-CONSUMER-TYPE-1).
+    NotConsumerGroup,
+    NotCoordinator,
+    /// A gateway-wide or per-owner limit (LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-OWNER-1).
+    CoordinatorNotAvailable,
 }
 
 /// A member's reconciliation state, as Kafka's `MemberState`.

@@ -25,6 +25,14 @@ fn request_error<B: Backend>(gateway: &Gateway<B>, request: &OffsetCommitRequest
     }
     let member_id = request.member_id.as_str();
     let generation = request.generation_id_or_member_epoch;
+    // GROUP-CONSUMER-COMMIT-1: a consumer-protocol group checks member epochs, as Kafka's
+    // ConsumerGroup.validateOffsetCommit (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
+    if let Some(checked) = gateway
+        .groups
+        .consumer_offsets_check(group_id, member_id, generation, false)
+    {
+        return checked.err().map(error_map::consumer_offsets_code);
+    }
     match gateway.groups.member_generation(group_id) {
         // A standalone commit (no member, generation -1) is for a group without members; a
         // member's commit to a group this coordinator does not know is from another generation.
