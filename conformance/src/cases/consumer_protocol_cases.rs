@@ -28,7 +28,11 @@ pub fn cases() -> Vec<Case> {
     vec![
         case!(
             consumer_protocol_two_members_split_a_topic_and_read_everything,
-            ["GROUP-CONSUMER-HEARTBEAT-1", "GROUP-CONSUMER-ASSIGNOR-1", "GROUP-CONSUMER-TOPIC-ID-1"]
+            [
+                "GROUP-CONSUMER-HEARTBEAT-1",
+                "GROUP-CONSUMER-ASSIGNOR-1",
+                "GROUP-CONSUMER-TOPIC-ID-1"
+            ]
         ),
         case!(
             consumer_protocol_new_member_resumes_after_the_members_commits,
@@ -131,7 +135,11 @@ pub async fn consumer_protocol_two_members_split_a_topic_and_read_everything(
     let deadline = Instant::now() + REBALANCE_BOUND;
     loop {
         let (x, y) = (wa.borrow_and_update().clone(), wb.borrow_and_update().clone());
-        ensure!(x.is_disjoint(&y), "partitions {:?} assigned to both members at once", x.intersection(&y));
+        ensure!(
+            x.is_disjoint(&y),
+            "partitions {:?} assigned to both members at once",
+            x.intersection(&y)
+        );
         let union: BTreeSet<i32> = x.union(&y).copied().collect();
         if !x.is_empty() && !y.is_empty() && union == all {
             break;
@@ -145,9 +153,13 @@ pub async fn consumer_protocol_two_members_split_a_topic_and_read_everything(
             ),
         }
     }
-    wait_both(&mut a, &mut b, "every record of the 4 partitions", REBALANCE_BOUND, |x, y| {
-        covers(x, y, 4, 0..20)
-    })
+    wait_both(
+        &mut a,
+        &mut b,
+        "every record of the 4 partitions",
+        REBALANCE_BOUND,
+        |x, y| covers(x, y, 4, 0..20),
+    )
     .await?;
     a.close().await?;
     b.close().await?;
@@ -189,9 +201,13 @@ pub async fn consumer_protocol_new_member_resumes_after_the_members_commits(
         }
     };
     let (sa, sb) = (share_a.clone(), share_b.clone());
-    wait_both(&mut a, &mut b, "offsets 0..6 of each share", REBALANCE_BOUND, move |x, y| {
-        sa.iter().all(|p| x.has_all(*p, 0..6)) && sb.iter().all(|p| y.has_all(*p, 0..6))
-    })
+    wait_both(
+        &mut a,
+        &mut b,
+        "offsets 0..6 of each share",
+        REBALANCE_BOUND,
+        move |x, y| sa.iter().all(|p| x.has_all(*p, 0..6)) && sb.iter().all(|p| y.has_all(*p, 0..6)),
+    )
     .await?;
     let commits_a: Vec<(i32, i64)> = share_a.iter().map(|p| (*p, 6)).collect();
     let commits_b: Vec<(i32, i64)> = share_b.iter().map(|p| (*p, 6)).collect();
@@ -202,8 +218,10 @@ pub async fn consumer_protocol_new_member_resumes_after_the_members_commits(
     // A new member alone: everything, from the commits.
     let mut c = member(&endpoint, "consumer C", &group, &topic)?;
     c.wait_assignment("all four partitions", |x| x.len() == 4).await?;
-    c.wait_until("offsets 6..10 of every partition", |h| (0..4).all(|p| h.has_all(p, 6..10)))
-        .await?;
+    c.wait_until("offsets 6..10 of every partition", |h| {
+        (0..4).all(|p| h.has_all(p, 6..10))
+    })
+    .await?;
     for p in 0..4 {
         let first = c.history.offsets(p).first().copied();
         ensure!(
@@ -246,7 +264,11 @@ pub async fn consumer_protocol_member_joining_and_leaving_while_producing_never_
     let deadline = Instant::now() + REBALANCE_BOUND;
     loop {
         let (x, y) = (wa.borrow_and_update().clone(), wb.borrow_and_update().clone());
-        ensure!(x.is_disjoint(&y), "partitions {:?} assigned to A and B at once", x.intersection(&y));
+        ensure!(
+            x.is_disjoint(&y),
+            "partitions {:?} assigned to A and B at once",
+            x.intersection(&y)
+        );
         if !y.is_empty() && x.len() + y.len() == 4 {
             break;
         }
@@ -259,20 +281,28 @@ pub async fn consumer_protocol_member_joining_and_leaving_while_producing_never_
         }
     }
     producer.await.context("the producer task")??;
-    wait_both(&mut a, &mut b, "every record produced", REBALANCE_BOUND, |x, y| covers(x, y, 4, 0..30)).await?;
+    wait_both(&mut a, &mut b, "every record produced", REBALANCE_BOUND, |x, y| {
+        covers(x, y, 4, 0..30)
+    })
+    .await?;
     // B leaves (epoch -1 on close): A takes everything back.
     b.close().await?;
     a.wait_assignment("all four partitions again", |x| x.len() == 4).await?;
     for p in 0..4 {
         produce_at(&endpoint, &topic, p, 30, 5).await?;
     }
-    a.wait_until("the records produced after B left", |h| (0..4).all(|p| h.has_all(p, 30..35)))
-        .await?;
+    a.wait_until("the records produced after B left", |h| {
+        (0..4).all(|p| h.has_all(p, 30..35))
+    })
+    .await?;
     a.close().await?;
     Ok(Outcome::Passed)
 }
 
-async fn heartbeat(client: &mut Client, request: &ConsumerGroupHeartbeatRequest) -> anyhow::Result<ConsumerGroupHeartbeatResponse> {
+async fn heartbeat(
+    client: &mut Client,
+    request: &ConsumerGroupHeartbeatRequest,
+) -> anyhow::Result<ConsumerGroupHeartbeatResponse> {
     client
         .request(ApiKey::ConsumerGroupHeartbeat, HEARTBEAT_V, request)
         .await
@@ -282,7 +312,9 @@ async fn heartbeat(client: &mut Client, request: &ConsumerGroupHeartbeatRequest)
 /// GROUP-CONSUMER-EPOCH-1, GROUP-CONSUMER-TIMEOUT-1: a member that stops heartbeating is removed
 /// once its session lapses (it leaves ConsumerGroupDescribe), and its next heartbeat is
 /// UNKNOWN_MEMBER_ID; an epoch ahead of the coordinator's is FENCED_MEMBER_EPOCH.
-pub async fn consumer_protocol_member_is_fenced_after_its_session_lapses(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+pub async fn consumer_protocol_member_is_fenced_after_its_session_lapses(
+    endpoint: Endpoint,
+) -> anyhow::Result<Outcome> {
     if let Some(skipped) = require_kip848(&endpoint).await? {
         return Ok(skipped);
     }
@@ -299,8 +331,17 @@ pub async fn consumer_protocol_member_is_fenced_after_its_session_lapses(endpoin
         .with_subscribed_topic_names(Some(vec![TopicName(s(&topic))]))
         .with_topic_partitions(Some(Vec::<TopicPartitions>::new()));
     let joined = heartbeat(&mut client, &join).await?;
-    ensure!(joined.error_code == NONE, "joining: error {} ({:?})", joined.error_code, joined.error_message);
-    ensure!(joined.member_epoch > 0, "joining gave member epoch {}", joined.member_epoch);
+    ensure!(
+        joined.error_code == NONE,
+        "joining: error {} ({:?})",
+        joined.error_code,
+        joined.error_message
+    );
+    ensure!(
+        joined.member_epoch > 0,
+        "joining gave member epoch {}",
+        joined.member_epoch
+    );
     let ahead = ConsumerGroupHeartbeatRequest::default()
         .with_group_id(GroupId(s(&group)))
         .with_member_id(s(&member_id))

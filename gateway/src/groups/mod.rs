@@ -9,8 +9,8 @@
 
 pub mod consumer_protocol;
 mod state;
-pub mod topic_id;
 pub mod subscription;
+pub mod topic_id;
 
 pub use state::{
     DescribedGroup, DescribedMember, GroupState, JoinOutcome, JoinRequest, MemberLeave, Owner, SyncOutcome,
@@ -18,10 +18,10 @@ pub use state::{
 
 use crate::clock::SharedRng;
 use crate::log_text::clip;
-use kafka_protocol::error::ResponseError;
 use consumer_protocol::{
     Assignor, ConsumerGroup, ConsumerGroupError, ConsumerSettings, Heartbeat, HeartbeatAnswer, OffsetRefusal,
 };
+use kafka_protocol::error::ResponseError;
 use state::{protocol_bytes, Group, Usage};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -785,8 +785,7 @@ impl GroupCoordinator {
                 .subscribed_topics
                 .as_ref()
                 .map_or(0, |t| t.iter().map(String::len).sum());
-            if members_total >= limits.max_members_total
-                || bytes_total.saturating_add(bytes) > limits.max_stored_bytes
+            if members_total >= limits.max_members_total || bytes_total.saturating_add(bytes) > limits.max_stored_bytes
             {
                 crate::metrics::metrics().limit_hit("LIMIT-GROUP-MEMBERS-1");
                 tracing::error!(

@@ -63,7 +63,9 @@ fn shape_error(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<
             return invalid("InstanceId can't be null.");
         }
     } else if epoch < -2 {
-        return invalid(&format!("MemberEpoch is {epoch}, but must be greater than or equal to -2."));
+        return invalid(&format!(
+            "MemberEpoch is {epoch}, but must be greater than or equal to -2."
+        ));
     }
     // GROUP-CONSUMER-REGEX-1: RE2/J subscriptions are not offered yet.
     if request.subscribed_topic_regex.as_ref().is_some_and(|r| !r.is_empty()) {
@@ -76,7 +78,10 @@ fn shape_error(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<
         if Assignor::parse(name.as_str()).is_none() {
             return Some((
                 ResponseError::UnsupportedAssignor.code(),
-                format!("ServerAssignor {} is not supported. Supported assignors: uniform, range.", clip(name.as_str())),
+                format!(
+                    "ServerAssignor {} is not supported. Supported assignors: uniform, range.",
+                    clip(name.as_str())
+                ),
             ));
         }
     }
@@ -100,7 +105,10 @@ pub async fn handle<B: Backend>(
     }
     // GROUP-COORDINATOR-1: the same routing as a classic group.
     if !gateway.is_coordinator(&group_id) {
-        return refused(ResponseError::NotCoordinator.code(), "This gateway does not coordinate the group.");
+        return refused(
+            ResponseError::NotCoordinator.code(),
+            "This gateway does not coordinate the group.",
+        );
     }
     let subscribed: Option<Vec<String>> = request
         .subscribed_topic_names
@@ -120,7 +128,12 @@ pub async fn handle<B: Backend>(
         }
     }
     // Partition counts of every topic the group and the request subscribe to.
-    let mut wanted: BTreeSet<String> = gateway.groups.topics(&group_id).unwrap_or_default().into_iter().collect();
+    let mut wanted: BTreeSet<String> = gateway
+        .groups
+        .topics(&group_id)
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
     wanted.extend(subscribed.iter().flatten().cloned());
     let mut topics: BTreeMap<String, Option<u32>> = BTreeMap::new();
     for topic in wanted {
@@ -164,7 +177,10 @@ pub async fn handle<B: Backend>(
         rebalance_timeout: (request.rebalance_timeout_ms >= 0)
             .then(|| Duration::from_millis(request.rebalance_timeout_ms as u64)),
         subscribed_topics: subscribed,
-        assignor: request.server_assignor.as_ref().and_then(|a| Assignor::parse(a.as_str())),
+        assignor: request
+            .server_assignor
+            .as_ref()
+            .and_then(|a| Assignor::parse(a.as_str())),
         owned,
         client_id: header
             .client_id
@@ -201,4 +217,60 @@ pub async fn handle<B: Backend>(
 
 fn gateway_rng<B>(gateway: &Gateway<B>) -> u64 {
     gateway.rng.next_u64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::{GroupId, TopicName};
+
+    fn join() -> ConsumerGroupHeartbeatRequest {
+        ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("g")))
+            .with_member_id(StrBytes::from_static_str("m"))
+            .with_member_epoch(0)
+            .with_rebalance_timeout_ms(30_000)
+            .with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_static_str("t"))]))
+            .with_topic_partitions(Some(Vec::new()))
+    }
+
+    #[test]
+    fn group_consumer_heartbeat_1_request_shapes_are_checked_as_kafka_checks_them() {
+        assert_eq!(shape_error(&join(), 1), None);
+        let invalid = ResponseError::InvalidRequest.code();
+        let code = |r: ConsumerGroupHeartbeatRequest, v| shape_error(&r, v).map(|(c, _)| c);
+        assert_eq!(code(join().with_member_id(StrBytes::default()), 1), Some(invalid));
+        assert_eq!(code(join().with_member_id(StrBytes::default()), 0), None);
+        assert_eq!(code(join().with_rebalance_timeout_ms(-1), 1), Some(invalid));
+        assert_eq!(code(join().with_topic_partitions(None), 1), Some(invalid));
+        assert_eq!(code(join().with_subscribed_topic_names(None), 1), Some(invalid));
+        assert_eq!(
+            code(join().with_member_epoch(-2), 1),
+            Some(invalid),
+            "-2 needs an instance id"
+        );
+        assert_eq!(code(join().with_member_epoch(-3), 1), Some(invalid));
+        assert_eq!(
+            code(
+                join().with_server_assignor(Some(StrBytes::from_static_str("sticky"))),
+                1
+            ),
+            Some(ResponseError::UnsupportedAssignor.code())
+        );
+        assert_eq!(
+            code(join().with_server_assignor(Some(StrBytes::from_static_str("range"))), 1),
+            None
+        );
+    }
+
+    #[test]
+    fn group_consumer_regex_1_a_regular_expression_subscription_is_refused() {
+        let regex = join()
+            .with_subscribed_topic_names(None)
+            .with_subscribed_topic_regex(Some(StrBytes::from_static_str("orders-.*")));
+        assert_eq!(
+            shape_error(&regex, 1).map(|(c, _)| c),
+            Some(ResponseError::InvalidRegularExpression.code())
+        );
+    }
 }

@@ -45,11 +45,14 @@ pub async fn handle<B: Backend>(
                 .with_group_type(StrBytes::from_static_str("classic"))
         })
         .collect();
-    // GROUP-CONSUMER-LIST-1: consumer-protocol groups are listed with protocol type `consumer`,
+    // GROUP-CONSUMER-DESCRIBE-1: consumer-protocol groups are listed with protocol type `consumer`,
     // as Kafka lists them, under the same state filter and visibility.
     for (id, state) in gateway.groups.consumer_list() {
         let wanted = request.states_filter.is_empty()
-            || request.states_filter.iter().any(|f| f.as_str().eq_ignore_ascii_case(state));
+            || request
+                .states_filter
+                .iter()
+                .any(|f| f.as_str().eq_ignore_ascii_case(state));
         if !wanted || (permissions.checks() && permissions.on_group(&id).await != Verdict::Allowed) {
             continue;
         }

@@ -165,11 +165,7 @@ pub async fn handle<B: Backend>(
 
 /// The Kafka topic whose id is `id`, and its partition count, among the topics the session may
 /// list (GROUP-CONSUMER-TOPIC-ID-1).
-async fn topic_by_id<B: Backend>(
-    gateway: &Gateway<B>,
-    session: &Session<B>,
-    id: uuid::Uuid,
-) -> Option<(String, u32)> {
+async fn topic_by_id<B: Backend>(gateway: &Gateway<B>, session: &Session<B>, id: uuid::Uuid) -> Option<(String, u32)> {
     let config = &gateway.config;
     for stream in config.topics.streams() {
         let Ok(listed) = session.backend.list_topics(&stream).await else {
