@@ -778,6 +778,7 @@ impl GroupCoordinator {
         if groups.get(group_id).is_some_and(|g| !g.is_vacant()) {
             return Err(ConsumerGroupError::NotConsumerGroup);
         }
+        // GROUP-CONSUMER-SUBSCRIPTION-1: limits before a member or group is added.
         if joining {
             let (members_total, bytes_total) = self.usage();
             // LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1

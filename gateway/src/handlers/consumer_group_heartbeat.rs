@@ -114,7 +114,7 @@ pub async fn handle<B: Backend>(
         .subscribed_topic_names
         .as_ref()
         .map(|names| names.iter().map(|n| n.0.as_str().to_string()).collect());
-    // AUTHZ-GROUP-1, AUTHZ-GROUP-4: a joiner needs poll on its topics and the group's; a member
+    // GROUP-CONSUMER-SUBSCRIPTION-1, AUTHZ-GROUP-1, AUTHZ-GROUP-4: a joiner needs poll on its topics and the group's; a member
     // changing its subscription on the new topics.
     let mut permissions = PollPermissions::new(gateway, session);
     if permissions.checks() {
