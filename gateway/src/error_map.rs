@@ -161,6 +161,7 @@ pub fn consumer_offsets_code(e: crate::groups::consumer_protocol::OffsetRefusal)
     code(match e {
         R::UnknownMemberId => ResponseError::UnknownMemberId,
         R::StaleMemberEpoch => ResponseError::StaleMemberEpoch,
+        R::UnsupportedVersion => ResponseError::UnsupportedVersion,
     })
 }
 

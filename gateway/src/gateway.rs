@@ -353,7 +353,7 @@ impl<B: Backend> Gateway<B> {
                 reply(&handlers::delete_groups::handle(self, session(), self.decode(&request)?).await)
             }
             ApiKey::OffsetCommit => {
-                reply(&handlers::offset_commit::handle(self, session(), self.decode(&request)?).await)
+                reply(&handlers::offset_commit::handle(self, session(), self.decode(&request)?, version).await)
             }
             ApiKey::OffsetDelete => {
                 reply(&handlers::offset_delete::handle(self, session(), self.decode(&request)?).await)

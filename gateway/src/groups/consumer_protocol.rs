@@ -636,9 +636,16 @@ impl ConsumerGroup {
         }
     }
 
-    /// GROUP-CONSUMER-COMMIT-1: whether `member_id` at `epoch` may commit (or, `fetch`, read)
-    /// offsets, as Kafka's ConsumerGroup.validateOffsetCommit/validateOffsetFetch.
-    pub fn validate_offsets(&self, member_id: &str, epoch: i32, fetch: bool) -> Result<(), OffsetRefusal> {
+    /// GROUP-CONSUMER-COMMIT-1: whether `member_id` at `epoch` may commit with OffsetCommit
+    /// `version` (or, `fetch`, read) offsets, as Kafka's
+    /// ConsumerGroup.validateOffsetCommit/validateOffsetFetch.
+    pub fn validate_offsets(
+        &self,
+        member_id: &str,
+        epoch: i32,
+        fetch: bool,
+        version: i16,
+    ) -> Result<(), OffsetRefusal> {
         if fetch && epoch == -1 {
             return Ok(());
         }
@@ -648,6 +655,10 @@ impl ConsumerGroup {
         let Some(member) = self.members.get(member_id) else {
             return Err(OffsetRefusal::UnknownMemberId);
         };
+        // A consumer-protocol member commits with OffsetCommit v9 or above, as Kafka requires.
+        if !fetch && version < 9 {
+            return Err(OffsetRefusal::UnsupportedVersion);
+        }
         if epoch != member.epoch {
             return Err(OffsetRefusal::StaleMemberEpoch);
         }
@@ -660,6 +671,7 @@ impl ConsumerGroup {
 pub enum OffsetRefusal {
     UnknownMemberId,
     StaleMemberEpoch,
+    UnsupportedVersion,
 }
 
 /// Every partition of the topics some member subscribes to, in order.

@@ -858,11 +858,12 @@ impl GroupCoordinator {
         member_id: &str,
         epoch: i32,
         fetch: bool,
+        version: i16,
     ) -> Option<Result<(), OffsetRefusal>> {
         self.lock()
             .consumer
             .get(group_id)
-            .map(|g| g.validate_offsets(member_id, epoch, fetch))
+            .map(|g| g.validate_offsets(member_id, epoch, fetch, version))
     }
 
     /// The timer task: sleeps until the next deadline or until one may have moved earlier.

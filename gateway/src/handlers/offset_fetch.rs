@@ -75,14 +75,16 @@ pub async fn handle<B: Backend>(
         // GROUP-CONSUMER-COMMIT-1: v9 names the member; a consumer-protocol member's epoch must
         // be current (an admin's -1 reads freely).
         let member_id = group.member_id.as_ref().map_or("", |m| m.as_str());
-        let refusal =
-            match gateway
-                .groups
-                .consumer_offsets_check(group_id.0.as_str(), member_id, group.member_epoch, true)
-            {
-                Some(Err(refusal)) if version >= 9 => Some(error_map::consumer_offsets_code(refusal)),
-                _ => None,
-            };
+        let refusal = match gateway.groups.consumer_offsets_check(
+            group_id.0.as_str(),
+            member_id,
+            group.member_epoch,
+            true,
+            version,
+        ) {
+            Some(Err(refusal)) if version >= 9 => Some(error_map::consumer_offsets_code(refusal)),
+            _ => None,
+        };
         let answer = match refusal {
             Some(code) => OffsetFetchResponse::default().with_error_code(code),
             None => {

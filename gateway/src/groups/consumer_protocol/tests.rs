@@ -144,7 +144,7 @@ fn group_consumer_static_1_an_instance_rejoins_with_its_partitions() {
 #[test]
 fn group_consumer_commit_1_member_epochs_are_checked() {
     let mut g = ConsumerGroup::new("g".into(), owner());
-    assert_eq!(g.validate_offsets("", -1, false), Ok(()));
+    assert_eq!(g.validate_offsets("", -1, false, 9), Ok(()));
     let now = Instant::now();
     g.heartbeat(
         hb("a", 0, Some(&["t"]), Some(Assignment::new())),
@@ -153,11 +153,21 @@ fn group_consumer_commit_1_member_epochs_are_checked() {
         now,
     )
     .unwrap();
-    assert_eq!(g.validate_offsets("a", 1, false), Ok(()));
-    assert_eq!(g.validate_offsets("a", 0, false), Err(OffsetRefusal::StaleMemberEpoch));
-    assert_eq!(g.validate_offsets("", -1, false), Err(OffsetRefusal::UnknownMemberId));
-    assert_eq!(g.validate_offsets("", -1, true), Ok(()));
-    assert_eq!(g.validate_offsets("b", 1, true), Err(OffsetRefusal::UnknownMemberId));
+    assert_eq!(g.validate_offsets("a", 1, false, 9), Ok(()));
+    assert_eq!(
+        g.validate_offsets("a", 0, false, 9),
+        Err(OffsetRefusal::StaleMemberEpoch)
+    );
+    assert_eq!(
+        g.validate_offsets("a", 1, false, 8),
+        Err(OffsetRefusal::UnsupportedVersion)
+    );
+    assert_eq!(
+        g.validate_offsets("", -1, false, 9),
+        Err(OffsetRefusal::UnknownMemberId)
+    );
+    assert_eq!(g.validate_offsets("", -1, true, 9), Ok(()));
+    assert_eq!(g.validate_offsets("b", 1, true, 9), Err(OffsetRefusal::UnknownMemberId));
 }
 
 /// One step of the model.
