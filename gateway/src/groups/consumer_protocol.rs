@@ -739,6 +739,10 @@ pub fn uniform(
     }
     // Balance: move from the most to the least loaded member while they differ by two or more
     // and the receiver subscribes to a topic the giver holds. Bounded by the partition count.
+    let mut held_by: HashMap<String, BTreeSet<(String, i32)>> = HashMap::new();
+    for (key, member) in &placed {
+        held_by.entry(member.clone()).or_default().insert(key.clone());
+    }
     for _ in 0..partitions.len() {
         let mut order: Vec<(&str, usize)> = counts.iter().map(|(m, c)| (*m, *c)).collect();
         order.sort_by_key(|(m, c)| (std::cmp::Reverse(*c), *m));
@@ -748,11 +752,14 @@ pub fn uniform(
                 if gc < &(tc + 2) {
                     break;
                 }
-                let candidate = partitions
-                    .iter()
-                    .find(|k| placed.get(*k).is_some_and(|h| h == giver) && subscribes(taker, &k.0));
+                // Only the giver's own partitions are searched.
+                let candidate = held_by
+                    .get(*giver)
+                    .and_then(|held| held.iter().find(|k| subscribes(taker, &k.0)).cloned());
                 if let Some(k) = candidate {
-                    placed.insert(k.clone(), taker.to_string());
+                    held_by.get_mut(*giver).expect("giver").remove(&k);
+                    held_by.entry(taker.to_string()).or_default().insert(k.clone());
+                    placed.insert(k, taker.to_string());
                     *counts.get_mut(giver).expect("member") -= 1;
                     *counts.get_mut(taker).expect("member") += 1;
                     moved = true;
