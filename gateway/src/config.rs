@@ -384,6 +384,8 @@ impl Config {
                     max_stored_bytes: group_settings.max_stored_bytes,
                     max_groups_per_owner: group_settings.max_groups_per_owner,
                     max_members_per_owner: group_settings.max_members_per_owner,
+                    consumer_session_timeout: d.consumer_session_timeout,
+                    consumer_heartbeat_interval: d.consumer_heartbeat_interval,
                 }
             },
             limits,

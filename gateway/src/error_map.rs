@@ -138,6 +138,33 @@ pub fn coordinator_backend_error(e: &BackendError, context: &str) -> KafkaCode {
 
 /// Maps a record-batch decode error (BATCH-MAGIC-1, BATCH-CRC-1, BATCH-BUDGET-2,
 /// LIMIT-RECORDS-1) to the code of ERR-MAP-2's table.
+/// The Kafka code of a refused ConsumerGroupHeartbeat (GROUP-CONSUMER-HEARTBEAT-1), as Kafka's
+/// group coordinator answers each case.
+pub fn consumer_group_code(e: &crate::groups::consumer_protocol::ConsumerGroupError) -> KafkaCode {
+    use crate::groups::consumer_protocol::ConsumerGroupError as E;
+    code(match e {
+        E::UnknownMemberId => ResponseError::UnknownMemberId,
+        E::FencedMemberEpoch(_) => ResponseError::FencedMemberEpoch,
+        E::FencedInstanceId => ResponseError::FencedInstanceId,
+        E::UnreleasedInstanceId => ResponseError::UnreleasedInstanceId,
+        E::GroupMaxSizeReached => ResponseError::GroupMaxSizeReached,
+        E::NotConsumerGroup => ResponseError::GroupIdNotFound,
+        E::NotCoordinator => ResponseError::NotCoordinator,
+        E::CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
+    })
+}
+
+/// The Kafka code of a consumer-protocol member's refused OffsetCommit or OffsetFetch
+/// (GROUP-CONSUMER-COMMIT-1).
+pub fn consumer_offsets_code(e: crate::groups::consumer_protocol::OffsetRefusal) -> KafkaCode {
+    use crate::groups::consumer_protocol::OffsetRefusal as R;
+    code(match e {
+        R::UnknownMemberId => ResponseError::UnknownMemberId,
+        R::StaleMemberEpoch => ResponseError::StaleMemberEpoch,
+        R::UnsupportedVersion => ResponseError::UnsupportedVersion,
+    })
+}
+
 pub fn decode_error(e: &DecodeError) -> KafkaCode {
     use ResponseError::*;
     let code = match e {

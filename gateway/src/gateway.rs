@@ -326,6 +326,20 @@ impl<B: Backend> Gateway<B> {
                 )
                 .await,
             ),
+            ApiKey::ConsumerGroupHeartbeat => reply(
+                &handlers::consumer_group_heartbeat::handle(
+                    self,
+                    session(),
+                    connection.peer,
+                    self.decode(&request)?,
+                    &request.header,
+                    version,
+                )
+                .await,
+            ),
+            ApiKey::ConsumerGroupDescribe => {
+                reply(&handlers::consumer_group_describe::handle(self, session(), self.decode(&request)?).await)
+            }
             ApiKey::SyncGroup => reply(&handlers::sync_group::handle(self, self.decode(&request)?).await),
             ApiKey::Heartbeat => reply(&handlers::heartbeat::handle(self, self.decode(&request)?)),
             ApiKey::LeaveGroup => {
@@ -339,7 +353,7 @@ impl<B: Backend> Gateway<B> {
                 reply(&handlers::delete_groups::handle(self, session(), self.decode(&request)?).await)
             }
             ApiKey::OffsetCommit => {
-                reply(&handlers::offset_commit::handle(self, session(), self.decode(&request)?).await)
+                reply(&handlers::offset_commit::handle(self, session(), self.decode(&request)?, version).await)
             }
             ApiKey::OffsetDelete => {
                 reply(&handlers::offset_delete::handle(self, session(), self.decode(&request)?).await)

@@ -173,7 +173,7 @@ pub mod support {
     // librdkafka clients
     // -----------------------------------------------------------------------------------------
 
-    fn base_config(bootstrap: &str) -> ClientConfig {
+    pub fn base_config(bootstrap: &str) -> ClientConfig {
         let mut config = ClientConfig::new();
         config
             .set("bootstrap.servers", bootstrap)
@@ -447,7 +447,6 @@ pub mod support {
             auto_offset_reset: &str,
             overrides: &[(&str, &str)],
         ) -> anyhow::Result<Self> {
-            let log = ClientLog::default();
             let mut config = base_config(bootstrap);
             config
                 .set("group.id", group)
@@ -463,6 +462,13 @@ pub mod support {
             for (key, value) in overrides {
                 config.set(*key, *value);
             }
+            Self::from_config(name, topic, &config)
+        }
+
+        /// A member subscribed to `topic`, configured by `config` alone (the KIP-848 cases set
+        /// `group.protocol=consumer`, which refuses the classic settings above).
+        pub fn from_config(name: &str, topic: &str, config: &ClientConfig) -> anyhow::Result<Self> {
+            let log = ClientLog::default();
             let consumer: BaseConsumer<ClientLog> = config
                 .create_with_context(log.clone())
                 .with_context(|| format!("creating {name}"))?;
@@ -568,6 +574,23 @@ pub mod support {
                     )
                 }
             }
+        }
+
+        /// Receives one event or error the poll thread forwarded; false once it ended.
+        /// Cancel-safe, so that a case can wait on several consumers at once.
+        pub async fn recv_one(&mut self) -> bool {
+            match self.events.recv().await {
+                Some(Ok(event)) => self.history.0.push(event),
+                Some(Err(error)) => self.errors.push(error),
+                None => return false,
+            }
+            true
+        }
+
+        /// What it delivered, its errors, assignment and client log, for a failure message.
+        pub fn report(&mut self) -> String {
+            self.drain();
+            format!("{}: {}", self.name, self.diagnostics())
         }
 
         /// Takes what has been forwarded without waiting.

@@ -12,6 +12,7 @@ use std::pin::Pin;
 pub mod answer_bound_cases;
 pub mod auth_cases;
 pub mod cluster_cases;
+pub mod consumer_protocol_cases;
 pub mod gateway_cases;
 pub mod group_admin_cases;
 pub mod group_amplification_cases;
@@ -185,6 +186,7 @@ pub fn all() -> Vec<Case> {
     cases.extend(wire_cases::cases());
     cases.extend(rdkafka_cases::cases());
     cases.extend(group_cases::cases());
+    cases.extend(consumer_protocol_cases::cases());
     cases.extend(hostile_cases::cases());
     cases.extend(migration_cases::cases());
     cases.extend(group_admin_cases::cases());

@@ -953,6 +953,9 @@ const GROUP_APIS: &[ApiKey] = &[
     ApiKey::ListGroups,
     ApiKey::DeleteGroups,
     ApiKey::OffsetDelete,
+    // GROUP-CONSUMER-HEARTBEAT-1, GROUP-CONSUMER-DESCRIBE-1: KIP-848's consumer group protocol.
+    ApiKey::ConsumerGroupHeartbeat,
+    ApiKey::ConsumerGroupDescribe,
 ];
 
 pub async fn api_versions_v0_matches_the_spec_table(endpoint: Endpoint) -> anyhow::Result<Outcome> {

@@ -7,8 +7,10 @@
 //! deadlines are enforced by a timer task on tokio's clock, which turmoil drives in simulations
 //! (GROUP-TIMEOUT-1), not lazily on the next request.
 
+pub mod consumer_protocol;
 mod state;
 pub mod subscription;
+pub mod topic_id;
 
 pub use state::{
     DescribedGroup, DescribedMember, GroupState, JoinOutcome, JoinRequest, MemberLeave, Owner, SyncOutcome,
@@ -16,6 +18,9 @@ pub use state::{
 
 use crate::clock::SharedRng;
 use crate::log_text::clip;
+use consumer_protocol::{
+    Assignor, ConsumerGroup, ConsumerGroupError, ConsumerSettings, Heartbeat, HeartbeatAnswer, OffsetRefusal,
+};
 use kafka_protocol::error::ResponseError;
 use state::{protocol_bytes, Group, Usage};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -49,6 +54,11 @@ pub struct GroupLimits {
     /// Joined members and pending ids one owner may hold over every group
     /// (LIMIT-GROUP-OWNER-1).
     pub max_members_per_owner: usize,
+    /// A consumer-protocol member's session: Kafka's group.consumer.session.timeout.ms
+    /// (GROUP-CONSUMER-TIMEOUT-1).
+    pub consumer_session_timeout: Duration,
+    /// What ConsumerGroupHeartbeat tells members: Kafka's group.consumer.heartbeat.interval.ms.
+    pub consumer_heartbeat_interval: Duration,
 }
 
 impl Default for GroupLimits {
@@ -68,6 +78,8 @@ impl Default for GroupLimits {
             max_stored_bytes: settings.max_stored_bytes,
             max_groups_per_owner: settings.max_groups_per_owner,
             max_members_per_owner: settings.max_members_per_owner,
+            consumer_session_timeout: Duration::from_millis(45_000),
+            consumer_heartbeat_interval: Duration::from_millis(5_000),
         }
     }
 }
@@ -87,6 +99,9 @@ struct OwnerUsage {
 #[derive(Default)]
 struct Table {
     groups: BTreeMap<String, Group>,
+    /// Groups of KIP-848's consumer protocol (GROUP-CONSUMER-HEARTBEAT-1): one group id is in
+    /// at most one of the two maps (GROUP-CONSUMER-TYPE-1).
+    consumer: BTreeMap<String, ConsumerGroup>,
     owners: HashMap<Owner, OwnerUsage>,
 }
 
@@ -104,13 +119,39 @@ impl Table {
 
     /// Forgets a group: its creator's count drops, and its members' were settled already.
     fn forgotten(owners: &mut HashMap<Owner, OwnerUsage>, group: &Group) {
-        if let Some(usage) = owners.get_mut(group.creator()) {
+        Self::forgotten_creator(owners, group.creator());
+    }
+
+    fn forgotten_creator(owners: &mut HashMap<Owner, OwnerUsage>, creator: &Owner) {
+        if let Some(usage) = owners.get_mut(creator) {
             usage.groups = usage.groups.saturating_sub(1);
             if usage.members == 0 && usage.groups == 0 {
-                owners.remove(group.creator());
+                owners.remove(creator);
             }
         }
     }
+
+    /// LIMIT-GROUP-OWNER-1 for consumer-protocol groups, as for classic ones.
+    fn settle_consumer_owners(owners: &mut HashMap<Owner, OwnerUsage>, group: &mut ConsumerGroup) {
+        for (owner, change) in group.take_owner_changes() {
+            let usage = owners.entry(owner.clone()).or_default();
+            usage.members = usage.members.saturating_add_signed(change);
+            if usage.members == 0 && usage.groups == 0 {
+                owners.remove(&owner);
+            }
+        }
+    }
+}
+
+/// A consumer-protocol group's description (ConsumerGroupDescribe).
+#[derive(Debug, Clone)]
+pub struct ConsumerDescribed {
+    pub state: &'static str,
+    pub group_epoch: i32,
+    pub assignment_epoch: i32,
+    pub assignor: &'static str,
+    /// Each member with its target assignment.
+    pub members: Vec<(consumer_protocol::ConsumerMember, consumer_protocol::Assignment)>,
 }
 
 /// What [`GroupCoordinator::join_authorized`] concluded.
@@ -229,8 +270,11 @@ impl GroupCoordinator {
     /// A commit from a current member counts as a sign of life, as in Kafka.
     pub fn touch(&self, group_id: &str, member_id: &str) {
         // Changes no usage: only a deadline.
-        if let Some(group) = self.lock().groups.get_mut(group_id) {
+        let mut table = self.lock();
+        if let Some(group) = table.groups.get_mut(group_id) {
             group.touch(member_id, Instant::now());
+        } else if let Some(group) = table.consumer.get_mut(group_id) {
+            group.touch(member_id, Instant::now(), self.limits.consumer_session_timeout);
         }
     }
 
@@ -308,10 +352,11 @@ impl GroupCoordinator {
     /// Every topic the members of `group_id` subscribe to; `None` for a group not held here
     /// (AUTHZ-GROUP-4).
     pub fn topics(&self, group_id: &str) -> Option<Vec<String>> {
-        self.lock()
-            .groups
-            .get(group_id)
-            .map(|g| g.topics().map(str::to_string).collect())
+        let table = self.lock();
+        match table.groups.get(group_id) {
+            Some(g) => Some(g.topics().map(str::to_string).collect()),
+            None => table.consumer.get(group_id).map(|g| g.topics().into_iter().collect()),
+        }
     }
 
     /// JoinGroup by a joiner whose permissions were asked for `authorized` (AUTHZ-GROUP-4), or
@@ -362,7 +407,19 @@ impl GroupCoordinator {
         }
         let receiver = {
             let mut table = self.lock();
-            let Table { groups, owners } = &mut *table;
+            let Table {
+                groups,
+                owners,
+                consumer,
+            } = &mut *table;
+            // GROUP-CONSUMER-TYPE-1: a group id held by the consumer protocol is not joined
+            // by the classic one, as Kafka without online migration answers.
+            if consumer.get(&request.group_id).is_some_and(|g| !g.is_empty()) {
+                return JoinAttempt::Done(JoinOutcome::error(
+                    code(ResponseError::InconsistentGroupProtocol),
+                    &request.member_id,
+                ));
+            }
             let existing = groups.get(&request.group_id);
             if let (Some(group), Some(authorized)) = (existing, authorized) {
                 if !group.is_member(&request.member_id) && !group.topics().all(|t| authorized.contains(t)) {
@@ -491,7 +548,7 @@ impl GroupCoordinator {
         }
         let receiver: oneshot::Receiver<SyncOutcome> = {
             let mut table = self.lock();
-            let Table { groups, owners } = &mut *table;
+            let Table { groups, owners, .. } = &mut *table;
             let Some(group) = groups.get_mut(group_id) else {
                 return SyncOutcome::error(code(ResponseError::UnknownMemberId));
             };
@@ -519,7 +576,7 @@ impl GroupCoordinator {
     pub fn leave(&self, group_id: &str, members: &[MemberLeave]) -> Vec<i16> {
         let codes = {
             let mut table = self.lock();
-            let Table { groups, owners } = &mut *table;
+            let Table { groups, owners, .. } = &mut *table;
             match groups.get_mut(group_id) {
                 None => vec![code(ResponseError::UnknownMemberId); members.len()],
                 Some(group) => self.tracked(owners, group, |g| {
@@ -572,8 +629,19 @@ impl GroupCoordinator {
     /// that the group starts afresh if it ever comes back. Returns the groups forgotten.
     pub fn relinquish(&self, keep: impl Fn(&str) -> bool) -> Vec<String> {
         let mut table = self.lock();
-        let Table { groups, owners } = &mut *table;
-        let leaving: Vec<String> = groups.keys().filter(|id| !keep(id)).cloned().collect();
+        let Table {
+            groups,
+            owners,
+            consumer,
+        } = &mut *table;
+        let mut leaving: Vec<String> = groups.keys().filter(|id| !keep(id)).cloned().collect();
+        let consumer_leaving: Vec<String> = consumer.keys().filter(|id| !keep(id)).cloned().collect();
+        for id in &consumer_leaving {
+            if let Some(mut group) = consumer.remove(id) {
+                self.consumer_tracked(owners, &mut group, ConsumerGroup::dissolve);
+                Table::forgotten_creator(owners, group.creator());
+            }
+        }
         for id in &leaving {
             if let Some(mut group) = groups.remove(id) {
                 self.tracked(owners, &mut group, |g| g.dissolve(code(ResponseError::NotCoordinator)));
@@ -581,13 +649,22 @@ impl GroupCoordinator {
                 Table::forgotten(owners, &group);
             }
         }
+        leaving.extend(consumer_leaving);
         leaving
     }
 
     /// Forgets an empty group; returns false when it has members.
     pub fn remove_if_empty(&self, group_id: &str) -> bool {
         let mut table = self.lock();
-        let Table { groups, owners } = &mut *table;
+        let Table {
+            groups,
+            owners,
+            consumer,
+        } = &mut *table;
+        if consumer.get(group_id).is_some_and(|g| !g.is_empty()) {
+            return false;
+        }
+        consumer.remove(group_id);
         match groups.get(group_id) {
             Some(g) if !g.member_ids().is_empty() => false,
             _ => {
@@ -606,7 +683,27 @@ impl GroupCoordinator {
     /// offsets stay in Iggy, so nothing is lost); returns the next deadline.
     pub fn expire(&self, now: Instant) -> Option<Instant> {
         let mut table = self.lock();
-        let Table { groups, owners } = &mut *table;
+        let Table {
+            groups,
+            owners,
+            consumer,
+        } = &mut *table;
+        for group in consumer.values_mut() {
+            for id in self.consumer_tracked(owners, group, |g| g.expire(now)) {
+                tracing::info!(
+                    "consumer group {}: member {} removed: no heartbeat within its session, or no revocation within its rebalance timeout (GROUP-CONSUMER-TIMEOUT-1)",
+                    clip(group.id()),
+                    clip(&id)
+                );
+            }
+        }
+        consumer.retain(|_, g| {
+            if g.is_empty() {
+                Table::forgotten_creator(owners, g.creator());
+            }
+            !g.is_empty()
+        });
+        let consumer_next = consumer.values().filter_map(ConsumerGroup::next_deadline).min();
         for group in groups.values_mut() {
             self.tracked(owners, group, |g| g.expire(now));
         }
@@ -618,7 +715,155 @@ impl GroupCoordinator {
             }
             !vacant
         });
-        groups.values().filter_map(Group::next_deadline).min()
+        groups
+            .values()
+            .filter_map(Group::next_deadline)
+            .chain(consumer_next)
+            .min()
+    }
+
+    /// Runs `change` on a consumer-protocol group, keeping the totals in step, as `tracked`.
+    fn consumer_tracked<R>(
+        &self,
+        owners: &mut HashMap<Owner, OwnerUsage>,
+        group: &mut ConsumerGroup,
+        change: impl FnOnce(&mut ConsumerGroup) -> R,
+    ) -> R {
+        let usage = |g: &ConsumerGroup| {
+            let (members, bytes) = g.usage();
+            Usage { members, bytes }
+        };
+        let before = usage(group);
+        let result = change(group);
+        self.retally(before, usage(group));
+        Table::settle_consumer_owners(owners, group);
+        result
+    }
+
+    /// What ConsumerGroupHeartbeat tells members about their heartbeats.
+    pub fn consumer_heartbeat_interval(&self) -> Duration {
+        self.limits.consumer_heartbeat_interval
+    }
+
+    /// Whether `group_id` is a classic group held here (GROUP-CONSUMER-TYPE-1).
+    pub fn is_classic(&self, group_id: &str) -> bool {
+        self.lock().groups.get(group_id).is_some_and(|g| !g.is_vacant())
+    }
+
+    /// ConsumerGroupHeartbeat (GROUP-CONSUMER-HEARTBEAT-1): `topics` holds the partition counts
+    /// the handler looked up of the group's and the request's topics.
+    pub fn consumer_heartbeat(
+        &self,
+        group_id: &str,
+        request: Heartbeat,
+        topics: &BTreeMap<String, Option<u32>>,
+    ) -> Result<HeartbeatAnswer, ConsumerGroupError> {
+        if self.is_stopped() {
+            return Err(ConsumerGroupError::NotCoordinator);
+        }
+        let limits = &self.limits;
+        let settings = ConsumerSettings {
+            session_timeout: limits.consumer_session_timeout,
+            max_members: limits.max_members_per_group,
+            default_assignor: Assignor::Uniform,
+        };
+        let joining = request.member_epoch == 0;
+        let mut table = self.lock();
+        let Table {
+            groups,
+            owners,
+            consumer,
+        } = &mut *table;
+        // GROUP-CONSUMER-TYPE-1
+        if groups.get(group_id).is_some_and(|g| !g.is_vacant()) {
+            return Err(ConsumerGroupError::NotConsumerGroup);
+        }
+        // GROUP-CONSUMER-SUBSCRIPTION-1: limits before a member or group is added.
+        if joining {
+            let (members_total, bytes_total) = self.usage();
+            // LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1
+            let bytes: usize = request
+                .subscribed_topics
+                .as_ref()
+                .map_or(0, |t| t.iter().map(String::len).sum());
+            if members_total >= limits.max_members_total || bytes_total.saturating_add(bytes) > limits.max_stored_bytes
+            {
+                crate::metrics::metrics().limit_hit("LIMIT-GROUP-MEMBERS-1");
+                tracing::error!(
+                    "ConsumerGroupHeartbeat for {}: this gateway holds {members_total} members and {bytes_total} bytes already (LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1)",
+                    clip(group_id)
+                );
+                return Err(ConsumerGroupError::CoordinatorNotAvailable);
+            }
+            let creates = !consumer.contains_key(group_id);
+            if creates && groups.len() + consumer.len() >= limits.max_groups {
+                return Err(ConsumerGroupError::CoordinatorNotAvailable);
+            }
+            // LIMIT-GROUP-OWNER-1
+            if let Some(usage) = owners.get(&request.owner) {
+                if (creates && usage.groups >= limits.max_groups_per_owner)
+                    || usage.members >= limits.max_members_per_owner
+                {
+                    crate::metrics::metrics().limit_hit("LIMIT-GROUP-OWNER-1");
+                    return Err(ConsumerGroupError::CoordinatorNotAvailable);
+                }
+            }
+        }
+        let group = match consumer.get_mut(group_id) {
+            Some(group) => group,
+            None if joining => {
+                owners.entry(request.owner.clone()).or_default().groups += 1;
+                consumer
+                    .entry(group_id.to_string())
+                    .or_insert_with(|| ConsumerGroup::new(group_id.to_string(), request.owner.clone()))
+            }
+            None => return Err(ConsumerGroupError::UnknownMemberId),
+        };
+        let now = Instant::now();
+        let answer = self.consumer_tracked(owners, group, |g| g.heartbeat(request, topics, &settings, now));
+        if group.is_empty() {
+            let group = consumer.remove(group_id).expect("present");
+            Table::forgotten_creator(owners, group.creator());
+        }
+        self.deadlines_changed.notify_one();
+        answer
+    }
+
+    /// A consumer-protocol group as ConsumerGroupDescribe reports it; `None` when not held here.
+    pub fn consumer_describe(&self, group_id: &str) -> Option<ConsumerDescribed> {
+        let table = self.lock();
+        let group = table.consumer.get(group_id)?;
+        Some(ConsumerDescribed {
+            state: group.state_name(),
+            group_epoch: group.group_epoch(),
+            assignment_epoch: group.target_epoch(),
+            assignor: group.assignor(Assignor::Uniform).name(),
+            members: group.members().map(|m| (m.clone(), group.target_of(&m.id))).collect(),
+        })
+    }
+
+    /// (group id, state) of every consumer-protocol group held here (LISTGROUPS-COORDINATED-1).
+    pub fn consumer_list(&self) -> Vec<(String, &'static str)> {
+        self.lock()
+            .consumer
+            .values()
+            .map(|g| (g.id().to_string(), g.state_name()))
+            .collect()
+    }
+
+    /// GROUP-CONSUMER-COMMIT-1: `None` when `group_id` is no consumer-protocol group held here.
+    pub fn consumer_offsets_check(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        epoch: i32,
+        fetch: bool,
+        version: i16,
+    ) -> Option<Result<(), OffsetRefusal>> {
+        self.lock()
+            .consumer
+            .get(group_id)
+            .map(|g| g.validate_offsets(member_id, epoch, fetch, version))
     }
 
     /// The timer task: sleeps until the next deadline or until one may have moved earlier.

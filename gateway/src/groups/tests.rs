@@ -553,3 +553,112 @@ async fn group_coordinator_3_relinquished_groups_answer_parked_joins_and_free_th
     assert!(c.describe("moving").is_none());
     assert!(c.describe("staying").is_some());
 }
+
+fn consumer_heartbeat(member: &str, epoch: i32) -> consumer_protocol::Heartbeat {
+    consumer_protocol::Heartbeat {
+        member_id: member.into(),
+        member_epoch: epoch,
+        instance_id: None,
+        rack_id: None,
+        rebalance_timeout: Some(Duration::from_secs(30)),
+        subscribed_topics: Some(vec!["t".into()]),
+        assignor: None,
+        owned: Some(Default::default()),
+        client_id: "c".into(),
+        client_host: String::new(),
+        owner: "address:127.0.0.1".into(),
+    }
+}
+
+fn one_topic() -> BTreeMap<String, Option<u32>> {
+    BTreeMap::from([("t".to_string(), Some(2))])
+}
+
+#[tokio::test(start_paused = true)]
+async fn group_consumer_type_1_a_group_id_serves_one_protocol_at_a_time() {
+    let c = coordinator();
+    // A classic group with a member: the consumer protocol is refused GROUP_ID_NOT_FOUND.
+    let classic = join_new(&c).await;
+    assert_eq!(classic.error_code, 0);
+    assert_eq!(
+        c.consumer_heartbeat("g", consumer_heartbeat("m", 0), &one_topic()),
+        Err(ConsumerGroupError::NotConsumerGroup)
+    );
+    assert_eq!(
+        crate::error_map::consumer_group_code(&ConsumerGroupError::NotConsumerGroup),
+        ResponseError::GroupIdNotFound.code()
+    );
+    // A consumer-protocol group with a member: JoinGroup is INCONSISTENT_GROUP_PROTOCOL.
+    let answer = c
+        .consumer_heartbeat("h", consumer_heartbeat("m", 0), &one_topic())
+        .unwrap();
+    assert_eq!(answer.member_epoch, 1);
+    let mut join = join_request("", None);
+    join.group_id = "h".into();
+    assert_eq!(
+        c.join(join).await.error_code,
+        ResponseError::InconsistentGroupProtocol.code()
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn group_consumer_describe_1_consumer_groups_are_described_and_listed() {
+    let c = coordinator();
+    c.consumer_heartbeat("h", consumer_heartbeat("m", 0), &one_topic())
+        .unwrap();
+    let described = c.consumer_describe("h").expect("held");
+    assert_eq!(
+        (described.state, described.group_epoch, described.assignor),
+        ("Stable", 1, "uniform")
+    );
+    assert_eq!(described.members.len(), 1);
+    assert_eq!(c.consumer_list(), vec![("h".to_string(), "Stable")]);
+    assert_eq!(c.topics("h"), Some(vec!["t".to_string()]));
+    // The last member leaving forgets the group.
+    c.consumer_heartbeat("h", consumer_heartbeat("m", -1), &one_topic())
+        .unwrap();
+    assert!(c.consumer_describe("h").is_none());
+    assert_eq!(c.usage(), (0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn group_consumer_subscription_1_members_are_bounded_like_classic_ones() {
+    let limits = GroupLimits {
+        max_members_per_group: 1,
+        ..GroupLimits::default()
+    };
+    let c = GroupCoordinator::new(limits, SharedRng::seeded(3));
+    c.consumer_heartbeat("h", consumer_heartbeat("a", 0), &one_topic())
+        .unwrap();
+    assert_eq!(
+        c.consumer_heartbeat("h", consumer_heartbeat("b", 0), &one_topic()),
+        Err(ConsumerGroupError::GroupMaxSizeReached)
+    );
+    assert_eq!(c.owner_usage("address:127.0.0.1"), (1, 1));
+    assert_eq!(c.usage(), (1, 1));
+}
+
+#[tokio::test(start_paused = true)]
+async fn group_consumer_timeout_1_the_timer_removes_a_silent_member() {
+    let c = coordinator();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let timers = tokio::spawn({
+        let c = c.clone();
+        async move { c.run_timers(stop_rx).await }
+    });
+    c.consumer_heartbeat("h", consumer_heartbeat("m", 0), &one_topic())
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(44)).await;
+    assert!(c.consumer_describe("h").is_some(), "within its session");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        c.consumer_describe("h").is_none(),
+        "the lapsed member's group is forgotten"
+    );
+    assert_eq!(
+        c.consumer_heartbeat("h", consumer_heartbeat("m", 1), &one_topic()),
+        Err(ConsumerGroupError::UnknownMemberId)
+    );
+    stop_tx.send_replace(true);
+    timers.await.unwrap();
+}

@@ -33,7 +33,7 @@ pub(crate) async fn handle<B: Backend>(
         ApiKey::OffsetCommit => {
             // CO-LEGACY-COMMIT-1, CO-LEGACY-COMMIT-2: the commit timestamps are not used.
             let old: OffsetCommitV0V1Request = gateway.decode(request)?;
-            let response = handlers::offset_commit::handle(gateway, session, old.request).await;
+            let response = handlers::offset_commit::handle(gateway, session, old.request, version).await;
             let old_layout: OffsetCommitV0V1Response = LaidOutAs(response);
             Box::new(old_layout)
         }

@@ -35,7 +35,7 @@ pub async fn handle<B: Backend>(
             visible.push((id, protocol_type, state));
         }
     }
-    let groups = visible
+    let mut groups: Vec<ListedGroup> = visible
         .into_iter()
         .map(|(id, protocol_type, state)| {
             ListedGroup::default()
@@ -45,5 +45,24 @@ pub async fn handle<B: Backend>(
                 .with_group_type(StrBytes::from_static_str("classic"))
         })
         .collect();
+    // GROUP-CONSUMER-DESCRIBE-1: consumer-protocol groups are listed with protocol type `consumer`,
+    // as Kafka lists them, under the same state filter and visibility.
+    for (id, state) in gateway.groups.consumer_list() {
+        let wanted = request.states_filter.is_empty()
+            || request
+                .states_filter
+                .iter()
+                .any(|f| f.as_str().eq_ignore_ascii_case(state));
+        if !wanted || (permissions.checks() && permissions.on_group(&id).await != Verdict::Allowed) {
+            continue;
+        }
+        groups.push(
+            ListedGroup::default()
+                .with_group_id(GroupId(StrBytes::from_string(id)))
+                .with_protocol_type(StrBytes::from_static_str("consumer"))
+                .with_group_state(StrBytes::from_static_str(state))
+                .with_group_type(StrBytes::from_static_str("consumer")),
+        );
+    }
     ListGroupsResponse::default().with_groups(groups)
 }

@@ -29,6 +29,8 @@ pub(crate) fn controller_id(config: &crate::config::Config) -> i32 {
 fn topic_entry(name: &str, partitions: u32, leader: i32) -> MetadataResponseTopic {
     MetadataResponseTopic::default()
         .with_name(Some(TopicName(StrBytes::from_string(name.to_string()))))
+        // GROUP-CONSUMER-TOPIC-ID-1: clients map KIP-848 assignments to topics by id.
+        .with_topic_id(crate::groups::topic_id::topic_id(name))
         .with_partitions(
             (0..partitions as i32)
                 .map(|p| {
@@ -107,7 +109,18 @@ pub async fn handle<B: Backend>(
             let mut named = HashSet::with_capacity(requested.len());
             for t in requested {
                 let Some(name) = t.name else {
-                    topics.push(MetadataResponseTopic::default().with_error_code(ResponseError::UnknownTopicId.code()));
+                    // GROUP-CONSUMER-TOPIC-ID-1: v12 names topics by id; librdkafka asks so for
+                    // the topics of a KIP-848 assignment.
+                    let found = match t.topic_id.is_nil() {
+                        true => None,
+                        false => topic_by_id(gateway, session, t.topic_id).await,
+                    };
+                    topics.push(match found {
+                        Some((kafka, partitions)) => budgeted_topic_entry(&mut budget, &kafka, partitions, me),
+                        None => MetadataResponseTopic::default()
+                            .with_topic_id(t.topic_id)
+                            .with_error_code(ResponseError::UnknownTopicId.code()),
+                    });
                     continue;
                 };
                 if !named.insert(name.0.clone()) {
@@ -148,6 +161,29 @@ pub async fn handle<B: Backend>(
         .with_cluster_id(Some(StrBytes::from_static_str(CLUSTER_ID)))
         .with_controller_id(BrokerId(controller_id(config)))
         .with_topics(topics)
+}
+
+/// The Kafka topic whose id is `id`, and its partition count, among the topics the session may
+/// list (GROUP-CONSUMER-TOPIC-ID-1).
+async fn topic_by_id<B: Backend>(gateway: &Gateway<B>, session: &Session<B>, id: uuid::Uuid) -> Option<(String, u32)> {
+    let config = &gateway.config;
+    for stream in config.topics.streams() {
+        let Ok(listed) = session.backend.list_topics(&stream).await else {
+            continue;
+        };
+        for info in listed {
+            let target = crate::config::IggyTarget {
+                stream: stream.clone(),
+                topic: info.name.clone(),
+            };
+            if let Some(kafka) = config.topics.reverse(&target) {
+                if crate::groups::topic_id::topic_id(&kafka) == id {
+                    return Some((kafka, info.partitions));
+                }
+            }
+        }
+    }
+    None
 }
 
 /// The partition count of topic `name`, created first when `auto_create` allows, or the error

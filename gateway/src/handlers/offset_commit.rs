@@ -15,7 +15,7 @@ use kafka_protocol::messages::offset_commit_response::{OffsetCommitResponseParti
 use kafka_protocol::messages::{OffsetCommitRequest, OffsetCommitResponse};
 
 /// The code every partition gets when the request as a whole is refused, or `None`.
-fn request_error<B: Backend>(gateway: &Gateway<B>, request: &OffsetCommitRequest) -> Option<i16> {
+fn request_error<B: Backend>(gateway: &Gateway<B>, request: &OffsetCommitRequest, version: i16) -> Option<i16> {
     let group_id = request.group_id.0.as_str();
     if !valid_group_id(group_id) {
         return Some(ResponseError::InvalidGroupId.code());
@@ -25,6 +25,14 @@ fn request_error<B: Backend>(gateway: &Gateway<B>, request: &OffsetCommitRequest
     }
     let member_id = request.member_id.as_str();
     let generation = request.generation_id_or_member_epoch;
+    // GROUP-CONSUMER-COMMIT-1: a consumer-protocol group checks member epochs, as Kafka's
+    // ConsumerGroup.validateOffsetCommit (STALE_MEMBER_EPOCH, UNKNOWN_MEMBER_ID).
+    if let Some(checked) = gateway
+        .groups
+        .consumer_offsets_check(group_id, member_id, generation, false, version)
+    {
+        return checked.err().map(error_map::consumer_offsets_code);
+    }
     match gateway.groups.member_generation(group_id) {
         // A standalone commit (no member, generation -1) is for a group without members; a
         // member's commit to a group this coordinator does not know is from another generation.
@@ -52,12 +60,13 @@ pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
     session: &std::sync::Arc<Session<B>>,
     request: OffsetCommitRequest,
+    version: i16,
 ) -> OffsetCommitResponse {
     let group_id = request.group_id.0.as_str();
     // One group's commits never interleave: a commit is two steps in Iggy (CO-ZERO-1).
     let lock = gateway.groups.commit_lock(group_id);
     let _serialised = lock.lock().await;
-    let mut refused = request_error(gateway, &request);
+    let mut refused = request_error(gateway, &request, version);
     if refused.is_none() && !request.member_id.is_empty() {
         gateway.groups.touch(group_id, request.member_id.as_str());
     }

@@ -13,7 +13,10 @@ use crate::gateway::Gateway;
 use crate::offset_store::OffsetStore;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
-use kafka_protocol::messages::offset_fetch_response::{OffsetFetchResponsePartition, OffsetFetchResponseTopic};
+use kafka_protocol::messages::offset_fetch_response::{
+    OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
+};
 use kafka_protocol::messages::{OffsetFetchRequest, OffsetFetchResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
 use std::collections::{HashMap, HashSet};
@@ -61,6 +64,84 @@ pub async fn handle<B: Backend>(
     request: OffsetFetchRequest,
     version: i16,
 ) -> OffsetFetchResponse {
+    let mut budget = gateway.response_budget();
+    if version < 8 {
+        return fetch_group(gateway, session, request, version, &mut budget).await;
+    }
+    // v8+ batch groups: each answered as one v7 request, under one response budget.
+    let mut groups = Vec::with_capacity(request.groups.len());
+    for group in request.groups {
+        let group_id = group.group_id.clone();
+        // GROUP-CONSUMER-COMMIT-1: v9 names the member; a consumer-protocol member's epoch must
+        // be current (an admin's -1 reads freely).
+        let member_id = group.member_id.as_ref().map_or("", |m| m.as_str());
+        let refusal = match gateway.groups.consumer_offsets_check(
+            group_id.0.as_str(),
+            member_id,
+            group.member_epoch,
+            true,
+            version,
+        ) {
+            Some(Err(refusal)) if version >= 9 => Some(error_map::consumer_offsets_code(refusal)),
+            _ => None,
+        };
+        let answer = match refusal {
+            Some(code) => OffsetFetchResponse::default().with_error_code(code),
+            None => {
+                let single = OffsetFetchRequest::default()
+                    .with_group_id(group.group_id)
+                    .with_require_stable(request.require_stable)
+                    .with_topics(group.topics.map(|topics| {
+                        topics
+                            .into_iter()
+                            .map(|t| {
+                                OffsetFetchRequestTopic::default()
+                                    .with_name(t.name)
+                                    .with_partition_indexes(t.partition_indexes)
+                            })
+                            .collect()
+                    }));
+                fetch_group(gateway, session, single, 7, &mut budget).await
+            }
+        };
+        groups.push(
+            OffsetFetchResponseGroup::default()
+                .with_group_id(group_id)
+                .with_error_code(answer.error_code)
+                .with_topics(
+                    answer
+                        .topics
+                        .into_iter()
+                        .map(|t| {
+                            OffsetFetchResponseTopics::default().with_name(t.name).with_partitions(
+                                t.partitions
+                                    .into_iter()
+                                    .map(|p| {
+                                        OffsetFetchResponsePartitions::default()
+                                            .with_partition_index(p.partition_index)
+                                            .with_committed_offset(p.committed_offset)
+                                            .with_committed_leader_epoch(p.committed_leader_epoch)
+                                            .with_metadata(p.metadata)
+                                            .with_error_code(p.error_code)
+                                    })
+                                    .collect(),
+                            )
+                        })
+                        .collect(),
+                ),
+        );
+    }
+    OffsetFetchResponse::default().with_groups(groups)
+}
+
+/// One group's offsets, as OffsetFetch v0-7 asks them.
+async fn fetch_group<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    request: OffsetFetchRequest,
+    version: i16,
+    budget: &mut crate::response_budget::ResponseBudget,
+) -> OffsetFetchResponse {
     let group_id = request.group_id.0.as_str();
     let with_error = |code: i16| {
         let response = OffsetFetchResponse::default();
@@ -88,7 +169,6 @@ pub async fn handle<B: Backend>(
             .collect(),
     };
     let mut topics = Vec::with_capacity(wanted.len());
-    let mut budget = gateway.response_budget();
     // v0-1 have no top-level error: past the budget, what is left is answered with per-partition
     // errors, which only echo the request.
     let mut over_budget = false;

@@ -41,11 +41,16 @@ pub const ADVERTISED: &[Advertised] = &[
     api(ApiKey::SyncGroup, 0, 0, 5),
     api(ApiKey::Heartbeat, 0, 0, 4),
     api(ApiKey::LeaveGroup, 0, 0, 5),
-    api(ApiKey::OffsetCommit, 0, 0, 8),
-    api(ApiKey::OffsetFetch, 0, 0, 7),
+    // v9 checks a consumer-protocol member's epoch (GROUP-CONSUMER-COMMIT-1); librdkafka enables
+    // KIP-848 only with OffsetCommit and OffsetFetch v9.
+    api(ApiKey::OffsetCommit, 0, 0, 9),
+    api(ApiKey::OffsetFetch, 0, 0, 9),
     api(ApiKey::DescribeGroups, 0, 0, 5),
     api(ApiKey::ListGroups, 0, 0, 4),
     api(ApiKey::DeleteGroups, 0, 0, 2),
+    // GROUP-CONSUMER-HEARTBEAT-1: v0-1, what librdkafka 2.12 and the Java client 4.x send.
+    api(ApiKey::ConsumerGroupHeartbeat, 0, 0, 1),
+    api(ApiKey::ConsumerGroupDescribe, 0, 0, 1),
     // OFFSETDELETE-1: v0 is the only version Kafka defines.
     api(ApiKey::OffsetDelete, 0, 0, 0),
     // DESCRIBECLUSTER-1: v2 (Kafka 4.0, KIP-1073) adds fenced brokers; no gateway is fenced.

@@ -44,6 +44,24 @@ impl Entries for HeartbeatRequest {
     }
 }
 
+/// GROUP-CONSUMER-SUBSCRIPTION-1: the subscribed topics and owned partitions are entries, bounded
+/// like any request's.
+impl Entries for ConsumerGroupHeartbeatRequest {
+    fn entries(&self) -> usize {
+        self.subscribed_topic_names.as_ref().map_or(0, Vec::len)
+            + self
+                .topic_partitions
+                .as_deref()
+                .map_or(0, |t| nested(t, |t| t.partitions.len()))
+    }
+}
+
+impl Entries for ConsumerGroupDescribeRequest {
+    fn entries(&self) -> usize {
+        self.group_ids.len()
+    }
+}
+
 impl Entries for MetadataRequest {
     fn entries(&self) -> usize {
         self.topics.as_ref().map_or(0, Vec::len)

@@ -1,0 +1,391 @@
+//! KIP-848 consumer group protocol cases (docs/spec/groups.md, GROUP-CONSUMER-*): librdkafka
+//! consumers with `group.protocol=consumer`, whose partitions the coordinator assigns itself
+//! through ConsumerGroupHeartbeat, and raw ConsumerGroupHeartbeat requests for what a client
+//! does not show (epochs, fencing).
+//!
+//! Consumers are [`GroupConsumer`]s configured for the new protocol: no `session.timeout.ms`,
+//! `heartbeat.interval.ms` or `partition.assignment.strategy` (librdkafka refuses them with
+//! `group.protocol=consumer`: the coordinator decides), `group.remote.assignor=uniform`,
+//! explicit synchronous commits, `enable.partition.eof`. Every wait ends when the state shows
+//! up and fails after a bound; nothing sleeps to synchronise.
+
+use super::group_cases::support::*;
+use super::{require_apis, Case, Outcome};
+use crate::case;
+use crate::endpoint::Endpoint;
+use anyhow::{bail, ensure, Context as _};
+use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions;
+use kafka_protocol::messages::{
+    ApiKey, ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse, GroupId, TopicName,
+};
+use kafka_protocol::protocol::StrBytes;
+use std::collections::BTreeSet;
+use std::time::Duration;
+use tokio::time::Instant;
+
+pub fn cases() -> Vec<Case> {
+    vec![
+        case!(
+            consumer_protocol_two_members_split_a_topic_and_read_everything,
+            [
+                "GROUP-CONSUMER-HEARTBEAT-1",
+                "GROUP-CONSUMER-ASSIGNOR-1",
+                "GROUP-CONSUMER-TOPIC-ID-1"
+            ]
+        ),
+        case!(
+            consumer_protocol_new_member_resumes_after_the_members_commits,
+            ["GROUP-CONSUMER-COMMIT-1", "GROUP-CONSUMER-LEAVE-1"]
+        ),
+        case!(
+            consumer_protocol_member_joining_and_leaving_while_producing_never_shares_a_partition,
+            ["GROUP-CONSUMER-REVOKE-1", "GROUP-CONSUMER-LEAVE-1"]
+        ),
+        case!(
+            consumer_protocol_member_is_fenced_after_its_session_lapses,
+            ["GROUP-CONSUMER-EPOCH-1", "GROUP-CONSUMER-TIMEOUT-1"]
+        ),
+    ]
+}
+
+/// ConsumerGroupHeartbeat v1, what librdkafka 2.12 sends.
+const HEARTBEAT_V: i16 = 1;
+const DESCRIBE_V: i16 = 0;
+const FENCED_MEMBER_EPOCH: i16 = 110;
+/// Kafka's default `group.consumer.session.timeout.ms` (45 s), with room for the timer.
+const SESSION_BOUND: Duration = Duration::from_secs(90);
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+async fn require_kip848(endpoint: &Endpoint) -> anyhow::Result<Option<Outcome>> {
+    require_apis(endpoint, &[ApiKey::ConsumerGroupHeartbeat]).await
+}
+
+/// A librdkafka member of `group` with `group.protocol=consumer`, subscribed to `topic`.
+fn member(endpoint: &Endpoint, name: &str, group: &str, topic: &str) -> anyhow::Result<GroupConsumer> {
+    let mut config = base_config(&endpoint.bootstrap);
+    config
+        .set("group.id", group)
+        .set("group.protocol", "consumer")
+        .set("group.remote.assignor", "uniform")
+        .set("enable.auto.commit", "false")
+        .set("auto.offset.reset", "earliest")
+        .set("enable.partition.eof", "true")
+        .set("allow.auto.create.topics", "false")
+        .set("check.crcs", "true");
+    GroupConsumer::from_config(name, topic, &config)
+}
+
+/// Waits until the two consumers' deliveries, together, satisfy `done`.
+async fn wait_both(
+    a: &mut GroupConsumer,
+    b: &mut GroupConsumer,
+    what: &str,
+    bound: Duration,
+    done: impl Fn(&History, &History) -> bool,
+) -> anyhow::Result<()> {
+    let deadline = Instant::now() + bound;
+    loop {
+        if done(&a.history, &b.history) {
+            return Ok(());
+        }
+        let alive = tokio::select! {
+            alive = a.recv_one() => alive,
+            alive = b.recv_one() => alive,
+            _ = tokio::time::sleep_until(deadline) => {
+                bail!("{what} did not happen within {bound:?}; {}; {}", a.report(), b.report())
+            }
+        };
+        ensure!(alive, "a poll thread ended before {what}");
+    }
+}
+
+fn covers(a: &History, b: &History, partitions: i32, range: std::ops::Range<i64>) -> bool {
+    (0..partitions).all(|p| {
+        let seen: BTreeSet<i64> = a.distinct(p).union(&b.distinct(p)).copied().collect();
+        range.clone().all(|o| seen.contains(&o))
+    })
+}
+
+/// How long a consumer-protocol rebalance may take: a few heartbeat intervals (Kafka's default
+/// is 5 s) for a revocation and an assignment.
+const REBALANCE_BOUND: Duration = Duration::from_secs(60);
+
+/// GROUP-CONSUMER-HEARTBEAT-1, GROUP-CONSUMER-ASSIGNOR-1: two members split a 4-partition topic
+/// into two disjoint non-empty shares covering it, and together read every record.
+pub async fn consumer_protocol_two_members_split_a_topic_and_read_everything(
+    endpoint: Endpoint,
+) -> anyhow::Result<Outcome> {
+    if let Some(skipped) = require_kip848(&endpoint).await? {
+        return Ok(skipped);
+    }
+    let topic = endpoint.unique_topic("cp-split");
+    let group = endpoint.unique_topic("cp-split-g");
+    create_topic(&endpoint, &topic, 4).await?;
+    for p in 0..4 {
+        produce_at(&endpoint, &topic, p, 0, 20).await?;
+    }
+    let all: BTreeSet<i32> = (0..4).collect();
+    let mut a = member(&endpoint, "consumer A", &group, &topic)?;
+    let mut b = member(&endpoint, "consumer B", &group, &topic)?;
+    let (mut wa, mut wb) = (a.assignment_watch(), b.assignment_watch());
+    let deadline = Instant::now() + REBALANCE_BOUND;
+    loop {
+        let (x, y) = (wa.borrow_and_update().clone(), wb.borrow_and_update().clone());
+        ensure!(
+            x.is_disjoint(&y),
+            "partitions {:?} assigned to both members at once",
+            x.intersection(&y)
+        );
+        let union: BTreeSet<i32> = x.union(&y).copied().collect();
+        if !x.is_empty() && !y.is_empty() && union == all {
+            break;
+        }
+        tokio::select! {
+            changed = wa.changed() => changed.context("consumer A's poll thread ended")?,
+            changed = wb.changed() => changed.context("consumer B's poll thread ended")?,
+            _ = tokio::time::sleep_until(deadline) => bail!(
+                "the two members never split {all:?} within {REBALANCE_BOUND:?}; last: A {x:?}, B {y:?}; {}; {}",
+                a.report(), b.report()
+            ),
+        }
+    }
+    wait_both(
+        &mut a,
+        &mut b,
+        "every record of the 4 partitions",
+        REBALANCE_BOUND,
+        |x, y| covers(x, y, 4, 0..20),
+    )
+    .await?;
+    a.close().await?;
+    b.close().await?;
+    Ok(Outcome::Passed)
+}
+
+/// GROUP-CONSUMER-COMMIT-1: two members each commit what they read of their share (OffsetCommit
+/// v9 with their member epochs), leave, and a new member resumes every partition at the commits.
+pub async fn consumer_protocol_new_member_resumes_after_the_members_commits(
+    endpoint: Endpoint,
+) -> anyhow::Result<Outcome> {
+    if let Some(skipped) = require_kip848(&endpoint).await? {
+        return Ok(skipped);
+    }
+    let topic = endpoint.unique_topic("cp-resume");
+    let group = endpoint.unique_topic("cp-resume-g");
+    create_topic(&endpoint, &topic, 4).await?;
+    for p in 0..4 {
+        produce_at(&endpoint, &topic, p, 0, 10).await?;
+    }
+    let mut a = member(&endpoint, "consumer A", &group, &topic)?;
+    let mut b = member(&endpoint, "consumer B", &group, &topic)?;
+    let all: BTreeSet<i32> = (0..4).collect();
+    // Both settle with a non-empty share, then read their shares to the end.
+    let (mut wa, mut wb) = (a.assignment_watch(), b.assignment_watch());
+    let deadline = Instant::now() + REBALANCE_BOUND;
+    let (share_a, share_b) = loop {
+        let (x, y) = (wa.borrow_and_update().clone(), wb.borrow_and_update().clone());
+        let union: BTreeSet<i32> = x.union(&y).copied().collect();
+        if !x.is_empty() && !y.is_empty() && x.is_disjoint(&y) && union == all {
+            break (x, y);
+        }
+        tokio::select! {
+            changed = wa.changed() => changed.context("consumer A's poll thread ended")?,
+            changed = wb.changed() => changed.context("consumer B's poll thread ended")?,
+            _ = tokio::time::sleep_until(deadline) => bail!(
+                "the two members never split the topic within {REBALANCE_BOUND:?}; {}; {}", a.report(), b.report()
+            ),
+        }
+    };
+    let (sa, sb) = (share_a.clone(), share_b.clone());
+    wait_both(
+        &mut a,
+        &mut b,
+        "offsets 0..6 of each share",
+        REBALANCE_BOUND,
+        move |x, y| sa.iter().all(|p| x.has_all(*p, 0..6)) && sb.iter().all(|p| y.has_all(*p, 0..6)),
+    )
+    .await?;
+    let commits_a: Vec<(i32, i64)> = share_a.iter().map(|p| (*p, 6)).collect();
+    let commits_b: Vec<(i32, i64)> = share_b.iter().map(|p| (*p, 6)).collect();
+    a.commit(&commits_a).await?;
+    b.commit(&commits_b).await?;
+    a.close().await?;
+    b.close().await?;
+    // A new member alone: everything, from the commits.
+    let mut c = member(&endpoint, "consumer C", &group, &topic)?;
+    c.wait_assignment("all four partitions", |x| x.len() == 4).await?;
+    c.wait_until("offsets 6..10 of every partition", |h| {
+        (0..4).all(|p| h.has_all(p, 6..10))
+    })
+    .await?;
+    for p in 0..4 {
+        let first = c.history.offsets(p).first().copied();
+        ensure!(
+            first == Some(6),
+            "consumer C's first record of partition {p} is at {first:?}, not at the committed 6"
+        );
+    }
+    c.close().await?;
+    Ok(Outcome::Passed)
+}
+
+/// GROUP-CONSUMER-REVOKE-1: while records keep arriving, B joins A's group and later leaves; the
+/// members' assignments are never seen to overlap, and every record is read.
+pub async fn consumer_protocol_member_joining_and_leaving_while_producing_never_shares_a_partition(
+    endpoint: Endpoint,
+) -> anyhow::Result<Outcome> {
+    if let Some(skipped) = require_kip848(&endpoint).await? {
+        return Ok(skipped);
+    }
+    let topic = endpoint.unique_topic("cp-incremental");
+    let group = endpoint.unique_topic("cp-incremental-g");
+    create_topic(&endpoint, &topic, 4).await?;
+    let mut a = member(&endpoint, "consumer A", &group, &topic)?;
+    a.wait_assignment("all four partitions", |x| x.len() == 4).await?;
+    let producer = {
+        let endpoint = endpoint.clone();
+        let topic = topic.clone();
+        tokio::spawn(async move {
+            for round in 0..3 {
+                for p in 0..4 {
+                    produce_at(&endpoint, &topic, p, round * 10, 10).await?;
+                }
+            }
+            anyhow::Ok(())
+        })
+    };
+    let mut b = member(&endpoint, "consumer B", &group, &topic)?;
+    // Every assignment change of either member is checked for overlap until B has a share.
+    let (mut wa, mut wb) = (a.assignment_watch(), b.assignment_watch());
+    let deadline = Instant::now() + REBALANCE_BOUND;
+    loop {
+        let (x, y) = (wa.borrow_and_update().clone(), wb.borrow_and_update().clone());
+        ensure!(
+            x.is_disjoint(&y),
+            "partitions {:?} assigned to A and B at once",
+            x.intersection(&y)
+        );
+        if !y.is_empty() && x.len() + y.len() == 4 {
+            break;
+        }
+        tokio::select! {
+            changed = wa.changed() => changed.context("consumer A's poll thread ended")?,
+            changed = wb.changed() => changed.context("consumer B's poll thread ended")?,
+            _ = tokio::time::sleep_until(deadline) => bail!(
+                "B never got a share within {REBALANCE_BOUND:?}; {}; {}", a.report(), b.report()
+            ),
+        }
+    }
+    producer.await.context("the producer task")??;
+    wait_both(&mut a, &mut b, "every record produced", REBALANCE_BOUND, |x, y| {
+        covers(x, y, 4, 0..30)
+    })
+    .await?;
+    // B leaves (epoch -1 on close): A takes everything back.
+    b.close().await?;
+    a.wait_assignment("all four partitions again", |x| x.len() == 4).await?;
+    for p in 0..4 {
+        produce_at(&endpoint, &topic, p, 30, 5).await?;
+    }
+    a.wait_until("the records produced after B left", |h| {
+        (0..4).all(|p| h.has_all(p, 30..35))
+    })
+    .await?;
+    a.close().await?;
+    Ok(Outcome::Passed)
+}
+
+async fn heartbeat(
+    client: &mut Client,
+    request: &ConsumerGroupHeartbeatRequest,
+) -> anyhow::Result<ConsumerGroupHeartbeatResponse> {
+    client
+        .request(ApiKey::ConsumerGroupHeartbeat, HEARTBEAT_V, request)
+        .await
+        .context("ConsumerGroupHeartbeat")
+}
+
+/// GROUP-CONSUMER-EPOCH-1, GROUP-CONSUMER-TIMEOUT-1: a member that stops heartbeating is removed
+/// once its session lapses (it leaves ConsumerGroupDescribe), and its next heartbeat is
+/// UNKNOWN_MEMBER_ID; an epoch ahead of the coordinator's is FENCED_MEMBER_EPOCH.
+pub async fn consumer_protocol_member_is_fenced_after_its_session_lapses(
+    endpoint: Endpoint,
+) -> anyhow::Result<Outcome> {
+    if let Some(skipped) = require_kip848(&endpoint).await? {
+        return Ok(skipped);
+    }
+    let topic = endpoint.unique_topic("cp-fenced");
+    let group = endpoint.unique_topic("cp-fenced-g");
+    create_topic(&endpoint, &topic, 2).await?;
+    let mut client = coordinator_of(&endpoint.bootstrap, &group).await?;
+    let member_id = format!("{group}-member");
+    let join = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(s(&group)))
+        .with_member_id(s(&member_id))
+        .with_member_epoch(0)
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_names(Some(vec![TopicName(s(&topic))]))
+        .with_topic_partitions(Some(Vec::<TopicPartitions>::new()));
+    let joined = heartbeat(&mut client, &join).await?;
+    ensure!(
+        joined.error_code == NONE,
+        "joining: error {} ({:?})",
+        joined.error_code,
+        joined.error_message
+    );
+    ensure!(
+        joined.member_epoch > 0,
+        "joining gave member epoch {}",
+        joined.member_epoch
+    );
+    let ahead = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(s(&group)))
+        .with_member_id(s(&member_id))
+        .with_member_epoch(joined.member_epoch + 5)
+        .with_rebalance_timeout_ms(-1);
+    let fenced = heartbeat(&mut client, &ahead).await?;
+    ensure!(
+        fenced.error_code == FENCED_MEMBER_EPOCH,
+        "an epoch ahead of the coordinator's: error {} ({:?}), not FENCED_MEMBER_EPOCH (110)",
+        fenced.error_code,
+        fenced.error_message
+    );
+    // Silence: the member must disappear once its session lapses.
+    let describe = ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(s(&group))]);
+    let deadline = Instant::now() + SESSION_BOUND;
+    loop {
+        let described: ConsumerGroupDescribeResponse = client
+            .request(ApiKey::ConsumerGroupDescribe, DESCRIBE_V, &describe)
+            .await
+            .context("ConsumerGroupDescribe")?;
+        let present = described
+            .groups
+            .iter()
+            .any(|g| g.members.iter().any(|m| m.member_id.as_str() == member_id));
+        if !present {
+            break;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the silent member is still in the group after {SESSION_BOUND:?}"
+        );
+        tokio::time::sleep(POLL_INTERVAL).await;
+    }
+    let late = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(s(&group)))
+        .with_member_id(s(&member_id))
+        .with_member_epoch(joined.member_epoch)
+        .with_rebalance_timeout_ms(-1);
+    let answer = heartbeat(&mut client, &late).await?;
+    ensure!(
+        answer.error_code == UNKNOWN_MEMBER_ID,
+        "the lapsed member's heartbeat: error {} ({:?}), not UNKNOWN_MEMBER_ID (25)",
+        answer.error_code,
+        answer.error_message
+    );
+    Ok(Outcome::Passed)
+}

@@ -1,0 +1,355 @@
+use super::*;
+use proptest::prelude::*;
+
+fn settings() -> ConsumerSettings {
+    ConsumerSettings {
+        session_timeout: Duration::from_secs(45),
+        max_members: 100,
+        default_assignor: Assignor::Uniform,
+    }
+}
+
+fn owner() -> Owner {
+    "address:127.0.0.1".into()
+}
+
+fn hb(member: &str, epoch: i32, topics: Option<&[&str]>, owned: Option<Assignment>) -> Heartbeat {
+    Heartbeat {
+        member_id: member.to_string(),
+        member_epoch: epoch,
+        instance_id: None,
+        rack_id: None,
+        rebalance_timeout: (epoch == 0).then(|| Duration::from_secs(60)),
+        subscribed_topics: topics.map(|t| t.iter().map(|s| s.to_string()).collect()),
+        assignor: None,
+        owned,
+        client_id: "c".into(),
+        client_host: "h".into(),
+        owner: owner(),
+    }
+}
+
+fn meta(topics: &[(&str, u32)]) -> BTreeMap<String, Option<u32>> {
+    topics.iter().map(|(t, n)| (t.to_string(), Some(*n))).collect()
+}
+
+fn held(a: &Option<Assignment>) -> usize {
+    a.as_ref().map_or(0, assignment_size)
+}
+
+#[test]
+fn group_consumer_assignor_1_uniform_and_range_split_evenly() {
+    let subs: BTreeMap<String, Vec<String>> = [("a", vec!["t"]), ("b", vec!["t"])]
+        .into_iter()
+        .map(|(m, t)| (m.to_string(), t.into_iter().map(String::from).collect()))
+        .collect();
+    let topics: BTreeMap<String, u32> = [("t".to_string(), 4)].into();
+    for assignment in [uniform(&subs, &topics, &BTreeMap::new()), range(&subs, &topics)] {
+        assert_eq!(assignment_size(&assignment["a"]), 2);
+        assert_eq!(assignment_size(&assignment["b"]), 2);
+    }
+    assert_eq!(range(&subs, &topics)["a"]["t"], BTreeSet::from([0, 1]));
+    assert_eq!(Assignor::parse("uniform"), Some(Assignor::Uniform));
+    assert_eq!(Assignor::parse("cooperative-sticky"), None);
+}
+
+#[test]
+fn group_consumer_revoke_1_a_partition_moves_only_after_its_revocation_is_acknowledged() {
+    let mut g = ConsumerGroup::new("g".into(), owner());
+    let now = Instant::now();
+    let m = meta(&[("t", 4)]);
+    let a = g
+        .heartbeat(hb("a", 0, Some(&["t"]), Some(Assignment::new())), &m, &settings(), now)
+        .unwrap();
+    assert_eq!(held(&a.assignment), 4);
+    assert_eq!(a.member_epoch, 1);
+    // b joins: the target splits, but a still holds everything.
+    let b = g
+        .heartbeat(hb("b", 0, Some(&["t"]), Some(Assignment::new())), &m, &settings(), now)
+        .unwrap();
+    assert_eq!(held(&b.assignment), 0, "nothing is free yet");
+    assert_eq!(b.member_epoch, 2);
+    // a is told to keep two: it revokes the other two and stays at epoch 1.
+    let a2 = g
+        .heartbeat(hb("a", 1, None, a.assignment.clone()), &m, &settings(), now)
+        .unwrap();
+    assert_eq!(a2.member_epoch, 1);
+    let kept = a2.assignment.clone().unwrap();
+    assert_eq!(assignment_size(&kept), 2);
+    assert_eq!(g.member("a").unwrap().state, MemberState::UnrevokedPartitions);
+    // b still gets nothing while a has not acknowledged.
+    let b2 = g.heartbeat(hb("b", 2, None, None), &m, &settings(), now).unwrap();
+    assert_eq!(b2.assignment, None);
+    // a acknowledges: epoch 2; then b gets the two partitions.
+    let a3 = g
+        .heartbeat(hb("a", 1, None, Some(kept.clone())), &m, &settings(), now)
+        .unwrap();
+    assert_eq!(a3.member_epoch, 2);
+    let b3 = g
+        .heartbeat(hb("b", 2, None, Some(Assignment::new())), &m, &settings(), now)
+        .unwrap();
+    assert_eq!(held(&b3.assignment), 2);
+    assert_eq!(g.state_name(), "Stable");
+}
+
+#[test]
+fn group_consumer_epoch_1_fenced_and_unknown_members_as_kafka() {
+    let mut g = ConsumerGroup::new("g".into(), owner());
+    let now = Instant::now();
+    let m = meta(&[("t", 2)]);
+    g.heartbeat(hb("a", 0, Some(&["t"]), Some(Assignment::new())), &m, &settings(), now)
+        .unwrap();
+    assert!(matches!(
+        g.heartbeat(hb("a", 7, None, None), &m, &settings(), now),
+        Err(ConsumerGroupError::FencedMemberEpoch(_))
+    ));
+    assert_eq!(
+        g.heartbeat(hb("zz", 1, None, None), &m, &settings(), now),
+        Err(ConsumerGroupError::UnknownMemberId)
+    );
+    // GROUP-CONSUMER-TIMEOUT-1: a lapsed session removes the member; it is unknown after.
+    assert_eq!(g.expire(now + Duration::from_secs(46)), vec!["a".to_string()]);
+    assert_eq!(
+        g.heartbeat(hb("a", 1, None, None), &m, &settings(), now),
+        Err(ConsumerGroupError::UnknownMemberId)
+    );
+    assert!(g.is_empty());
+}
+
+#[test]
+fn group_consumer_static_1_an_instance_rejoins_with_its_partitions() {
+    let mut g = ConsumerGroup::new("g".into(), owner());
+    let now = Instant::now();
+    let m = meta(&[("t", 2)]);
+    let mut join = hb("a", 0, Some(&["t"]), Some(Assignment::new()));
+    join.instance_id = Some("i".into());
+    let a = g.heartbeat(join.clone(), &m, &settings(), now).unwrap();
+    // A second live member with the same instance id is refused.
+    let mut other = join.clone();
+    other.member_id = "a2".into();
+    assert_eq!(
+        g.heartbeat(other.clone(), &m, &settings(), now),
+        Err(ConsumerGroupError::UnreleasedInstanceId)
+    );
+    // GROUP-CONSUMER-LEAVE-1: -2 keeps it, with its partitions.
+    let mut leave = hb("a", -2, None, None);
+    leave.instance_id = Some("i".into());
+    assert_eq!(g.heartbeat(leave, &m, &settings(), now).unwrap().member_epoch, -2);
+    let back = g.heartbeat(other, &m, &settings(), now).unwrap();
+    assert_eq!(back.member_epoch, a.member_epoch);
+    assert_eq!(back.assignment, a.assignment);
+    assert!(g.member("a").is_none());
+}
+
+#[test]
+fn group_consumer_commit_1_member_epochs_are_checked() {
+    let mut g = ConsumerGroup::new("g".into(), owner());
+    assert_eq!(g.validate_offsets("", -1, false, 9), Ok(()));
+    let now = Instant::now();
+    g.heartbeat(
+        hb("a", 0, Some(&["t"]), Some(Assignment::new())),
+        &meta(&[("t", 1)]),
+        &settings(),
+        now,
+    )
+    .unwrap();
+    assert_eq!(g.validate_offsets("a", 1, false, 9), Ok(()));
+    assert_eq!(
+        g.validate_offsets("a", 0, false, 9),
+        Err(OffsetRefusal::StaleMemberEpoch)
+    );
+    assert_eq!(
+        g.validate_offsets("a", 1, false, 8),
+        Err(OffsetRefusal::UnsupportedVersion)
+    );
+    assert_eq!(
+        g.validate_offsets("", -1, false, 9),
+        Err(OffsetRefusal::UnknownMemberId)
+    );
+    assert_eq!(g.validate_offsets("", -1, true, 9), Ok(()));
+    assert_eq!(g.validate_offsets("b", 1, true, 9), Err(OffsetRefusal::UnknownMemberId));
+}
+
+/// One step of the model.
+#[derive(Debug, Clone)]
+enum Step {
+    Join { client: usize, topics: u8, instance: bool },
+    Heartbeat { client: usize, report_owned: bool },
+    Subscribe { client: usize, topics: u8 },
+    Leave { client: usize },
+    Tick { secs: u64 },
+    Grow { topic: usize },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        1 => (0..5usize, 1..4u8, any::<bool>()).prop_map(|(client, topics, instance)| Step::Join {
+            client,
+            topics,
+            instance
+        }),
+        4 => (0..5usize, any::<bool>()).prop_map(|(client, report_owned)| Step::Heartbeat { client, report_owned }),
+        1 => (0..5usize, 1..4u8).prop_map(|(client, topics)| Step::Subscribe { client, topics }),
+        1 => (0..5usize).prop_map(|client| Step::Leave { client }),
+        1 => (0..30u64).prop_map(|secs| Step::Tick { secs }),
+        1 => (0..2usize).prop_map(|topic| Step::Grow { topic }),
+    ]
+}
+
+/// A client as the model sees it: what it holds is what the last answer gave it.
+#[derive(Debug, Clone, Default)]
+struct Client {
+    member_id: Option<String>,
+    instance: Option<String>,
+    epoch: i32,
+    holds: Assignment,
+    incarnation: usize,
+}
+
+const TOPICS: [&str; 2] = ["t0", "t1"];
+
+fn subscription(bits: u8) -> Vec<String> {
+    TOPICS
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| bits & (1 << i) != 0)
+        .map(|(_, t)| t.to_string())
+        .collect()
+}
+
+fn check(group: &ConsumerGroup, clients: &[Client]) -> Result<(), TestCaseError> {
+    // The server's ledger: each partition held by one member, and the ledger is exactly that.
+    let mut seen: HashMap<(String, i32), String> = HashMap::new();
+    for m in group.members() {
+        for (t, ps) in m.assigned.iter().chain(m.revoking.iter()) {
+            for p in ps {
+                let previous = seen.insert((t.clone(), *p), m.id.clone());
+                prop_assert!(previous.is_none(), "{t}-{p} held by {previous:?} and {}", m.id);
+            }
+        }
+    }
+    prop_assert_eq!(&seen, group.holders());
+    // Clients the group still counts hold only what the ledger gives them, so no two overlap.
+    for c in clients {
+        let Some(id) = &c.member_id else { continue };
+        let Some(m) = group.member(id) else { continue };
+        for (t, ps) in &c.holds {
+            for p in ps {
+                prop_assert_eq!(
+                    seen.get(&(t.clone(), *p)),
+                    Some(&m.id),
+                    "client of {} holds {}-{}",
+                    id,
+                    t,
+                    p
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn apply(c: &mut Client, answer: Result<HeartbeatAnswer, ConsumerGroupError>) {
+    match answer {
+        Ok(a) => {
+            c.epoch = a.member_epoch;
+            c.member_id = Some(a.member_id);
+            if let Some(assignment) = a.assignment {
+                c.holds = assignment;
+            }
+        }
+        Err(_) => {
+            // Fenced or unknown: it gives everything up and is out until it joins again.
+            c.member_id = None;
+            c.holds.clear();
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// GROUP-CONSUMER-REVOKE-1: over any sequence of joins, leaves, heartbeats (with or without
+    /// owned partitions), subscription changes, session lapses and partition growth, no partition
+    /// is ever held by two members, and every member's client holds only what it was given; once
+    /// everyone heartbeats, the group converges to its target with every partition assigned.
+    #[test]
+    fn group_consumer_revoke_1_no_partition_is_ever_owned_by_two_members(steps in proptest::collection::vec(step(), 1..80)) {
+        let settings = settings();
+        let mut group = ConsumerGroup::new("g".into(), owner());
+        let mut clients = vec![Client::default(); 5];
+        let mut partitions = [3u32, 2u32];
+        let mut now = Instant::now();
+        let metadata = |p: &[u32; 2]| -> BTreeMap<String, Option<u32>> {
+            TOPICS.iter().zip(p).map(|(t, n)| (t.to_string(), Some(*n))).collect()
+        };
+        for s in steps {
+            match s {
+                Step::Join { client, topics, instance } => {
+                    let c = &mut clients[client];
+                    if c.member_id.is_some() { continue; }
+                    c.incarnation += 1;
+                    c.holds.clear();
+                    if instance { c.instance = Some(format!("i{client}")); }
+                    let mut h = hb(&format!("m{client}-{}", c.incarnation), 0, None, Some(Assignment::new()));
+                    h.subscribed_topics = Some(subscription(topics));
+                    h.instance_id = c.instance.clone();
+                    let answer = group.heartbeat(h, &metadata(&partitions), &settings, now);
+                    if answer.is_ok() { apply(c, answer); }
+                }
+                Step::Heartbeat { client, report_owned } => {
+                    let c = &mut clients[client];
+                    let Some(id) = c.member_id.clone() else { continue };
+                    let owned = report_owned.then(|| c.holds.clone());
+                    let answer = group.heartbeat(hb(&id, c.epoch, None, owned), &metadata(&partitions), &settings, now);
+                    apply(c, answer);
+                }
+                Step::Subscribe { client, topics } => {
+                    let c = &mut clients[client];
+                    let Some(id) = c.member_id.clone() else { continue };
+                    let mut h = hb(&id, c.epoch, None, Some(c.holds.clone()));
+                    h.subscribed_topics = Some(subscription(topics));
+                    let answer = group.heartbeat(h, &metadata(&partitions), &settings, now);
+                    apply(c, answer);
+                }
+                Step::Leave { client } => {
+                    let c = &mut clients[client];
+                    let Some(id) = c.member_id.clone() else { continue };
+                    let epoch = if c.instance.is_some() { -2 } else { -1 };
+                    let mut h = hb(&id, epoch, None, None);
+                    h.instance_id = c.instance.clone();
+                    let _ = group.heartbeat(h, &metadata(&partitions), &settings, now);
+                    c.member_id = None;
+                    c.holds.clear();
+                }
+                Step::Tick { secs } => {
+                    now += Duration::from_secs(secs);
+                    group.expire(now);
+                }
+                Step::Grow { topic } => partitions[topic] += 1,
+            }
+            check(&group, &clients)?;
+        }
+        // Liveness: everyone still in heartbeats with what it holds until nothing changes.
+        for _ in 0..12 {
+            for i in 0..clients.len() {
+                let c = &mut clients[i];
+                let Some(id) = c.member_id.clone() else { continue };
+                if group.member(&id).is_none_or(|m| m.left_static) { continue; }
+                let answer = group.heartbeat(hb(&id, c.epoch, None, Some(c.holds.clone())), &metadata(&partitions), &settings, now);
+                apply(c, answer);
+                check(&group, &clients)?;
+            }
+        }
+        if group.members().all(|m| !m.left_static) {
+            let target = group.target_epoch();
+            for m in group.members() {
+                prop_assert_eq!(m.state, MemberState::Stable, "{} not stable", m.id);
+                prop_assert_eq!(m.epoch, target);
+            }
+            let subscribed = group.topics();
+            let expected: usize = TOPICS.iter().zip(partitions).filter(|(t, _)| subscribed.contains(**t)).map(|(_, n)| n as usize).sum();
+            prop_assert_eq!(group.holders().len(), expected);
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! ConsumerGroupDescribe (API 69, KIP-848): each consumer-protocol group this gateway coordinates,
+//! with its epochs, assignor and members' current and target assignments
+//! (GROUP-CONSUMER-DESCRIBE-1). A group not held here, or a classic one, is GROUP_ID_NOT_FOUND, as
+//! Kafka answers; one the principal may not join is GROUP_AUTHORIZATION_FAILED (AUTHZ-GROUP-3).
+
+use super::group_authz::{PollPermissions, Verdict};
+use crate::auth::sessions::Session;
+use crate::backend::Backend;
+use crate::gateway::Gateway;
+use crate::groups::consumer_protocol::Assignment;
+use crate::groups::topic_id::topic_id;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::consumer_group_describe_response::{
+    Assignment as WireAssignment, DescribedGroup, Member, TopicPartitions,
+};
+use kafka_protocol::messages::{ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, TopicName};
+use kafka_protocol::protocol::StrBytes;
+use std::collections::HashSet;
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_string())
+}
+
+fn wire(assignment: &Assignment) -> WireAssignment {
+    WireAssignment::default().with_topic_partitions(
+        assignment
+            .iter()
+            .map(|(topic, ps)| {
+                TopicPartitions::default()
+                    .with_topic_id(topic_id(topic))
+                    .with_topic_name(TopicName(s(topic)))
+                    .with_partitions(ps.iter().copied().collect())
+            })
+            .collect(),
+    )
+}
+
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    request: ConsumerGroupDescribeRequest,
+) -> ConsumerGroupDescribeResponse {
+    let mut permissions = PollPermissions::new(gateway, session);
+    let mut seen = HashSet::new();
+    let mut groups = Vec::new();
+    for group_id in request.group_ids {
+        if !seen.insert(group_id.0.clone()) {
+            continue;
+        }
+        let id = group_id.0.as_str().to_string();
+        let entry = DescribedGroup::default()
+            .with_group_id(group_id)
+            .with_authorized_operations(i32::MIN);
+        let error = |code: i16, message: &str| entry.clone().with_error_code(code).with_error_message(Some(s(message)));
+        if !gateway.is_coordinator(&id) {
+            groups.push(error(ResponseError::NotCoordinator.code(), "Not the coordinator."));
+            continue;
+        }
+        let Some(described) = gateway.groups.consumer_describe(&id) else {
+            let message = if gateway.groups.is_classic(&id) {
+                format!("Group {id} is not a consumer group.")
+            } else {
+                format!("Group {id} not found.")
+            };
+            groups.push(error(ResponseError::GroupIdNotFound.code(), &message));
+            continue;
+        };
+        if permissions.checks() && permissions.on_group(&id).await != Verdict::Allowed {
+            groups.push(error(ResponseError::GroupAuthorizationFailed.code(), "Not authorized."));
+            continue;
+        }
+        let members = described
+            .members
+            .iter()
+            .map(|(m, target)| {
+                Member::default()
+                    .with_member_id(s(&m.id))
+                    .with_instance_id(m.instance_id.as_deref().map(s))
+                    .with_rack_id(m.rack_id.as_deref().map(s))
+                    .with_member_epoch(m.epoch)
+                    .with_client_id(s(&m.client_id))
+                    .with_client_host(s(&m.client_host))
+                    .with_subscribed_topic_names(m.subscribed.iter().map(|t| TopicName(s(t))).collect())
+                    .with_assignment(wire(&m.assigned))
+                    .with_target_assignment(wire(target))
+                    // v1: 1 is a consumer-protocol member (0 would be a classic one).
+                    .with_member_type(1)
+            })
+            .collect();
+        groups.push(
+            entry
+                .with_group_state(s(described.state))
+                .with_group_epoch(described.group_epoch)
+                .with_assignment_epoch(described.assignment_epoch)
+                .with_assignor_name(s(described.assignor))
+                .with_members(members),
+        );
+    }
+    ConsumerGroupDescribeResponse::default().with_groups(groups)
+}

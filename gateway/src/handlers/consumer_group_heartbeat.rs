@@ -1,0 +1,276 @@
+//! ConsumerGroupHeartbeat (API 68, KIP-848): the request's shape checked as Kafka checks it, the
+//! subscription authorized as a JoinGroup's (AUTHZ-GROUP-1, AUTHZ-GROUP-4), the partition counts of
+//! the group's topics looked up, then the coordinator's consumer-protocol group decides
+//! (GROUP-CONSUMER-HEARTBEAT-1, docs/spec/groups.md).
+
+use super::group_authz::{owner, PollPermissions};
+use super::join_group::valid_group_id;
+use crate::auth::sessions::Session;
+use crate::backend::Backend;
+use crate::error_map;
+use crate::gateway::Gateway;
+use crate::groups::consumer_protocol::{Assignment, Assignor, Heartbeat};
+use crate::groups::topic_id::topic_id;
+use crate::log_text::clip;
+use kafka_protocol::error::ResponseError;
+use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment as WireAssignment, TopicPartitions};
+use kafka_protocol::messages::{ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, RequestHeader};
+use kafka_protocol::protocol::StrBytes;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+use std::time::Duration;
+
+fn refused(code: i16, message: impl Into<String>) -> ConsumerGroupHeartbeatResponse {
+    ConsumerGroupHeartbeatResponse::default()
+        .with_error_code(code)
+        .with_error_message(Some(StrBytes::from_string(message.into())))
+        .with_member_epoch(-1)
+}
+
+/// GROUP-CONSUMER-HEARTBEAT-1: Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid`, each
+/// refusal INVALID_REQUEST with Kafka's message; a regular expression is refused
+/// INVALID_REGULAR_EXPRESSION (GROUP-CONSUMER-REGEX-1).
+fn shape_error(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<(i16, String)> {
+    let invalid = |m: &str| Some((ResponseError::InvalidRequest.code(), m.to_string()));
+    let epoch = request.member_epoch;
+    if request.group_id.0.is_empty() {
+        return invalid("GroupId can't be empty.");
+    }
+    if version >= 1 && request.member_id.is_empty() {
+        return invalid("MemberId can't be empty.");
+    }
+    if request.instance_id.as_ref().is_some_and(|i| i.is_empty()) {
+        return invalid("InstanceId can't be empty.");
+    }
+    if request.rack_id.as_ref().is_some_and(|r| r.is_empty()) {
+        return invalid("RackId can't be empty.");
+    }
+    if request.server_assignor.as_ref().is_some_and(|a| a.is_empty()) {
+        return invalid("ServerAssignor can't be empty.");
+    }
+    if epoch == 0 {
+        if request.rebalance_timeout_ms == -1 {
+            return invalid("RebalanceTimeoutMs must be provided in first request.");
+        }
+        if !request.topic_partitions.as_ref().is_some_and(Vec::is_empty) {
+            return invalid("TopicPartitions must be empty when (re-)joining.");
+        }
+        if request.subscribed_topic_names.is_none() && request.subscribed_topic_regex.is_none() {
+            return invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.");
+        }
+    } else if epoch == -2 {
+        if request.instance_id.is_none() {
+            return invalid("InstanceId can't be null.");
+        }
+    } else if epoch < -2 {
+        return invalid(&format!(
+            "MemberEpoch is {epoch}, but must be greater than or equal to -2."
+        ));
+    }
+    // GROUP-CONSUMER-REGEX-1: RE2/J subscriptions are not offered yet.
+    if request.subscribed_topic_regex.as_ref().is_some_and(|r| !r.is_empty()) {
+        return Some((
+            ResponseError::InvalidRegularExpression.code(),
+            "This gateway does not support regular expression subscriptions (GROUP-CONSUMER-REGEX-1); subscribe to topic names.".into(),
+        ));
+    }
+    if let Some(name) = &request.server_assignor {
+        if Assignor::parse(name.as_str()).is_none() {
+            return Some((
+                ResponseError::UnsupportedAssignor.code(),
+                format!(
+                    "ServerAssignor {} is not supported. Supported assignors: uniform, range.",
+                    clip(name.as_str())
+                ),
+            ));
+        }
+    }
+    None
+}
+
+pub async fn handle<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    peer: IpAddr,
+    request: ConsumerGroupHeartbeatRequest,
+    header: &RequestHeader,
+    version: i16,
+) -> ConsumerGroupHeartbeatResponse {
+    let group_id = request.group_id.0.as_str().to_string();
+    if let Some((code, message)) = shape_error(&request, version) {
+        return refused(code, message);
+    }
+    if !valid_group_id(&group_id) {
+        return refused(ResponseError::InvalidGroupId.code(), "The group id is too long.");
+    }
+    // GROUP-COORDINATOR-1: the same routing as a classic group.
+    if !gateway.is_coordinator(&group_id) {
+        return refused(
+            ResponseError::NotCoordinator.code(),
+            "This gateway does not coordinate the group.",
+        );
+    }
+    let subscribed: Option<Vec<String>> = request
+        .subscribed_topic_names
+        .as_ref()
+        .map(|names| names.iter().map(|n| n.0.as_str().to_string()).collect());
+    // GROUP-CONSUMER-SUBSCRIPTION-1, AUTHZ-GROUP-1, AUTHZ-GROUP-4: a joiner needs poll on its topics and the group's; a member
+    // changing its subscription on the new topics.
+    let mut permissions = PollPermissions::new(gateway, session);
+    if permissions.checks() {
+        let mut needed: BTreeSet<String> = subscribed.iter().flatten().cloned().collect();
+        if request.member_epoch == 0 {
+            needed.extend(gateway.groups.topics(&group_id).unwrap_or_default());
+        }
+        let needed: Vec<&str> = needed.iter().map(String::as_str).collect();
+        if let Some(code) = permissions.verdict(&group_id, &needed).await.refusal_code() {
+            return refused(code, "Not authorized for the group's topics.");
+        }
+    }
+    // Partition counts of every topic the group and the request subscribe to.
+    let mut wanted: BTreeSet<String> = gateway
+        .groups
+        .topics(&group_id)
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    wanted.extend(subscribed.iter().flatten().cloned());
+    let mut topics: BTreeMap<String, Option<u32>> = BTreeMap::new();
+    for topic in wanted {
+        match super::resolve_topic(gateway, session, &topic).await {
+            Ok((_, info)) => {
+                topics.insert(topic, Some(info.partitions));
+            }
+            Err(code) if code == ResponseError::UnknownTopicOrPartition.code() => {
+                topics.insert(topic, None);
+            }
+            // Not looked up: the group keeps what it knew.
+            Err(_) => {}
+        }
+    }
+    // Owned partitions name topics by id: mapped back through the topics looked up.
+    let by_id: BTreeMap<uuid::Uuid, &String> = topics.keys().map(|t| (topic_id(t), t)).collect();
+    let owned: Option<Assignment> = request.topic_partitions.as_ref().map(|owned| {
+        let mut assignment = Assignment::new();
+        for t in owned {
+            let id = t.topic_id;
+            if let Some(name) = by_id.get(&id) {
+                assignment
+                    .entry((*name).clone())
+                    .or_default()
+                    .extend(t.partitions.iter().copied());
+            }
+        }
+        assignment
+    });
+    let member_id = if request.member_id.is_empty() {
+        // v0: the coordinator names a joining member.
+        uuid::Uuid::from_u64_pair(gateway_rng(gateway), gateway_rng(gateway)).to_string()
+    } else {
+        request.member_id.as_str().to_string()
+    };
+    let heartbeat = Heartbeat {
+        member_id,
+        member_epoch: request.member_epoch,
+        instance_id: request.instance_id.as_ref().map(|i| i.as_str().to_string()),
+        rack_id: request.rack_id.as_ref().map(|r| r.as_str().to_string()),
+        rebalance_timeout: (request.rebalance_timeout_ms >= 0)
+            .then(|| Duration::from_millis(request.rebalance_timeout_ms as u64)),
+        subscribed_topics: subscribed,
+        assignor: request
+            .server_assignor
+            .as_ref()
+            .and_then(|a| Assignor::parse(a.as_str())),
+        owned,
+        client_id: header
+            .client_id
+            .as_ref()
+            .map_or(String::new(), |c| c.as_str().to_string()),
+        client_host: peer.to_string(),
+        owner: owner(session, peer),
+    };
+    match gateway.groups.consumer_heartbeat(&group_id, heartbeat, &topics) {
+        Err(e) => {
+            let message = match &e {
+                crate::groups::consumer_protocol::ConsumerGroupError::FencedMemberEpoch(m) => m.clone(),
+                other => format!("{other:?}"),
+            };
+            refused(error_map::consumer_group_code(&e), message)
+        }
+        Ok(answer) => ConsumerGroupHeartbeatResponse::default()
+            .with_member_id(Some(StrBytes::from_string(answer.member_id)))
+            .with_member_epoch(answer.member_epoch)
+            .with_heartbeat_interval_ms(gateway.groups.consumer_heartbeat_interval().as_millis() as i32)
+            .with_assignment(answer.assignment.map(|a| {
+                WireAssignment::default().with_topic_partitions(
+                    a.into_iter()
+                        .map(|(topic, partitions)| {
+                            TopicPartitions::default()
+                                .with_topic_id(topic_id(&topic))
+                                .with_partitions(partitions.into_iter().collect())
+                        })
+                        .collect(),
+                )
+            })),
+    }
+}
+
+fn gateway_rng<B>(gateway: &Gateway<B>) -> u64 {
+    gateway.rng.next_u64()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::{GroupId, TopicName};
+
+    fn join() -> ConsumerGroupHeartbeatRequest {
+        ConsumerGroupHeartbeatRequest::default()
+            .with_group_id(GroupId(StrBytes::from_static_str("g")))
+            .with_member_id(StrBytes::from_static_str("m"))
+            .with_member_epoch(0)
+            .with_rebalance_timeout_ms(30_000)
+            .with_subscribed_topic_names(Some(vec![TopicName(StrBytes::from_static_str("t"))]))
+            .with_topic_partitions(Some(Vec::new()))
+    }
+
+    #[test]
+    fn group_consumer_heartbeat_1_request_shapes_are_checked_as_kafka_checks_them() {
+        assert_eq!(shape_error(&join(), 1), None);
+        let invalid = ResponseError::InvalidRequest.code();
+        let code = |r: ConsumerGroupHeartbeatRequest, v| shape_error(&r, v).map(|(c, _)| c);
+        assert_eq!(code(join().with_member_id(StrBytes::default()), 1), Some(invalid));
+        assert_eq!(code(join().with_member_id(StrBytes::default()), 0), None);
+        assert_eq!(code(join().with_rebalance_timeout_ms(-1), 1), Some(invalid));
+        assert_eq!(code(join().with_topic_partitions(None), 1), Some(invalid));
+        assert_eq!(code(join().with_subscribed_topic_names(None), 1), Some(invalid));
+        assert_eq!(
+            code(join().with_member_epoch(-2), 1),
+            Some(invalid),
+            "-2 needs an instance id"
+        );
+        assert_eq!(code(join().with_member_epoch(-3), 1), Some(invalid));
+        assert_eq!(
+            code(
+                join().with_server_assignor(Some(StrBytes::from_static_str("sticky"))),
+                1
+            ),
+            Some(ResponseError::UnsupportedAssignor.code())
+        );
+        assert_eq!(
+            code(join().with_server_assignor(Some(StrBytes::from_static_str("range"))), 1),
+            None
+        );
+    }
+
+    #[test]
+    fn group_consumer_regex_1_a_regular_expression_subscription_is_refused() {
+        let regex = join()
+            .with_subscribed_topic_names(None)
+            .with_subscribed_topic_regex(Some(StrBytes::from_static_str("orders-.*")));
+        assert_eq!(
+            shape_error(&regex, 1).map(|(c, _)| c),
+            Some(ResponseError::InvalidRegularExpression.code())
+        );
+    }
+}
