@@ -41,6 +41,9 @@ fn limits() -> GroupLimits {
         // Below the gateway-wide limits, so an owner meets its own first.
         max_groups_per_owner: 2,
         max_members_per_owner: 3,
+        // The consumer protocol (KIP-848) is not driven here; Kafka's defaults.
+        consumer_session_timeout: Duration::from_secs(45),
+        consumer_heartbeat_interval: Duration::from_secs(5),
     }
 }
 
