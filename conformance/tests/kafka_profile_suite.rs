@@ -51,6 +51,12 @@ const MOCK_LIMITATIONS: &[MockLimitation] = &[
                DescribeGroups (15) or DeleteGroups (42) entry",
     },
     MockLimitation {
+        case: "offset_delete_removes_the_named_offsets_and_spares_subscribed_topics",
+        limitation: Limitation::Unserved(ApiKey::OffsetDelete),
+        fact: "rdkafka_mock_handlers.c: rd_kafka_mock_api_handlers[] has no OffsetDelete (47) \
+               entry",
+    },
+    MockLimitation {
         case: "commit_of_minus_one_deletes_the_committed_offset",
         limitation: Limitation::Differs(
             "OffsetFetch before any commit: (offset, leader epoch, metadata, error) (-1, 0, None, 0)",
@@ -223,6 +229,7 @@ kafka_suite!(
     describe_list_and_delete_groups,
     member_commits_while_a_rebalance_is_prepared_not_while_it_completes,
     find_coordinator_for_transactions_is_refused,
+    offset_delete_removes_the_named_offsets_and_spares_subscribed_topics,
 );
 
 /// The raw-wire cases that librdkafka's mock cluster can answer as Kafka would. The others

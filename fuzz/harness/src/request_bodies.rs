@@ -64,6 +64,12 @@ pub fn check_body(key: ApiKey, version: i16, body: Bytes) {
         ApiKey::DescribeGroups => round_trip::<DescribeGroupsRequest>(body, version),
         ApiKey::ListGroups => round_trip::<ListGroupsRequest>(body, version),
         ApiKey::DeleteGroups => round_trip::<DeleteGroupsRequest>(body, version),
+        ApiKey::ConsumerGroupHeartbeat => round_trip::<ConsumerGroupHeartbeatRequest>(body, version),
+        ApiKey::ConsumerGroupDescribe => round_trip::<ConsumerGroupDescribeRequest>(body, version),
+        ApiKey::OffsetDelete => round_trip::<OffsetDeleteRequest>(body, version),
+        ApiKey::DescribeCluster => round_trip::<DescribeClusterRequest>(body, version),
+        ApiKey::IncrementalAlterConfigs => round_trip::<IncrementalAlterConfigsRequest>(body, version),
+        ApiKey::AlterConfigs => round_trip::<AlterConfigsRequest>(body, version),
         ApiKey::SaslHandshake => round_trip::<SaslHandshakeRequest>(body, version),
         ApiKey::SaslAuthenticate => round_trip::<SaslAuthenticateRequest>(body, version),
         // ADVERTISED lists only the keys above; a new entry needs a line here.
