@@ -209,6 +209,25 @@ async fn limit_metadata_duplicates_1_a_topic_named_5000_times_is_answered_once()
     assert!(frame_bytes < 10_000, "{frame_bytes} bytes");
 }
 
+/// Ids were looked up one by one, each by listing every topic, and a repeated id was answered
+/// at each mention: 5,000 mentions were 5,000 listings and 5,000 entries.
+#[tokio::test(start_paused = true)]
+async fn limit_metadata_duplicates_1_group_consumer_topic_id_1_a_topic_id_asked_5000_times_is_answered_once() {
+    let gateway = gateway();
+    create_topic(&gateway, "wide", 100).await;
+    let id = kafka_iggy_gateway::groups::topic_id::topic_id("wide");
+    let entry = MetadataRequestTopic::default().with_name(None).with_topic_id(id);
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![entry; 5_000]))
+        .with_allow_auto_topic_creation(false);
+    let (frame_bytes, response): (_, MetadataResponse) = ask(&gateway, ApiKey::Metadata, 12, &request).await;
+    assert_eq!(response.topics.len(), 1, "ids too are taken as a set");
+    let topic = &response.topics[0];
+    assert_eq!(topic.name.as_ref().map(|n| n.0.as_str()), Some("wide"), "{topic:?}");
+    assert_eq!((topic.error_code, topic.partitions.len()), (0, 100));
+    assert!(frame_bytes < 10_000, "{frame_bytes} bytes");
+}
+
 #[tokio::test(start_paused = true)]
 async fn limit_response_bytes_1_metadata_partitions_past_the_budget_answer_an_error() {
     // Room for the 10-partition topic, not the 1,000-partition one.

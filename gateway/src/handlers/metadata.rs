@@ -15,7 +15,7 @@ use kafka_protocol::messages::metadata_response::{
 };
 use kafka_protocol::messages::{BrokerId, MetadataRequest, MetadataResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 pub const CLUSTER_ID: &str = "kafka-iggy-gateway";
 
@@ -107,13 +107,25 @@ pub async fn handle<B: Backend>(
             let auto_create = config.auto_create_topics && (version < 4 || request.allow_auto_topic_creation);
             // LIMIT-METADATA-DUPLICATES-1: as Kafka, which takes the requested names as a set.
             let mut named = HashSet::with_capacity(requested.len());
+            let mut named_ids = HashSet::new();
+            // Listed once per request, on the first id: an id is found only by listing.
+            let mut by_id: Option<HashMap<uuid::Uuid, (String, u32)>> = None;
             for t in requested {
                 let Some(name) = t.name else {
                     // GROUP-CONSUMER-TOPIC-ID-1: v12 names topics by id; librdkafka asks so for
-                    // the topics of a KIP-848 assignment.
+                    // the topics of a KIP-848 assignment. LIMIT-METADATA-DUPLICATES-1: ids too
+                    // are taken as a set.
+                    if !named_ids.insert(t.topic_id) {
+                        continue;
+                    }
                     let found = match t.topic_id.is_nil() {
                         true => None,
-                        false => topic_by_id(gateway, session, t.topic_id).await,
+                        false => {
+                            if by_id.is_none() {
+                                by_id = Some(topics_by_id(gateway, session).await);
+                            }
+                            by_id.as_ref().and_then(|ids| ids.get(&t.topic_id)).cloned()
+                        }
                     };
                     topics.push(match found {
                         Some((kafka, partitions)) => budgeted_topic_entry(&mut budget, &kafka, partitions, me),
@@ -163,10 +175,11 @@ pub async fn handle<B: Backend>(
         .with_topics(topics)
 }
 
-/// The Kafka topic whose id is `id`, and its partition count, among the topics the session may
-/// list (GROUP-CONSUMER-TOPIC-ID-1).
-async fn topic_by_id<B: Backend>(gateway: &Gateway<B>, session: &Session<B>, id: uuid::Uuid) -> Option<(String, u32)> {
+/// Every Kafka topic the session may list, with its partition count, by topic id
+/// (GROUP-CONSUMER-TOPIC-ID-1).
+async fn topics_by_id<B: Backend>(gateway: &Gateway<B>, session: &Session<B>) -> HashMap<uuid::Uuid, (String, u32)> {
     let config = &gateway.config;
+    let mut by_id = HashMap::new();
     for stream in config.topics.streams() {
         let Ok(listed) = session.backend.list_topics(&stream).await else {
             continue;
@@ -177,13 +190,11 @@ async fn topic_by_id<B: Backend>(gateway: &Gateway<B>, session: &Session<B>, id:
                 topic: info.name.clone(),
             };
             if let Some(kafka) = config.topics.reverse(&target) {
-                if crate::groups::topic_id::topic_id(&kafka) == id {
-                    return Some((kafka, info.partitions));
-                }
+                by_id.insert(crate::groups::topic_id::topic_id(&kafka), (kafka, info.partitions));
             }
         }
     }
-    None
+    by_id
 }
 
 /// The partition count of topic `name`, created first when `auto_create` allows, or the error
