@@ -17,6 +17,9 @@ pub const fn string_bytes(len: usize) -> usize {
 pub struct ResponseBudget {
     limit_bytes: usize,
     charged_bytes: usize,
+    /// Whether a charge has been refused: a handler answering many entries stops reading for
+    /// the ones after it.
+    refused: bool,
 }
 
 /// A charge the budget refused: nothing of it was charged.
@@ -33,6 +36,7 @@ impl ResponseBudget {
         Self {
             limit_bytes,
             charged_bytes: 0,
+            refused: false,
         }
     }
 
@@ -41,6 +45,7 @@ impl ResponseBudget {
     pub fn charge(&mut self, bytes: usize) -> Result<(), Exceeded> {
         let wanted_bytes = self.charged_bytes.saturating_add(bytes);
         if wanted_bytes > self.limit_bytes {
+            self.refused = true;
             return Err(Exceeded {
                 limit_bytes: self.limit_bytes,
                 wanted_bytes,
@@ -54,6 +59,11 @@ impl ResponseBudget {
     /// refused for good, one that can only for this response.
     pub fn fits_alone(&self, bytes: usize) -> bool {
         bytes <= self.limit_bytes
+    }
+
+    /// Whether any charge has been refused so far.
+    pub fn has_refused(&self) -> bool {
+        self.refused
     }
 
     pub fn charged_bytes(&self) -> usize {

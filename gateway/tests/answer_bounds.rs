@@ -16,7 +16,9 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
-use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+use kafka_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+};
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
@@ -367,6 +369,110 @@ async fn limit_offsetfetch_duplicates_1_a_repeated_topic_and_partition_are_answe
             .collect();
         assert_eq!(answered, vec![("committed", vec![0, 1])], "v{version}");
     }
+}
+
+/// Topics and the partitions asked of each.
+type AskedTopics<'a> = &'a [(&'a str, &'a [i32])];
+/// A group and the topics asked of it (None: every committed topic).
+type AskedGroup<'a> = (&'a str, Option<AskedTopics<'a>>);
+/// A group as answered: its id and each topic's partitions.
+type AnsweredGroup<'a> = (&'a str, Vec<(&'a str, Vec<i32>)>);
+
+/// An OffsetFetch v8+ request of the given groups.
+fn offset_fetch_groups(groups: &[AskedGroup<'_>]) -> OffsetFetchRequest {
+    OffsetFetchRequest::default().with_groups(
+        groups
+            .iter()
+            .map(|(group, topics)| {
+                OffsetFetchRequestGroup::default()
+                    .with_group_id(GroupId(s(group)))
+                    .with_member_epoch(-1)
+                    .with_topics(topics.map(|topics| {
+                        topics
+                            .iter()
+                            .map(|(name, partitions)| {
+                                OffsetFetchRequestTopics::default()
+                                    .with_name(TopicName(s(name)))
+                                    .with_partition_indexes(partitions.to_vec())
+                            })
+                            .collect()
+                    }))
+            })
+            .collect(),
+    )
+}
+
+#[tokio::test(start_paused = true)]
+async fn limit_offsetfetch_duplicates_1_a_group_named_3000_times_in_v8_is_answered_once() {
+    let gateway = gateway();
+    create_topic(&gateway, "committed", 2).await;
+    let first: &[(&str, &[i32])] = &[("committed", &[0])];
+    let second: &[(&str, &[i32])] = &[("committed", &[1, 0])];
+    let mut groups: Vec<AskedGroup<'_>> = vec![("g", Some(first)); 3_000];
+    groups.push(("other", Some(first)));
+    groups.push(("g", Some(second)));
+    for version in [8, 9] {
+        let (_, response): (_, OffsetFetchResponse) =
+            ask(&gateway, ApiKey::OffsetFetch, version, &offset_fetch_groups(&groups)).await;
+        let answered: Vec<AnsweredGroup<'_>> = response
+            .groups
+            .iter()
+            .map(|g| {
+                let topics = g
+                    .topics
+                    .iter()
+                    .map(|t| {
+                        (
+                            t.name.0.as_str(),
+                            t.partitions.iter().map(|p| p.partition_index).collect(),
+                        )
+                    })
+                    .collect();
+                (g.group_id.0.as_str(), topics)
+            })
+            .collect();
+        assert_eq!(
+            answered,
+            vec![
+                ("g", vec![("committed", vec![0, 1])]),
+                ("other", vec![("committed", vec![0])])
+            ],
+            "v{version}: each group once, its mentions' partitions merged"
+        );
+        // A mention asking for every committed topic makes the group a listing (nothing is
+        // committed here, so an empty one).
+        let listing = [("g", Some(first)), ("g", None)];
+        let (_, response): (_, OffsetFetchResponse) =
+            ask(&gateway, ApiKey::OffsetFetch, version, &offset_fetch_groups(&listing)).await;
+        assert_eq!(response.groups.len(), 1, "v{version}");
+        assert!(
+            response.groups[0].topics.is_empty(),
+            "v{version}: a listing of nothing committed"
+        );
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn limit_response_bytes_1_offsetfetch_v8_groups_after_the_budget_are_answered_without_reads() {
+    let gateway = gateway_answering_at_most(1_000);
+    create_topic(&gateway, "many", 200).await;
+    create_topic(&gateway, "few", 1).await;
+    let all: Vec<i32> = (0..200).collect();
+    let many: &[(&str, &[i32])] = &[("many", &all)];
+    let few: &[(&str, &[i32])] = &[("few", &[0])];
+    let groups = [("big", Some(many)), ("small", Some(few))];
+    let (_, response): (_, OffsetFetchResponse) =
+        ask(&gateway, ApiKey::OffsetFetch, 8, &offset_fetch_groups(&groups)).await;
+    let answered: Vec<(&str, i16, usize)> = response
+        .groups
+        .iter()
+        .map(|g| (g.group_id.0.as_str(), g.error_code, g.topics.len()))
+        .collect();
+    assert_eq!(
+        answered,
+        vec![("big", UNKNOWN_SERVER_ERROR, 0), ("small", UNKNOWN_SERVER_ERROR, 0)],
+        "a group after the refused one is answered with the error, though it alone would fit"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -1,8 +1,9 @@
 //! OffsetFetch: committed offsets read from Iggy by any gateway (reading needs no membership);
 //! nothing committed is -1, metadata "" and leader epoch -1 (CO-METADATA-1); a null topic list
-//! enumerates every mapped topic and answers with Kafka names (CO-FETCH-ALL-1). A topic or
-//! partition named more than once is answered once (LIMIT-OFFSETFETCH-DUPLICATES-1), and the
-//! answer fits `max_response_bytes` (LIMIT-RESPONSE-BYTES-1).
+//! enumerates every mapped topic and answers with Kafka names (CO-FETCH-ALL-1). A group, topic or
+//! partition named more than once is answered once, and the mapped topics are listed at most once
+//! per request (LIMIT-OFFSETFETCH-DUPLICATES-1); the answer fits `max_response_bytes`
+//! (LIMIT-RESPONSE-BYTES-1).
 
 use super::delete_groups::mapped_topics;
 use super::join_group::valid_group_id;
@@ -12,7 +13,7 @@ use crate::error_map;
 use crate::gateway::Gateway;
 use crate::offset_store::OffsetStore;
 use kafka_protocol::error::ResponseError;
-use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopic};
 use kafka_protocol::messages::offset_fetch_response::{
     OffsetFetchResponseGroup, OffsetFetchResponsePartition, OffsetFetchResponsePartitions, OffsetFetchResponseTopic,
     OffsetFetchResponseTopics,
@@ -49,6 +50,44 @@ fn distinct_topics(topics: Vec<OffsetFetchRequestTopic>) -> Vec<(TopicName, Opti
     order
 }
 
+/// Each requested group (v8+) once, in the order first named, with the topics of all its mentions;
+/// a mention naming no topics makes the group a listing of every committed topic
+/// (LIMIT-OFFSETFETCH-DUPLICATES-1). The first mention's member id and epoch are the ones checked.
+fn distinct_groups(groups: Vec<OffsetFetchRequestGroup>) -> Vec<OffsetFetchRequestGroup> {
+    let mut order: Vec<OffsetFetchRequestGroup> = Vec::new();
+    let mut index_of = HashMap::<StrBytes, usize>::new();
+    for group in groups {
+        let Some(&slot) = index_of.get(&group.group_id.0) else {
+            index_of.insert(group.group_id.0.clone(), order.len());
+            order.push(group);
+            continue;
+        };
+        match (&mut order[slot].topics, group.topics) {
+            (Some(kept), Some(more)) => kept.extend(more),
+            (kept, _) => *kept = None,
+        }
+    }
+    order
+}
+
+/// The mapped topics' Kafka names, listed from Iggy at most once per request however many groups
+/// ask for every committed topic (LIMIT-OFFSETFETCH-DUPLICATES-1).
+async fn listed_topics<'a, B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    listing: &'a mut Option<Vec<TopicName>>,
+) -> &'a [TopicName] {
+    if listing.is_none() {
+        let names = mapped_topics(gateway, session)
+            .await
+            .into_iter()
+            .map(|(kafka, _)| TopicName(StrBytes::from_string(kafka)))
+            .collect();
+        *listing = Some(names);
+    }
+    listing.as_deref().unwrap_or_default()
+}
+
 fn partition(index: i32, offset: i64, code: i16) -> OffsetFetchResponsePartition {
     OffsetFetchResponsePartition::default()
         .with_partition_index(index)
@@ -65,12 +104,24 @@ pub async fn handle<B: Backend>(
     version: i16,
 ) -> OffsetFetchResponse {
     let mut budget = gateway.response_budget();
+    let mut listing = None;
     if version < 8 {
-        return fetch_group(gateway, session, request, version, &mut budget).await;
+        return fetch_group(gateway, session, request, version, &mut budget, &mut listing).await;
     }
     // v8+ batch groups: each answered as one v7 request, under one response budget.
-    let mut groups = Vec::with_capacity(request.groups.len());
-    for group in request.groups {
+    let distinct = distinct_groups(request.groups);
+    let mut groups = Vec::with_capacity(distinct.len());
+    for group in distinct {
+        // LIMIT-RESPONSE-BYTES-1: once the budget has refused an entry, the groups after it are
+        // answered with the error alone (an echo of the request), and nothing more is read.
+        if budget.has_refused() {
+            groups.push(
+                OffsetFetchResponseGroup::default()
+                    .with_group_id(group.group_id)
+                    .with_error_code(ResponseError::UnknownServerError.code()),
+            );
+            continue;
+        }
         let group_id = group.group_id.clone();
         // GROUP-CONSUMER-COMMIT-1: v9 names the member; a consumer-protocol member's epoch must
         // be current (an admin's -1 reads freely).
@@ -101,7 +152,7 @@ pub async fn handle<B: Backend>(
                             })
                             .collect()
                     }));
-                fetch_group(gateway, session, single, 7, &mut budget).await
+                fetch_group(gateway, session, single, 7, &mut budget, &mut listing).await
             }
         };
         groups.push(
@@ -141,6 +192,7 @@ async fn fetch_group<B: Backend>(
     request: OffsetFetchRequest,
     version: i16,
     budget: &mut crate::response_budget::ResponseBudget,
+    listing: &mut Option<Vec<TopicName>>,
 ) -> OffsetFetchResponse {
     let group_id = request.group_id.0.as_str();
     let with_error = |code: i16| {
@@ -162,10 +214,10 @@ async fn fetch_group<B: Backend>(
     let listed = request.topics.is_none();
     let wanted: Vec<(TopicName, Option<Vec<i32>>)> = match request.topics {
         Some(topics) => distinct_topics(topics),
-        None => mapped_topics(gateway, session)
+        None => listed_topics(gateway, session, listing)
             .await
-            .into_iter()
-            .map(|(kafka, _)| (TopicName(StrBytes::from_string(kafka)), None))
+            .iter()
+            .map(|name| (name.clone(), None))
             .collect(),
     };
     let mut topics = Vec::with_capacity(wanted.len());
