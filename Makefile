@@ -177,6 +177,7 @@ bench: setup
 	cargo bench -p kafka-iggy-conformance --bench gateway
 	cargo build --release -p kafka-iggy-gateway
 	cargo bench -p kafka-iggy-conformance --bench scale
+	cargo bench -p kafka-iggy-conformance --bench groups
 	cargo bench -p kafka-iggy-conformance --bench hostile
 	cargo run --release -q -p kafka-iggy-simulation --bin simulation -- bench --seeds 200 --jobs 2
 

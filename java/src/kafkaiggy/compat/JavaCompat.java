@@ -66,6 +66,7 @@ public final class JavaCompat {
     public static void main(String[] args) {
         ProducerCases.register();
         ConsumerCases.register();
+        ConsumerProtocolCases.register();
         AdminCases.register();
         VerifiableCases.register();
         Map<String, String> opts = new LinkedHashMap<>();
