@@ -530,10 +530,8 @@ impl MemberRun {
                 Err(_) => CommitOutcome::TimedOut,
             };
             match outcome {
-                CommitOutcome::Acked => {
-                    if m.uncommitted.get(p) == Some(offset) {
-                        m.uncommitted.remove(p);
-                    }
+                CommitOutcome::Acked if m.uncommitted.get(p) == Some(offset) => {
+                    m.uncommitted.remove(p);
                 }
                 CommitOutcome::Error { code } if worst == NONE => worst = code,
                 _ => {}
