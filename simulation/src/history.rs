@@ -196,13 +196,17 @@ pub enum ConsumerMode {
     Assign { group: Option<String> },
     /// `subscribe()` in a group: JoinGroup/SyncGroup decide its partitions.
     Group { group: String },
+    /// `subscribe()` in a group with `group.protocol=consumer` (KIP-848): the coordinator assigns
+    /// its partitions in ConsumerGroupHeartbeat answers, each [`ConsumerEventKind::Assigned`]
+    /// carrying the member epoch as its generation.
+    ConsumerProtocol { group: String },
 }
 
 impl ConsumerMode {
     pub fn group(&self) -> Option<&str> {
         match self {
             ConsumerMode::Assign { group } => group.as_deref(),
-            ConsumerMode::Group { group } => Some(group),
+            ConsumerMode::Group { group } | ConsumerMode::ConsumerProtocol { group } => Some(group),
         }
     }
 }
@@ -255,7 +259,10 @@ pub struct ConsumerEvent {
 pub enum ConsumerEventKind {
     /// The session began (the first start or a restart).
     SessionStarted,
-    /// It holds these partitions now: from `assign()`, or from a SyncGroup of `generation`.
+    /// It holds these partitions now: from `assign()`, from a SyncGroup of `generation`, or (a
+    /// consumer-protocol member) from a ConsumerGroupHeartbeat answer at member epoch
+    /// `generation`, recorded once the partitions it was told to revoke are dropped and whenever
+    /// its epoch or partitions change.
     Assigned {
         generation: Option<i32>,
         member_id: Option<String>,
@@ -285,6 +292,10 @@ pub enum ConsumerEventKind {
         sent_us: u64,
         outcome: CommitOutcome,
     },
+    /// A consumer-protocol member was told it is no longer one (FENCED_MEMBER_EPOCH or
+    /// UNKNOWN_MEMBER_ID, code `code`, answering epoch `epoch`): the coordinator had let it go
+    /// before, so it dropped every partition and joins again with epoch 0.
+    Fenced { member_id: String, epoch: i32, code: i16 },
     /// The session ended: a crash or a clean close.
     SessionEnded { clean: bool },
 }

@@ -1,23 +1,27 @@
 //! The Kafka requests the world's clients send, over any stream, through the conformance suite's
 //! raw client: create a topic, InitProducerId, Produce one partition's batch, Fetch several
-//! partitions, FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit, OffsetFetch. Plain
-//! requests at fixed versions, byte for byte what a Kafka client sends.
+//! partitions, FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit, OffsetFetch, and
+//! the consumer protocol's (KIP-848) ConsumerGroupHeartbeat with OffsetCommit/OffsetFetch v9 as a
+//! member. Plain requests at fixed versions, byte for byte what a Kafka client sends.
 
 use bytes::Bytes;
 use kafka_iggy_conformance::wire::WireClient;
+use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions as OwnedTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
-use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
+use kafka_protocol::messages::offset_fetch_request::{
+    OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
+};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
-    ApiKey, CreateTopicsRequest, CreateTopicsResponse, FetchRequest, FetchResponse, FindCoordinatorRequest,
-    FindCoordinatorResponse, GroupId, HeartbeatRequest, HeartbeatResponse, InitProducerIdRequest,
-    InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetFetchRequest, OffsetFetchResponse, ProduceRequest, ProduceResponse, SyncGroupRequest, SyncGroupResponse,
-    TopicName,
+    ApiKey, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, CreateTopicsRequest, CreateTopicsResponse,
+    FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId, HeartbeatRequest,
+    HeartbeatResponse, InitProducerIdRequest, InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, ProduceRequest,
+    ProduceResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kig_core::batch::{decode_batches, encode_batch, Record, RecordBatch};
@@ -318,6 +322,115 @@ pub async fn offset_fetch<S: AsyncRead + AsyncWrite + Unpin>(
     Ok((
         response.error_code,
         response
+            .topics
+            .iter()
+            .flat_map(|t| {
+                t.partitions
+                    .iter()
+                    .map(|p| (p.partition_index, p.committed_offset, p.error_code))
+            })
+            .collect(),
+    ))
+}
+
+/// One ConsumerGroupHeartbeat (v1) as a consumer-protocol member sends it. `None` fields are
+/// "unchanged since the last heartbeat" (a rebalance timeout of -1, null topics and owned
+/// partitions), as Kafka's client leaves them out when nothing changed.
+#[derive(Debug, Clone)]
+pub struct MemberHeartbeat<'a> {
+    pub group: &'a str,
+    pub member_id: &'a str,
+    pub member_epoch: i32,
+    pub rebalance_timeout_ms: Option<i32>,
+    pub subscribed_topics: Option<&'a [String]>,
+    /// Owned partitions of one topic, by its id.
+    pub owned: Option<(uuid::Uuid, &'a [i32])>,
+}
+
+/// ConsumerGroupHeartbeat v1.
+pub async fn consumer_group_heartbeat<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    beat: &MemberHeartbeat<'_>,
+) -> anyhow::Result<ConsumerGroupHeartbeatResponse> {
+    let request = ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(s(beat.group)))
+        .with_member_id(s(beat.member_id))
+        .with_member_epoch(beat.member_epoch)
+        .with_rebalance_timeout_ms(beat.rebalance_timeout_ms.unwrap_or(-1))
+        .with_subscribed_topic_names(
+            beat.subscribed_topics
+                .map(|topics| topics.iter().map(|t| TopicName(s(t))).collect()),
+        )
+        .with_topic_partitions(beat.owned.map(|(id, partitions)| {
+            if partitions.is_empty() {
+                Vec::new()
+            } else {
+                vec![OwnedTopic::default()
+                    .with_topic_id(id)
+                    .with_partitions(partitions.to_vec())]
+            }
+        }));
+    client.request(ApiKey::ConsumerGroupHeartbeat, 1, &request).await
+}
+
+/// OffsetCommit v9 of `offsets` (partition, offset) as consumer-protocol `member` at
+/// `member_epoch`: each partition's error code.
+pub async fn offset_commit_as_member<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    group: &str,
+    member_epoch: i32,
+    member: &str,
+    topic: &str,
+    offsets: &[(i32, i64)],
+) -> anyhow::Result<Vec<(i32, i16)>> {
+    let request = OffsetCommitRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_generation_id_or_member_epoch(member_epoch)
+        .with_member_id(s(member))
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(TopicName(s(topic)))
+            .with_partitions(
+                offsets
+                    .iter()
+                    .map(|(p, o)| {
+                        OffsetCommitRequestPartition::default()
+                            .with_partition_index(*p)
+                            .with_committed_offset(*o)
+                    })
+                    .collect(),
+            )]);
+    let response: OffsetCommitResponse = client.request(ApiKey::OffsetCommit, 9, &request).await?;
+    Ok(response
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter().map(|p| (p.partition_index, p.error_code)))
+        .collect())
+}
+
+/// OffsetFetch v9 of `partitions` as consumer-protocol `member` at `member_epoch`: (the group's
+/// error, [(partition, committed offset, error)]).
+pub async fn offset_fetch_as_member<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    group: &str,
+    member_epoch: i32,
+    member: &str,
+    topic: &str,
+    partitions: &[i32],
+) -> anyhow::Result<(i16, Vec<(i32, i64, i16)>)> {
+    let request = OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
+        .with_group_id(GroupId(s(group)))
+        .with_member_id(Some(s(member)))
+        .with_member_epoch(member_epoch)
+        .with_topics(Some(vec![OffsetFetchRequestTopics::default()
+            .with_name(TopicName(s(topic)))
+            .with_partition_indexes(partitions.to_vec())]))]);
+    let response: OffsetFetchResponse = client.request(ApiKey::OffsetFetch, 9, &request).await?;
+    let Some(answer) = response.groups.first() else {
+        anyhow::bail!("an OffsetFetch v9 answer without its group");
+    };
+    Ok((
+        answer.error_code,
+        answer
             .topics
             .iter()
             .flat_map(|t| {

@@ -1,8 +1,9 @@
-//! The scenario catalogue: ten worlds, each built to show one anomaly (or its absence), with
+//! The scenario catalogue: twelve worlds, each built to show one anomaly (or its absence), with
 //! the seed committed to reproduce it and the explanation `simulation run` prints with it.
 
 use crate::checks::Class;
 use crate::world::consumer::ConsumerSpec;
+use crate::world::consumer_protocol::MemberChurn;
 use crate::world::producer::ProducerSpec;
 use crate::world::{FaultPlan, WorldConfig};
 
@@ -60,6 +61,8 @@ fn base() -> WorldConfig {
         producers: vec![plain_producer(), plain_producer()],
         assigned_consumers: 1,
         group_consumers: 0,
+        protocol_members: 0,
+        churn: MemberChurn::default(),
         consumer: consumer(),
         faults: FaultPlan::default(),
         dedup: false,
@@ -244,7 +247,59 @@ pub fn catalogue() -> Vec<Scenario> {
                 ..replicated()
             },
         },
+        Scenario {
+            name: "consumer-protocol",
+            summary: "KIP-848 members join, crash and leave while producers write and the gateway restarts: no partition owned twice",
+            explanation: "Three members of one group speak Kafka 4's consumer protocol (ConsumerGroupHeartbeat, member epochs, server-side `uniform` assignment), some joining late, each crashing (no leave: its partitions wait for its session to lapse) or closing cleanly (commit, leave with epoch -1) at most once while producers write. Every hop fails now and then: client links partitioned or held, the gateway restarts (the group's state is in its memory, so members are answered UNKNOWN_MEMBER_ID, drop everything and join again with epoch 0), the gateway's link to Iggy is cut, Iggy restarts and loses append answers. Members revoke before they are given more (GROUP-CONSUMER-REVOKE-1), commit with OffsetCommit v9 at their member epoch (GROUP-CONSUMER-COMMIT-1), and resume from the group's commits. The checker adds owned-twice: a partition held by two members at once, by the members' own record of the coordinator's answers. Duplicates and re-deliveries are allowed; a lost record, a lost commit or a partition owned twice is not.",
+            seed: 1,
+            shows: None,
+            config: consumer_protocol(),
+        },
+        Scenario {
+            name: "consumer-protocol-two-gateways",
+            summary: "the same members behind two gateways: the group's coordinator found by FindCoordinator, either gateway restarting",
+            explanation: "As consumer-protocol, with two gateways fronting one Iggy. The group has one coordinator gateway (GROUP-COORDINATOR-1), which members find through FindCoordinator from their bootstrap gateway; a restart of the coordinator loses the group's state (its members are fenced and join again), a restart of the other gateway only breaks connections. Producers write through both gateways.",
+            seed: 1,
+            shows: None,
+            config: WorldConfig {
+                gateways: 2,
+                producers: vec![plain_producer(), plain_producer(), idempotent_producer()],
+                ..consumer_protocol()
+            },
+        },
     ]
+}
+
+/// `consumer-protocol`: three KIP-848 members, faults on every hop of one gateway.
+fn consumer_protocol() -> WorldConfig {
+    WorldConfig {
+        partitions: 4,
+        assigned_consumers: 0,
+        protocol_members: 3,
+        churn: MemberChurn {
+            rebalance_timeout_ms: 10_000,
+            max_restarts: 1,
+            lifetime_ms: 6_000,
+            crash_chance: 0.3,
+            late_join_ms: 1_500,
+        },
+        consumer: ConsumerSpec {
+            commit_interval_ms: 300,
+            ..consumer()
+        },
+        faults: FaultPlan {
+            producer_link: 1.0 / 800.0,
+            consumer_link: 1.0 / 800.0,
+            hold: true,
+            gateway_restart: 1.0 / 2_500.0,
+            iggy_link: 1.0 / 6_000.0,
+            iggy_restart: 1.0 / 5_000.0,
+            iggy_response_loss: 1.0 / 2_000.0,
+            ..FaultPlan::default()
+        },
+        max_simulated_s: 120,
+        ..base()
+    }
 }
 
 /// The replicated cluster of `replicated-iggy`: three nodes, the primary's faults.

@@ -45,6 +45,23 @@ pub(super) fn starts<'h>(index: &Index<'h>) -> Vec<Start<'h>> {
     let mut commits: HashMap<(&str, &TopicPartition), Vec<CommitSeen>> = HashMap::new();
     let mut delivered: HashMap<(&str, &TopicPartition), i64> = HashMap::new();
     let mut trigger: HashMap<(usize, u32), (u64, Trigger)> = HashMap::new();
+    // Every commit sent, whenever its outcome was recorded: one still in flight at a start (its
+    // outcome recorded only when it timed out, after the start) may have landed before it.
+    let mut sent: HashMap<(&str, &TopicPartition), Vec<(i64, u64)>> = HashMap::new();
+    for event in &history.consumer_events {
+        if let ConsumerEventKind::Committed {
+            group,
+            partition,
+            offset,
+            sent_us,
+            ..
+        } = &event.kind
+        {
+            sent.entry((group.as_str(), partition))
+                .or_default()
+                .push((*offset, *sent_us));
+        }
+    }
     let mut starts = Vec::new();
     for event in &history.consumer_events {
         let key = (event.consumer, event.session);
@@ -94,10 +111,12 @@ pub(super) fn starts<'h>(index: &Index<'h>) -> Vec<Start<'h>> {
                     .iter()
                     .filter_map(|(offset, _, acked)| acked.filter(|at| *at < boundary_us).map(|at| (*offset, at)))
                     .max_by_key(|(_, at)| *at);
-                let committed = of_partition
+                let committed = sent
+                    .get(&(group, partition))
+                    .map_or(&[][..], Vec::as_slice)
                     .iter()
-                    .filter(|(_, sent, _)| *sent < event.at_us)
-                    .map(|(offset, ..)| *offset)
+                    .filter(|(_, sent_us)| *sent_us < event.at_us)
+                    .map(|(offset, _)| *offset)
                     .collect();
                 let since = last_acked.map_or(0, |(_, at)| at);
                 let restarts_between = history
@@ -120,7 +139,7 @@ pub(super) fn starts<'h>(index: &Index<'h>) -> Vec<Start<'h>> {
                     restarts_between,
                 });
             }
-            ConsumerEventKind::SessionEnded { .. } => {}
+            ConsumerEventKind::SessionEnded { .. } | ConsumerEventKind::Fenced { .. } => {}
         }
     }
     starts

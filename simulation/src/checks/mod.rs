@@ -14,6 +14,7 @@ mod lost_write;
 mod misplaced;
 mod nonmonotonic_poll;
 mod nonmonotonic_send;
+mod owned_twice;
 mod phantom;
 mod poll_skip;
 mod redelivery;
@@ -71,6 +72,8 @@ pub enum Class {
     RedeliveryBelowCommit,
     /// A consumer started above every offset the group committed: records skipped.
     ResumeAboveCommit,
+    /// One partition held by two consumer-protocol members of a group at once.
+    OwnedTwice,
     /// A record stored more than once because its request was sent more than once.
     Duplicate,
     /// Concurrent requests of one producer (in flight together) landed out of send order.
@@ -78,10 +81,14 @@ pub enum Class {
     /// A consumer re-read records at or above the last acknowledged commit after a rebalance or
     /// restart.
     Redelivery,
+    /// A consumer-protocol member still held a partition the coordinator had given to another,
+    /// because the coordinator had already let it go (it restarted, or fenced the member) and the
+    /// member had not heard yet.
+    StaleOwner,
 }
 
 impl Class {
-    pub const ALL: [Class; 15] = [
+    pub const ALL: [Class; 17] = [
         Class::LostWrite,
         Class::UnseenWrite,
         Class::Misplaced,
@@ -94,9 +101,11 @@ impl Class {
         Class::PollSkip,
         Class::RedeliveryBelowCommit,
         Class::ResumeAboveCommit,
+        Class::OwnedTwice,
         Class::Duplicate,
         Class::InFlightReorder,
         Class::Redelivery,
+        Class::StaleOwner,
     ];
 
     /// The class's name in reports and JSON.
@@ -114,15 +123,17 @@ impl Class {
             Class::PollSkip => "poll-skip",
             Class::RedeliveryBelowCommit => "redelivery-below-commit",
             Class::ResumeAboveCommit => "resume-above-commit",
+            Class::OwnedTwice => "owned-twice",
             Class::Duplicate => "duplicate",
             Class::InFlightReorder => "in-flight-reorder",
             Class::Redelivery => "redelivery",
+            Class::StaleOwner => "stale-owner",
         }
     }
 
     pub fn severity(self) -> Severity {
         match self {
-            Class::Duplicate | Class::InFlightReorder | Class::Redelivery => Severity::Allowed,
+            Class::Duplicate | Class::InFlightReorder | Class::Redelivery | Class::StaleOwner => Severity::Allowed,
             _ => Severity::Violation,
         }
     }
@@ -142,9 +153,11 @@ impl Class {
             Class::PollSkip => &["FETCH-RANGE-1", "OFFSET-IDENTITY-1"],
             Class::RedeliveryBelowCommit => &["CO-ENCODE-1", "CO-RECLAIM-1"],
             Class::ResumeAboveCommit => &["CO-ENCODE-1", "CO-ZERO-1"],
+            Class::OwnedTwice => &["GROUP-CONSUMER-REVOKE-1", "GROUP-CONSUMER-EPOCH-1"],
             Class::Duplicate => &["DELIVERY-1", "PID-IGNORE-1"],
             Class::InFlightReorder => &["DELIVERY-ORDER-1", "PID-IGNORE-1"],
             Class::Redelivery => &["CO-ENCODE-1", "GROUP-COMMIT-1"],
+            Class::StaleOwner => &["GROUP-CONSUMER-EPOCH-1", "GROUP-CONSUMER-COMMIT-1"],
         }
     }
 
@@ -163,9 +176,13 @@ impl Class {
             Class::PollSkip => "a consumer session's polls passed over offsets that exist",
             Class::RedeliveryBelowCommit => "a consumer started below an acknowledged commit",
             Class::ResumeAboveCommit => "a consumer started above every offset its group committed",
+            Class::OwnedTwice => "a partition held by two members of a consumer-protocol group at once",
             Class::Duplicate => "stored more than once because its request was sent more than once",
             Class::InFlightReorder => "requests in flight together landed out of send order",
             Class::Redelivery => "re-read at or above the last acknowledged commit after a rebalance or restart",
+            Class::StaleOwner => {
+                "a member held a partition given to another after the coordinator had let it go, until it heard"
+            }
         }
     }
 }
@@ -268,6 +285,7 @@ pub fn check(history: &History) -> Verdict {
     redelivery_below_commit::check(&index, &mut anomalies);
     resume_above_commit::check(&index, &mut anomalies);
     redelivery::check(&index, &mut anomalies);
+    owned_twice::check(&index, &mut anomalies);
     // Stable: within a class, the order the checks found them (partition, then offset or time).
     anomalies.sort_by_key(|a| a.class);
     Verdict { anomalies }

@@ -104,4 +104,29 @@ mod tests {
             .what
             .contains("reset to 6 (Latest) after the rebalance to generation 2, skipping from g's commit of 3"));
     }
+
+    #[test]
+    fn co_encode_1_a_commit_in_flight_at_the_start_may_be_what_it_read_back() {
+        // Another member sent a commit of 8 at 8 100 µs; it timed out, recorded only at 9 500
+        // µs, after the start at 8 200 read 8 back: the commit had landed.
+        let mut h = clean();
+        let last = h.consumer_events.len() - 1;
+        h.consumer_events.truncate(last);
+        positioned(&mut h, 2, 8_200, 8, StartFrom::Committed);
+        h.consumer_event(
+            0,
+            1,
+            9_500,
+            crate::history::ConsumerEventKind::Committed {
+                group: "g".into(),
+                partition: super::super::fixture::tp(),
+                offset: 8,
+                generation: None,
+                sent_us: 8_100,
+                outcome: crate::history::CommitOutcome::TimedOut,
+            },
+        );
+        let verdict = check(&h);
+        assert_eq!(verdict.count(Class::ResumeAboveCommit), 0, "{verdict:#?}");
+    }
 }

@@ -47,7 +47,7 @@ pub struct Progress {
 
 impl Progress {
     /// Whether `delivered` covers every partition's end (false until the ends are known).
-    fn covers(&self, delivered: &BTreeMap<i32, i64>) -> bool {
+    pub(crate) fn covers(&self, delivered: &BTreeMap<i32, i64>) -> bool {
         self.ends.as_ref().is_some_and(|ends| {
             ends.iter()
                 .all(|(p, end)| *end == 0 || delivered.get(p).is_some_and(|d| d >= end))
@@ -91,16 +91,16 @@ pub struct ConsumerRun {
     pub trace: Trace,
 }
 
-async fn connect(host: &str, port: u16) -> std::io::Result<WireClient<TcpStream>> {
+pub(crate) async fn connect(host: &str, port: u16) -> std::io::Result<WireClient<TcpStream>> {
     Ok(WireClient::new(TcpStream::connect((host, port)).await?))
 }
 
-fn tp(topic: &str, p: i32) -> TopicPartition {
+pub(crate) fn tp(topic: &str, p: i32) -> TopicPartition {
     TopicPartition::new(topic, p)
 }
 
 /// The records of a fetched partition at or past `from`, and the next position.
-fn deliverable(records: &[crate::kafka::FetchedRecord], from: i64) -> (Vec<Stored>, i64) {
+pub(crate) fn deliverable(records: &[crate::kafka::FetchedRecord], from: i64) -> (Vec<Stored>, i64) {
     let mut next = from;
     let stored = records
         .iter()

@@ -7,6 +7,7 @@
 //! turmoil's network, every client's think times, every fault.
 
 pub mod consumer;
+pub mod consumer_protocol;
 pub mod producer;
 
 use crate::dedup::dedup_host;
@@ -18,6 +19,7 @@ use crate::replica::{node_name, ReplicatedLog, NODES};
 use crate::trace::{Event, Trace};
 use crate::{serve_on_host, SimClock, EPOCH_US, GATEWAY_PORT};
 use consumer::{ConsumerRun, ConsumerSpec, Progress, SharedProgress};
+use consumer_protocol::{MemberChurn, MemberRun};
 use kafka_iggy_conformance::wire::WireClient;
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use kafka_iggy_gateway::backend::{Backend, ReadLimits};
@@ -82,6 +84,12 @@ pub struct WorldConfig {
     pub producers: Vec<ProducerSpec>,
     pub assigned_consumers: usize,
     pub group_consumers: usize,
+    /// Members of the same group speaking the consumer protocol (KIP-848) instead of the classic
+    /// one (`world/consumer_protocol.rs`); a group holds one kind (GROUP-CONSUMER-TYPE-1), so a
+    /// scenario has these or classic group consumers, not both.
+    pub protocol_members: usize,
+    /// How the consumer-protocol members crash, close and join late.
+    pub churn: MemberChurn,
     pub consumer: ConsumerSpec,
     pub faults: FaultPlan,
     /// Scenario 8: each gateway behind a deduplicating proxy.
@@ -433,6 +441,42 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
             broken: None,
         });
     }
+    for i in 0..config.protocol_members {
+        let j = consumers + i;
+        let k = j % config.gateways;
+        let name = format!("consumer-{j}");
+        let mode = crate::history::ConsumerMode::ConsumerProtocol { group: GROUP.into() };
+        let index = recorder.add_consumer(&name, mode, gateway_name(k));
+        let run = MemberRun {
+            index,
+            name: name.clone(),
+            spec: config.consumer.clone(),
+            churn: config.churn.clone(),
+            topic: TOPIC.into(),
+            gateway: gateway_name(k),
+            port: GATEWAY_PORT,
+            group: GROUP.into(),
+            seed: seed ^ (0xC0_0000 + j as u64),
+            progress: progress.clone(),
+            recorder: recorder.clone(),
+            trace: trace.clone(),
+        };
+        let progress = progress.clone();
+        sim.client(name.as_str(), async move {
+            run.run().await;
+            progress.lock().expect("progress lock").consumers_done += 1;
+            Ok(())
+        });
+        links.push(Link {
+            client: name,
+            target: gateway_name(k),
+            gateway: gateway_name(k),
+            chance: config.faults.consumer_link,
+            may_hold: false,
+            broken: None,
+        });
+    }
+    let consumers = consumers + config.protocol_members;
     {
         let (progress, recorder) = (progress.clone(), recorder.clone());
         let partitions = config.partitions;
