@@ -195,8 +195,10 @@ fn run_case(plan: &RunPlan, dir: &Path, info: CaseInfo<'static>, mut command: Co
         Err(e) => return result_of(info, Status::Failed, 0, Some(format!("the case process did not start: {e}"))),
     };
     let deadline = started + plan.case_timeout;
+    let mut exit = None;
     let timed_out = loop {
-        if let Ok(Some(_)) = child.try_wait() {
+        if let Ok(Some(status)) = child.try_wait() {
+            exit = Some(status);
             break false;
         }
         if Instant::now() >= deadline {
@@ -217,7 +219,11 @@ fn run_case(plan: &RunPlan, dir: &Path, info: CaseInfo<'static>, mut command: Co
     } else {
         match read_case(&json, info.name) {
             Ok(result) => result,
-            Err(why) => result_of(info, Status::Failed, elapsed_ms, Some(why)),
+            Err(why) => {
+                let status = exit.map(|s| s.to_string()).unwrap_or_default();
+                let why = format!("the case process ended ({status}) without its result: {why}; see {}", log.display());
+                result_of(info, Status::Failed, elapsed_ms, Some(why))
+            }
         }
     };
     let label = match result.status {
