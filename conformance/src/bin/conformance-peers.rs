@@ -17,7 +17,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Parser)]
-#[command(name = "conformance-peers", about = "The kafka profile against independent Kafka brokers")]
+#[command(
+    name = "conformance-peers",
+    about = "The kafka profile against independent Kafka brokers"
+)]
 #[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]

@@ -79,7 +79,13 @@ pub fn render(runs: &BTreeMap<String, RunResults>, verdicts: &Verdicts) -> Rende
     // Case order: the suite's, as the first column that ran lists it.
     let order: Vec<(String, String)> = columns
         .first()
-        .map(|c| runs[*c].cases.iter().map(|r| (r.area.clone(), r.name.clone())).collect())
+        .map(|c| {
+            runs[*c]
+                .cases
+                .iter()
+                .map(|r| (r.area.clone(), r.name.clone()))
+                .collect()
+        })
         .unwrap_or_default();
     let _ = writeln!(page, "# The kafka profile against independent Kafka-protocol brokers\n");
     let _ = writeln!(
@@ -114,12 +120,14 @@ pub fn render(runs: &BTreeMap<String, RunResults>, verdicts: &Verdicts) -> Rende
     for (area, name) in &order {
         let cells: Vec<&str> = columns
             .iter()
-            .map(|c| match runs[*c].cases.iter().find(|r| &r.name == name).map(|r| r.status) {
-                Some(Status::Passed) => "pass",
-                Some(Status::Failed) => "**FAIL**",
-                Some(Status::Skipped) => "skip",
-                None => "—",
-            })
+            .map(
+                |c| match runs[*c].cases.iter().find(|r| &r.name == name).map(|r| r.status) {
+                    Some(Status::Passed) => "pass",
+                    Some(Status::Failed) => "**FAIL**",
+                    Some(Status::Skipped) => "skip",
+                    None => "—",
+                },
+            )
             .collect();
         let _ = writeln!(page, "| {area}/{name} | {} |", cells.join(" | "));
     }
@@ -176,10 +184,17 @@ pub fn render(runs: &BTreeMap<String, RunResults>, verdicts: &Verdicts) -> Rende
     for column in &columns {
         let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
         for r in runs[*column].cases.iter().filter(|r| r.status == Status::Skipped) {
-            *reasons.entry(one_line(r.reason.as_deref().unwrap_or(""), 160)).or_default() += 1;
+            *reasons
+                .entry(one_line(r.reason.as_deref().unwrap_or(""), 160))
+                .or_default() += 1;
         }
         for (reason, n) in reasons {
-            let _ = writeln!(page, "- {column}, {n} case{}: {}", if n == 1 { "" } else { "s" }, escape(&reason));
+            let _ = writeln!(
+                page,
+                "- {column}, {n} case{}: {}",
+                if n == 1 { "" } else { "s" },
+                escape(&reason)
+            );
         }
     }
     Rendered {

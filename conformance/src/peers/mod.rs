@@ -67,7 +67,10 @@ pub fn cargo_install(root: &Path, krate: &str, version: &str, bin: &str, extra: 
         .status()
         .map_err(|e| format!("cargo install {krate} {version} could not start: {e}"))?;
     if !status.success() || !binary.is_file() {
-        return Err(format!("cargo install {krate} {version} failed ({status}); no {}", binary.display()));
+        return Err(format!(
+            "cargo install {krate} {version} failed ({status}); no {}",
+            binary.display()
+        ));
     }
     Ok(binary)
 }

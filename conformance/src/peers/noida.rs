@@ -24,7 +24,16 @@ impl ProcessPeer for Noida {
             let pin = format!("noida-db=={}", self.version());
             println!("conformance-peers: pip download {pin} --no-deps");
             let downloaded = Command::new("python3")
-                .args(["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:", "-d"])
+                .args([
+                    "-m",
+                    "pip",
+                    "download",
+                    "--quiet",
+                    "--no-deps",
+                    "--only-binary",
+                    ":all:",
+                    "-d",
+                ])
                 .arg(&wheels)
                 .arg(&pin)
                 .status()

@@ -65,7 +65,10 @@ impl PeerProcess {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             if let Some(status) = peer.exited() {
-                return Err(format!("exited ({status}) before accepting a connection; see {}", log.display()));
+                return Err(format!(
+                    "exited ({status}) before accepting a connection; see {}",
+                    log.display()
+                ));
             }
             if accepts(port) {
                 return Ok(peer);

@@ -38,12 +38,18 @@ impl ProcessPeer for Rivine {
         let logs = data_dir.join("logs");
         std::fs::write(
             &config,
-            format!("host = \"127.0.0.1\"\nport = {port}\nlog_dirs = [{:?}]\n", logs.display().to_string()),
+            format!(
+                "host = \"127.0.0.1\"\nport = {port}\nlog_dirs = [{:?}]\n",
+                logs.display().to_string()
+            ),
         )?;
         Ok(Launch {
             program: binary.to_path_buf(),
             args: vec!["--config".into(), config.display().to_string()],
-            env: vec![("RIVINE_HOST".into(), "127.0.0.1".into()), ("RIVINE_PORT".into(), port.to_string())],
+            env: vec![
+                ("RIVINE_HOST".into(), "127.0.0.1".into()),
+                ("RIVINE_PORT".into(), port.to_string()),
+            ],
         })
     }
 }

@@ -131,7 +131,9 @@ pub fn peer(plan: &RunPlan, peer: &dyn ProcessPeer, peers_dir: &Path) -> anyhow:
             continue;
         }
         let mut command = Command::new(&plan.conformance);
-        command.args(["--profile", "kafka", "--bootstrap"]).arg(format!("127.0.0.1:{}", running.port));
+        command
+            .args(["--profile", "kafka", "--bootstrap"])
+            .arg(format!("127.0.0.1:{}", running.port));
         let mut result = run_case(plan, &dir, info, command);
         if let Some(status) = running.exited() {
             // The case is charged with the crash; the next case gets a fresh peer.
@@ -192,7 +194,14 @@ fn run_case(plan: &RunPlan, dir: &Path, info: CaseInfo<'static>, mut command: Co
         .process_group(0);
     let mut child = match command.spawn() {
         Ok(child) => child,
-        Err(e) => return result_of(info, Status::Failed, 0, Some(format!("the case process did not start: {e}"))),
+        Err(e) => {
+            return result_of(
+                info,
+                Status::Failed,
+                0,
+                Some(format!("the case process did not start: {e}")),
+            )
+        }
     };
     let deadline = started + plan.case_timeout;
     let mut exit = None;
@@ -214,14 +223,20 @@ fn run_case(plan: &RunPlan, dir: &Path, info: CaseInfo<'static>, mut command: Co
             info,
             Status::Failed,
             elapsed_ms,
-            Some(format!("no result within {} s: the case process was killed", plan.case_timeout.as_secs())),
+            Some(format!(
+                "no result within {} s: the case process was killed",
+                plan.case_timeout.as_secs()
+            )),
         )
     } else {
         match read_case(&json, info.name) {
             Ok(result) => result,
             Err(why) => {
                 let status = exit.map(|s| s.to_string()).unwrap_or_default();
-                let why = format!("the case process ended ({status}) without its result: {why}; see {}", log.display());
+                let why = format!(
+                    "the case process ended ({status}) without its result: {why}; see {}",
+                    log.display()
+                );
                 result_of(info, Status::Failed, elapsed_ms, Some(why))
             }
         }
@@ -231,8 +246,15 @@ fn run_case(plan: &RunPlan, dir: &Path, info: CaseInfo<'static>, mut command: Co
         Status::Failed => "FAIL",
         Status::Skipped => "SKIP",
     };
-    let why = result.reason.as_deref().map(|r| format!(": {}", one_line(r, 160))).unwrap_or_default();
-    println!("{label} {:>6} ms {}/{}{why}", result.duration_ms, result.area, result.name);
+    let why = result
+        .reason
+        .as_deref()
+        .map(|r| format!(": {}", one_line(r, 160)))
+        .unwrap_or_default();
+    println!(
+        "{label} {:>6} ms {}/{}{why}",
+        result.duration_ms, result.area, result.name
+    );
     result
 }
 

@@ -16,7 +16,13 @@ impl ProcessPeer for Tansu {
     }
 
     fn install(&self, dir: &Path) -> Result<PathBuf, String> {
-        cargo_install(&dir.join("tansu"), "tansu", self.version(), "tansu", &["--features", "dynostore"])
+        cargo_install(
+            &dir.join("tansu"),
+            "tansu",
+            self.version(),
+            "tansu",
+            &["--features", "dynostore"],
+        )
     }
 
     fn launch(&self, binary: &Path, port: u16, _data_dir: &Path) -> anyhow::Result<Launch> {
