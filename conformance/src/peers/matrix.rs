@@ -223,3 +223,90 @@ pub fn load_runs(out_dir: &Path) -> anyhow::Result<BTreeMap<String, RunResults>>
     }
     Ok(runs)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::CaseResult;
+
+    fn case(name: &str, status: Status, deviations: &[&str]) -> CaseResult {
+        CaseResult {
+            name: name.into(),
+            area: "wire".into(),
+            rules: vec![],
+            deviations: deviations.iter().map(|d| (*d).to_owned()).collect(),
+            status,
+            duration_ms: 0,
+            reason: Some("why | it failed".into()),
+        }
+    }
+
+    fn run(column: &str, cases: Vec<CaseResult>) -> (String, RunResults) {
+        let results = RunResults {
+            target: column.into(),
+            endpoint: String::new(),
+            profile: "kafka".into(),
+            cases,
+        };
+        (column.into(), results)
+    }
+
+    fn verdict(case: &str, peer: &str, text: &str) -> Verdict {
+        Verdict {
+            case: case.into(),
+            peer: peer.into(),
+            verdict: text.into(),
+        }
+    }
+
+    #[test]
+    fn failures_without_a_verdict_and_stale_verdicts_are_counted() {
+        let runs = BTreeMap::from([
+            run(
+                "gateway",
+                vec![
+                    case("a", Status::Failed, &["MAP-HEADER-1"]),
+                    case("b", Status::Passed, &[]),
+                ],
+            ),
+            run(
+                "tansu",
+                vec![
+                    case("a", Status::Failed, &["MAP-HEADER-1"]),
+                    case("b", Status::Failed, &[]),
+                ],
+            ),
+        ]);
+        let verdicts = Verdicts {
+            verdict: vec![
+                verdict("a", "tansu", "peer wrong: KIP-1"),
+                verdict("b", "gateway", "peer wrong: stale"),
+            ],
+        };
+        let rendered = render(&runs, &verdicts);
+        // tansu's b has no verdict; the gateway's a is its declared deviation; the gateway's b passes.
+        assert_eq!(rendered.without_verdict, 1);
+        assert_eq!(rendered.stale_verdicts, 1);
+        assert!(rendered.page.contains("declared deviation: MAP-HEADER-1"));
+        assert!(
+            rendered.page.contains("why \\| it failed"),
+            "a pipe in a reason breaks the table"
+        );
+        assert!(rendered.page.contains("| wire/b | pass | **FAIL** |"));
+    }
+
+    #[test]
+    fn a_verdict_of_another_form_is_refused() {
+        let dir = std::env::temp_dir().join(format!("conformance-peers-verdicts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("verdicts.toml");
+        std::fs::write(
+            &path,
+            "[[verdict]]\ncase = \"a\"\npeer = \"tansu\"\nverdict = \"looks fine\"\n",
+        )
+        .unwrap();
+        let loaded = Verdicts::load(&path);
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(loaded.is_err(), "a verdict must say who is wrong");
+    }
+}
