@@ -22,7 +22,7 @@ RUN_APIS := ApiVersions Metadata Produce Fetch ListOffsets CreateTopics FindCoor
 # with CARGO_TARGET_DIR set (`make target-dir-check` proves it in `make test`).
 TARGET_DIR := $(shell cargo metadata --format-version 1 --no-deps 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null || echo target)
 
-.PHONY: setup build run test real-iggy-tier cluster-tier junit-schema-check conformance-matrix bench lint fuzz target-dir-check
+.PHONY: setup build run test real-iggy-tier cluster-tier junit-schema-check conformance-matrix conformance-peers bench lint fuzz target-dir-check
 
 setup:
 	missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done)
@@ -141,6 +141,17 @@ conformance-matrix: setup
 	cargo build -q -p kafka-iggy-gateway --bin kafka-iggy-gateway
 	$(TARGET_DIR)/debug/cluster-tier --json docs/conformance/cluster.json || true
 	$(TARGET_DIR)/debug/conformance matrix
+
+# docs/conformance-peers.md: the suite's kafka profile against independent Kafka-protocol brokers
+# (librdkafka's mock cluster, tansu, rivine, noida-db) and the gateway, one column at a time and
+# one case per process (bounded by --case-timeout-s), then the matrix with a verdict per failure
+# from docs/conformance-peers-verdicts.toml. Peers are installed at pinned versions under
+# PEERS_DIR; one that cannot be installed or started is reported skipped, with why.
+PEERS_DIR ?= $(TARGET_DIR)/peers
+conformance-peers: setup
+	cargo build -q -p kafka-iggy-conformance --bin conformance --bin conformance-peers
+	mkdir -p $(PEERS_DIR)
+	PEERS_DIR=$(PEERS_DIR) timeout 10800 $(TARGET_DIR)/debug/conformance-peers --out $(TARGET_DIR)/peers/results
 # The compatibility tier (docs/compat.md): librdkafka's own broker tests, built from the
 # rdkafka-sys crate's sources into $(TARGET_DIR)/compat, against an in-process gateway. Exits non-zero
 # while a test fails; COMPAT_ARGS passes options (--tests 0001,0012, --backend auto, ...).

@@ -11,6 +11,7 @@
 //! - [`results`]: what a run found, case by case, as the JSON report holds it.
 //! - [`compat`]: the compatibility tier, librdkafka's own tests against the gateway.
 //! - [`report`]: the run as JUnit XML, JSON and a Markdown matrix.
+//! - [`peers`]: the kafka profile against independent Kafka brokers, and their matrix.
 //! - [`ops_scrape`]: a gateway's operations listener read from outside (`/metrics`, probes).
 //! - [`iggy_cluster`]: a three-node Iggy cluster for the cluster tier, nodes killed and restarted.
 //! - [`traceability`]: the spec's rules traced to cases, tests and code; the conformance matrix.
@@ -26,6 +27,7 @@ pub mod iggy_cluster;
 pub mod latency;
 pub mod native;
 pub mod ops_scrape;
+pub mod peers;
 pub mod profile;
 pub mod provision;
 pub mod real_iggy;
