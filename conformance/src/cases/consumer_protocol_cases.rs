@@ -486,6 +486,19 @@ pub async fn consumer_protocol_regex_subscription_reads_the_matching_topics_only
         assigned.elements().iter().all(|e| e.topic() != unmatched),
         "the unmatched topic was assigned: {assigned:?}"
     );
+    // Unsubscribed and polled until it let go of its partitions before it is destroyed: a
+    // librdkafka 2.12 consumer destroyed while subscribed by pattern with the consumer protocol
+    // was seen to wait forever on its broker thread.
+    consumer.unsubscribe();
+    let deadline = Instant::now() + REBALANCE_BOUND;
+    while consumer.assignment().is_ok_and(|a| a.count() > 0) && Instant::now() < deadline {
+        let polling = consumer.clone();
+        blocking(move || {
+            let _ = polling.poll(POLL_INTERVAL);
+            Ok(())
+        })
+        .await?;
+    }
     close(consumer).await;
     Ok(Outcome::Passed)
 }
