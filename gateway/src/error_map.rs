@@ -154,6 +154,12 @@ pub fn consumer_group_code(e: &crate::groups::consumer_protocol::ConsumerGroupEr
     })
 }
 
+/// The Kafka code of a refused `SubscribedTopicRegex` (GROUP-CONSUMER-REGEX-1): too long or not
+/// a pattern, INVALID_REGULAR_EXPRESSION either way, as Kafka answers one RE2/J refuses.
+pub fn regex_code(_refusal: &crate::groups::topic_regex::RegexRefusal) -> KafkaCode {
+    code(ResponseError::InvalidRegularExpression)
+}
+
 /// The Kafka code of a consumer-protocol member's refused OffsetCommit or OffsetFetch
 /// (GROUP-CONSUMER-COMMIT-1).
 pub fn consumer_offsets_code(e: crate::groups::consumer_protocol::OffsetRefusal) -> KafkaCode {

@@ -346,7 +346,7 @@ impl<B: Backend> Gateway<B> {
                 reply(&handlers::leave_group::handle(self, session(), self.decode(&request)?, version).await)
             }
             ApiKey::DescribeGroups => {
-                reply(&handlers::describe_groups::handle(self, session(), self.decode(&request)?).await)
+                reply(&handlers::describe_groups::handle(self, session(), self.decode(&request)?, version).await)
             }
             ApiKey::ListGroups => reply(&handlers::list_groups::handle(self, session(), self.decode(&request)?).await),
             ApiKey::DeleteGroups => {

@@ -46,6 +46,14 @@ pub fn cases() -> Vec<Case> {
             consumer_protocol_member_is_fenced_after_its_session_lapses,
             ["GROUP-CONSUMER-EPOCH-1", "GROUP-CONSUMER-TIMEOUT-1"]
         ),
+        case!(
+            consumer_protocol_regex_subscription_reads_the_matching_topics_only,
+            ["GROUP-CONSUMER-REGEX-1"]
+        ),
+        case!(
+            consumer_protocol_static_member_restarts_into_its_partitions,
+            ["GROUP-CONSUMER-STATIC-1", "GROUP-CONSUMER-LEAVE-1"]
+        ),
     ]
 }
 
@@ -66,6 +74,11 @@ async fn require_kip848(endpoint: &Endpoint) -> anyhow::Result<Option<Outcome>> 
 
 /// A librdkafka member of `group` with `group.protocol=consumer`, subscribed to `topic`.
 fn member(endpoint: &Endpoint, name: &str, group: &str, topic: &str) -> anyhow::Result<GroupConsumer> {
+    GroupConsumer::from_config(name, topic, &member_config(endpoint, group))
+}
+
+/// The settings of every librdkafka member of these cases.
+fn member_config(endpoint: &Endpoint, group: &str) -> rdkafka::ClientConfig {
     let mut config = base_config(&endpoint.bootstrap);
     config
         .set("group.id", group)
@@ -76,7 +89,7 @@ fn member(endpoint: &Endpoint, name: &str, group: &str, topic: &str) -> anyhow::
         .set("enable.partition.eof", "true")
         .set("allow.auto.create.topics", "false")
         .set("check.crcs", "true");
-    GroupConsumer::from_config(name, topic, &config)
+    config
 }
 
 /// Waits until the two consumers' deliveries, together, satisfy `done`.
@@ -387,5 +400,244 @@ pub async fn consumer_protocol_member_is_fenced_after_its_session_lapses(
         answer.error_code,
         answer.error_message
     );
+    Ok(Outcome::Passed)
+}
+
+/// GROUP-CONSUMER-REGEX-1: a librdkafka consumer subscribed to `^<prefix>-.*` (librdkafka sends a
+/// subscription starting with `^` as `SubscribedTopicRegex`) reads every record of the two
+/// topics the pattern matches, never one of a topic it does not match, and also the records of
+/// a matching topic created after it subscribed (the coordinator resolves the pattern again).
+pub async fn consumer_protocol_regex_subscription_reads_the_matching_topics_only(
+    endpoint: Endpoint,
+) -> anyhow::Result<Outcome> {
+    use rdkafka::consumer::{BaseConsumer, Consumer as _};
+    use rdkafka::Message as _;
+    if let Some(skipped) = require_kip848(&endpoint).await? {
+        return Ok(skipped);
+    }
+    let prefix = endpoint.unique_topic("cp-regex");
+    let (first, second, later) = (format!("{prefix}-a"), format!("{prefix}-b"), format!("{prefix}-c"));
+    let unmatched = endpoint.unique_topic("cp-regex-other");
+    let group = endpoint.unique_topic("cp-regex-g");
+    create_topic(&endpoint, &first, 2).await?;
+    create_topic(&endpoint, &second, 1).await?;
+    create_topic(&endpoint, &unmatched, 1).await?;
+    for (topic, partition) in [(&first, 0), (&first, 1), (&second, 0), (&unmatched, 0)] {
+        produce_at(&endpoint, topic, partition, 0, 5).await?;
+    }
+    // Polled on the blocking pool, as GroupConsumer polls, so a poll never stalls the runtime.
+    let consumer: std::sync::Arc<BaseConsumer> = std::sync::Arc::new(
+        member_config(&endpoint, &group)
+            .set("enable.partition.eof", "false")
+            .create()
+            .context("creating the consumer")?,
+    );
+    let pattern = format!("^{prefix}-.*");
+    consumer
+        .subscribe(&[pattern.as_str()])
+        .with_context(|| format!("subscribing to {pattern}"))?;
+    let mut seen: BTreeSet<(String, i32, i64)> = BTreeSet::new();
+    let wanted = |topics: &[(&String, i32)]| -> BTreeSet<(String, i32, i64)> {
+        topics
+            .iter()
+            .flat_map(|(t, p)| (0..5).map(move |o| (t.to_string(), *p, o)))
+            .collect()
+    };
+    let mut expected = wanted(&[(&first, 0), (&first, 1), (&second, 0)]);
+    let mut created_later = false;
+    let deadline = Instant::now() + REBALANCE_BOUND * 2;
+    loop {
+        if expected.is_subset(&seen) {
+            if created_later {
+                break;
+            }
+            // A topic the pattern matches, created while the member is subscribed.
+            create_topic(&endpoint, &later, 1).await?;
+            produce_at(&endpoint, &later, 0, 0, 5).await?;
+            expected.extend(wanted(&[(&later, 0)]));
+            created_later = true;
+            continue;
+        }
+        ensure!(
+            Instant::now() < deadline,
+            "the regex subscription {pattern} did not read {:?} within {:?}",
+            expected.difference(&seen).take(5).collect::<Vec<_>>(),
+            REBALANCE_BOUND * 2
+        );
+        let polled = {
+            let consumer = consumer.clone();
+            blocking(move || {
+                Ok(consumer
+                    .poll(POLL_INTERVAL)
+                    .map(|m| m.map(|m| (m.topic().to_string(), m.partition(), m.offset()))))
+            })
+            .await?
+        };
+        let Some(polled) = polled else { continue };
+        let (topic, partition, offset) = polled.context("the regex subscriber's poll")?;
+        ensure!(
+            topic.starts_with(&format!("{prefix}-")),
+            "a record of {topic}, which {pattern} does not match"
+        );
+        seen.insert((topic, partition, offset));
+    }
+    let assigned = consumer.assignment().context("the subscriber's assignment")?;
+    ensure!(
+        assigned.elements().iter().all(|e| e.topic() != unmatched),
+        "the unmatched topic was assigned: {assigned:?}"
+    );
+    // Unsubscribed and polled until it let go of its partitions before it is destroyed: a
+    // librdkafka 2.12 consumer destroyed while subscribed by pattern with the consumer protocol
+    // was seen to wait forever on its broker thread.
+    consumer.unsubscribe();
+    let deadline = Instant::now() + REBALANCE_BOUND;
+    while consumer.assignment().is_ok_and(|a| a.count() > 0) && Instant::now() < deadline {
+        let polling = consumer.clone();
+        blocking(move || {
+            let _ = polling.poll(POLL_INTERVAL);
+            Ok(())
+        })
+        .await?;
+    }
+    close(consumer).await;
+    Ok(Outcome::Passed)
+}
+
+/// The member epoch and assigned partitions ConsumerGroupDescribe reports for the member of
+/// `group` with instance id `instance`, and the group epoch.
+async fn described_instance(
+    client: &mut Client,
+    group: &str,
+    instance: &str,
+) -> anyhow::Result<Option<(i32, BTreeSet<i32>, i32)>> {
+    let describe = ConsumerGroupDescribeRequest::default().with_group_ids(vec![GroupId(s(group))]);
+    let described: ConsumerGroupDescribeResponse = client
+        .request(ApiKey::ConsumerGroupDescribe, DESCRIBE_V, &describe)
+        .await
+        .context("ConsumerGroupDescribe")?;
+    let Some(g) = described.groups.first() else {
+        bail!("ConsumerGroupDescribe answered no group");
+    };
+    ensure!(g.error_code == NONE, "ConsumerGroupDescribe: error {}", g.error_code);
+    Ok(g.members
+        .iter()
+        .find(|m| m.instance_id.as_ref().is_some_and(|i| i.as_str() == instance))
+        .map(|m| {
+            let partitions = m
+                .assignment
+                .topic_partitions
+                .iter()
+                .flat_map(|t| t.partitions.iter().copied())
+                .collect();
+            (m.member_epoch, partitions, g.group_epoch)
+        }))
+}
+
+/// GROUP-CONSUMER-STATIC-1, GROUP-CONSUMER-LEAVE-1: a static member (`group.instance.id`) reads
+/// and commits its share, and is closed (librdkafka leaves with epoch -2, keeping its
+/// partitions); a new consumer with the same instance id gets the same partitions at the same
+/// member epoch, the group epoch unchanged, resumes at the commits, and the other member is
+/// never given another assignment.
+pub async fn consumer_protocol_static_member_restarts_into_its_partitions(
+    endpoint: Endpoint,
+) -> anyhow::Result<Outcome> {
+    if let Some(skipped) = require_kip848(&endpoint).await? {
+        return Ok(skipped);
+    }
+    let topic = endpoint.unique_topic("cp-static");
+    let group = endpoint.unique_topic("cp-static-g");
+    let instance = format!("{group}-instance");
+    create_topic(&endpoint, &topic, 4).await?;
+    for p in 0..4 {
+        produce_at(&endpoint, &topic, p, 0, 10).await?;
+    }
+    let static_member = |name: &str| {
+        let mut config = member_config(&endpoint, &group);
+        config.set("group.instance.id", &instance);
+        GroupConsumer::from_config(name, &topic, &config)
+    };
+    let mut a = static_member("static consumer A")?;
+    let mut b = member(&endpoint, "consumer B", &group, &topic)?;
+    let all: BTreeSet<i32> = (0..4).collect();
+    let (mut wa, mut wb) = (a.assignment_watch(), b.assignment_watch());
+    let deadline = Instant::now() + REBALANCE_BOUND;
+    let (share_a, share_b) = loop {
+        let (x, y) = (wa.borrow_and_update().clone(), wb.borrow_and_update().clone());
+        let union: BTreeSet<i32> = x.union(&y).copied().collect();
+        if !x.is_empty() && !y.is_empty() && x.is_disjoint(&y) && union == all {
+            break (x, y);
+        }
+        tokio::select! {
+            changed = wa.changed() => changed.context("consumer A's poll thread ended")?,
+            changed = wb.changed() => changed.context("consumer B's poll thread ended")?,
+            _ = tokio::time::sleep_until(deadline) => bail!(
+                "the two members never split the topic within {REBALANCE_BOUND:?}; {}; {}", a.report(), b.report()
+            ),
+        }
+    };
+    let sa = share_a.clone();
+    a.wait_until("every record of A's share", move |h| {
+        sa.iter().all(|p| h.has_all(*p, 0..10))
+    })
+    .await?;
+    let commits: Vec<(i32, i64)> = share_a.iter().map(|p| (*p, 6)).collect();
+    a.commit(&commits).await?;
+    let mut client = coordinator_of(&endpoint.bootstrap, &group).await?;
+    let before = described_instance(&mut client, &group, &instance)
+        .await?
+        .context("the static member is not described")?;
+    ensure!(
+        before.1 == share_a,
+        "ConsumerGroupDescribe gives the static member {:?}, librdkafka {share_a:?}",
+        before.1
+    );
+    let b_assignments = b.assignments_applied();
+    a.close().await?;
+    // Left with -2: still a member, holding its partitions, until its instance comes back.
+    let kept = described_instance(&mut client, &group, &instance)
+        .await?
+        .context("the static member left the group on close")?;
+    ensure!(
+        kept.1 == share_a && kept.2 == before.2,
+        "after the static member closed: partitions {:?}, group epoch {} (before {:?}, {})",
+        kept.1,
+        kept.2,
+        share_a,
+        before.2
+    );
+    let mut a2 = static_member("static consumer A, restarted")?;
+    let back = a2.wait_assignment("A's partitions back", |x| *x == share_a).await?;
+    ensure!(back == share_a, "the restarted member got {back:?}, not {share_a:?}");
+    let after = described_instance(&mut client, &group, &instance)
+        .await?
+        .context("the restarted static member is not described")?;
+    ensure!(
+        after.0 == before.0 && after.2 == before.2,
+        "the restarted member is at member epoch {} and group epoch {}, not {} and {}",
+        after.0,
+        after.2,
+        before.0,
+        before.2
+    );
+    let sa = share_a.clone();
+    a2.wait_until("offsets 6..10 of A's share", move |h| {
+        sa.iter().all(|p| h.has_all(*p, 6..10))
+    })
+    .await?;
+    for p in &share_a {
+        let first = a2.history.offsets(*p).first().copied();
+        ensure!(
+            first == Some(6),
+            "the restarted member's first record of partition {p} is at {first:?}, not at the committed 6"
+        );
+    }
+    ensure!(
+        b.assignment() == share_b && b.assignments_applied() == b_assignments,
+        "the other member was rebalanced: assignment {:?} (was {share_b:?}), {} assignments applied (was {b_assignments})",
+        b.assignment(),
+        b.assignments_applied()
+    );
+    a2.close().await?;
+    b.close().await?;
     Ok(Outcome::Passed)
 }

@@ -76,6 +76,9 @@ pub struct Heartbeat {
     /// `None`: unchanged since the last heartbeat.
     pub rebalance_timeout: Option<Duration>,
     pub subscribed_topics: Option<Vec<String>>,
+    /// `SubscribedTopicRegex`, already checked (GROUP-CONSUMER-REGEX-1); `None`: unchanged, and an
+    /// empty pattern: none.
+    pub subscribed_regex: Option<String>,
     pub assignor: Option<Assignor>,
     /// The partitions the member says it owns; `None`: unchanged.
     pub owned: Option<Assignment>,
@@ -114,6 +117,9 @@ pub struct ConsumerMember {
     /// Held until the member acknowledges their revocation.
     pub revoking: Assignment,
     pub subscribed: Vec<String>,
+    /// Its `SubscribedTopicRegex`, if any: the topics it matches are subscribed too
+    /// (GROUP-CONSUMER-REGEX-1).
+    pub subscribed_regex: Option<String>,
     pub assignor: Option<Assignor>,
     pub rebalance_timeout: Duration,
     pub client_id: String,
@@ -142,8 +148,21 @@ pub struct ConsumerGroup {
     /// Who holds each partition (assigned or revoking): the single-owner invariant's ledger.
     holders: HashMap<(String, i32), String>,
     owner_changes: Vec<(Owner, isize)>,
-    /// Bytes of subscriptions held (LIMIT-GROUP-BYTES-1).
+    /// Bytes of subscriptions held (LIMIT-GROUP-BYTES-1), regex resolutions included.
     stored_bytes: usize,
+    /// The topics each pattern the members subscribe to matched when last resolved
+    /// (GROUP-CONSUMER-REGEX-1), shared by the members naming the same pattern.
+    resolved: BTreeMap<String, ResolvedRegex>,
+    /// When the group's patterns were last handed out to be resolved: at most one resolution
+    /// per `topic_regex::REFRESH_INTERVAL`, however many members heartbeat.
+    last_refresh: Option<Instant>,
+}
+
+/// What one pattern matched, and when (GROUP-CONSUMER-REGEX-1).
+#[derive(Debug, Clone)]
+pub struct ResolvedRegex {
+    pub topics: BTreeSet<String>,
+    pub resolved_at: Instant,
 }
 
 fn count(assignment: &Assignment) -> usize {
@@ -151,6 +170,15 @@ fn count(assignment: &Assignment) -> usize {
 }
 
 fn subscription_bytes(topics: &[String]) -> usize {
+    topics.iter().map(String::len).sum()
+}
+
+/// What a member's subscription holds in bytes (LIMIT-GROUP-BYTES-1).
+fn member_bytes(m: &ConsumerMember) -> usize {
+    subscription_bytes(&m.subscribed) + m.subscribed_regex.as_ref().map_or(0, String::len)
+}
+
+fn resolution_bytes(topics: &BTreeSet<String>) -> usize {
     topics.iter().map(String::len).sum()
 }
 
@@ -183,6 +211,8 @@ impl ConsumerGroup {
             holders: HashMap::new(),
             owner_changes: Vec::new(),
             stored_bytes: 0,
+            resolved: BTreeMap::new(),
+            last_refresh: None,
         }
     }
 
@@ -227,12 +257,110 @@ impl ConsumerGroup {
         std::mem::take(&mut self.owner_changes)
     }
 
-    /// Every topic the members subscribe to, each once, in name order (AUTHZ-GROUP-4).
+    /// Every topic the members subscribe to, by name or by pattern, each once, in name order
+    /// (AUTHZ-GROUP-4, GROUP-CONSUMER-REGEX-1).
     pub fn topics(&self) -> BTreeSet<String> {
+        self.members.values().flat_map(|m| self.subscription_of(m)).collect()
+    }
+
+    /// The topics the members subscribe to by name, each once: those a heartbeat looks up
+    /// (the topics patterns match are counted when the patterns are resolved).
+    pub fn named_topics(&self) -> BTreeSet<String> {
         self.members
             .values()
             .flat_map(|m| m.subscribed.iter().cloned())
             .collect()
+    }
+
+    /// GROUP-CONSUMER-REGEX-1: a member's subscription, the union of the names it subscribes to
+    /// and the topics its pattern matched when last resolved.
+    pub fn subscription_of(&self, member: &ConsumerMember) -> BTreeSet<String> {
+        let matched = member
+            .subscribed_regex
+            .as_ref()
+            .and_then(|r| self.resolved.get(r))
+            .into_iter()
+            .flat_map(|r| r.topics.iter().cloned());
+        member.subscribed.iter().cloned().chain(matched).collect()
+    }
+
+    /// The last resolution of `pattern`, if any.
+    pub fn resolution(&self, pattern: &str) -> Option<&ResolvedRegex> {
+        self.resolved.get(pattern)
+    }
+
+    /// GROUP-CONSUMER-REGEX-1: the patterns a heartbeat at `now`, subscribing to `requested`,
+    /// must resolve: `requested` when never resolved; every pattern of the group once
+    /// `refresh_interval` has passed since the group's patterns were last handed out. What is
+    /// handed out is taken as resolving, so concurrent heartbeats do not list topics again.
+    pub fn patterns_to_resolve(
+        &mut self,
+        requested: Option<&str>,
+        now: Instant,
+        refresh_interval: Duration,
+    ) -> Vec<String> {
+        let mut due: BTreeSet<String> = BTreeSet::new();
+        if self
+            .last_refresh
+            .is_none_or(|at| now.duration_since(at) >= refresh_interval)
+        {
+            due.extend(self.members.values().filter_map(|m| m.subscribed_regex.clone()));
+        }
+        if let Some(r) = requested.filter(|r| !r.is_empty() && !self.resolved.contains_key(*r)) {
+            due.insert(r.to_string());
+        }
+        if !due.is_empty() {
+            self.last_refresh = Some(now);
+        }
+        due.into_iter().collect()
+    }
+
+    /// GROUP-CONSUMER-REGEX-1: stores what each pattern matched; a resolution that changed a
+    /// pattern some member subscribes to is a new group epoch, as in Kafka. Returns whether the
+    /// epoch moved.
+    pub fn apply_resolutions(&mut self, resolutions: BTreeMap<String, BTreeSet<String>>, now: Instant) -> bool {
+        let mut changed = false;
+        for (pattern, topics) in resolutions {
+            let used = self
+                .members
+                .values()
+                .any(|m| m.subscribed_regex.as_deref() == Some(pattern.as_str()));
+            let previous = self.resolved.get(&pattern);
+            if previous.is_some_and(|p| p.topics == topics) {
+                self.resolved.get_mut(&pattern).expect("present").resolved_at = now;
+                continue;
+            }
+            changed |= used;
+            let added = resolution_bytes(&topics);
+            let removed = previous.map_or(0, |p| resolution_bytes(&p.topics));
+            self.stored_bytes = self.stored_bytes + added - removed;
+            self.resolved.insert(
+                pattern,
+                ResolvedRegex {
+                    topics,
+                    resolved_at: now,
+                },
+            );
+        }
+        if changed {
+            self.bump();
+        }
+        changed
+    }
+
+    /// Forgets resolutions no member's pattern needs any more.
+    fn drop_unused_resolutions(&mut self) {
+        let used: BTreeSet<&String> = self
+            .members
+            .values()
+            .filter_map(|m| m.subscribed_regex.as_ref())
+            .collect();
+        let unused: Vec<String> = self.resolved.keys().filter(|p| !used.contains(p)).cloned().collect();
+        for pattern in unused {
+            if let Some(r) = self.resolved.remove(&pattern) {
+                self.stored_bytes -= resolution_bytes(&r.topics);
+            }
+        }
     }
 
     /// Kafka's state names: Empty, Assigning, Reconciling, Stable.
@@ -288,7 +416,7 @@ impl ConsumerGroup {
         if let Some(m) = self.members.remove(member_id) {
             self.release(member_id, &m.assigned);
             self.release(member_id, &m.revoking);
-            self.stored_bytes -= subscription_bytes(&m.subscribed);
+            self.stored_bytes -= member_bytes(&m);
             self.owner_changes.push((m.owner, -1));
             self.target.remove(member_id);
             self.bump();
@@ -361,6 +489,19 @@ impl ConsumerGroup {
                 changed = true;
             }
         }
+        // GROUP-CONSUMER-REGEX-1: an empty pattern is none, as librdkafka sends it.
+        if let Some(regex) = &request.subscribed_regex {
+            let regex = Some(regex.clone()).filter(|r| !r.is_empty());
+            if regex != member.subscribed_regex {
+                let (old, new) = (
+                    member.subscribed_regex.as_ref().map_or(0, String::len),
+                    regex.as_ref().map_or(0, String::len),
+                );
+                self.stored_bytes = self.stored_bytes - old + new;
+                member.subscribed_regex = regex;
+                changed = true;
+            }
+        }
         if request.assignor.is_some() && request.assignor != member.assignor {
             member.assignor = request.assignor;
             changed = true;
@@ -381,6 +522,7 @@ impl ConsumerGroup {
         }
         if changed {
             self.bump();
+            self.drop_unused_resolutions();
         }
         if self.group_epoch > self.target_epoch {
             self.compute_target(settings.default_assignor);
@@ -436,7 +578,7 @@ impl ConsumerGroup {
             // A member rejoining with epoch 0 gave up everything it held: it starts afresh.
             let old = self.members[member_id.as_str()].clone();
             self.remove_member(member_id);
-            self.stored_bytes += subscription_bytes(&old.subscribed);
+            self.stored_bytes += member_bytes(&old);
             self.owner_changes.push((old.owner.clone(), 1));
             self.members.insert(
                 member_id.clone(),
@@ -470,6 +612,7 @@ impl ConsumerGroup {
                 assigned: Assignment::new(),
                 revoking: Assignment::new(),
                 subscribed: Vec::new(),
+                subscribed_regex: None,
                 assignor: None,
                 rebalance_timeout: request.rebalance_timeout.unwrap_or(Duration::from_secs(300)),
                 client_id: request.client_id.clone(),
@@ -507,6 +650,7 @@ impl ConsumerGroup {
             m.left_static = true;
         } else {
             self.remove_member(&id);
+            self.drop_unused_resolutions();
         }
         Ok(HeartbeatAnswer {
             member_id: id,
@@ -521,7 +665,7 @@ impl ConsumerGroup {
         let subscriptions: BTreeMap<String, Vec<String>> = self
             .members
             .values()
-            .map(|m| (m.id.clone(), m.subscribed.clone()))
+            .map(|m| (m.id.clone(), self.subscription_of(m).into_iter().collect()))
             .collect();
         self.target = match assignor {
             Assignor::Uniform => uniform(&subscriptions, &self.topics, &self.target),
@@ -611,6 +755,9 @@ impl ConsumerGroup {
         for id in &lapsed {
             self.remove_member(id);
         }
+        if !lapsed.is_empty() {
+            self.drop_unused_resolutions();
+        }
         lapsed
     }
 
@@ -634,6 +781,7 @@ impl ConsumerGroup {
         for id in ids {
             self.remove_member(&id);
         }
+        self.drop_unused_resolutions();
     }
 
     /// GROUP-CONSUMER-COMMIT-1: whether `member_id` at `epoch` may commit with OffsetCommit

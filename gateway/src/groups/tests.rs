@@ -562,6 +562,7 @@ fn consumer_heartbeat(member: &str, epoch: i32) -> consumer_protocol::Heartbeat 
         rack_id: None,
         rebalance_timeout: Some(Duration::from_secs(30)),
         subscribed_topics: Some(vec!["t".into()]),
+        subscribed_regex: None,
         assignor: None,
         owned: Some(Default::default()),
         client_id: "c".into(),
@@ -661,4 +662,58 @@ async fn group_consumer_timeout_1_the_timer_removes_a_silent_member() {
     );
     stop_tx.send_replace(true);
     timers.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn group_consumer_subscription_1_authz_group_4_a_joiner_is_rechecked_under_the_lock() {
+    let c = coordinator();
+    let lookups = || ConsumerLookups {
+        topics: one_topic(),
+        resolutions: BTreeMap::new(),
+    };
+    // A member of group h subscribes to t.
+    c.consumer_heartbeat("h", consumer_heartbeat("a", 0), &one_topic())
+        .unwrap();
+    // A joiner authorized for its own topic only (the group's topics were read before a joined):
+    // sent back with every topic it needs, nothing changed.
+    let mut joiner = consumer_heartbeat("b", 0);
+    joiner.subscribed_topics = Some(vec!["u".into()]);
+    let authorized = BTreeSet::from(["u".to_string()]);
+    let back = match c.consumer_heartbeat_authorized("h", joiner, lookups(), Some(&authorized)) {
+        ConsumerAttempt::Recheck { heartbeat, topics } => {
+            assert_eq!(topics, ["t", "u"]);
+            heartbeat
+        }
+        ConsumerAttempt::Done(answer) => panic!("joined past its authorization: {answer:?}"),
+    };
+    assert_eq!(c.consumer_describe("h").unwrap().members.len(), 1, "b was not added");
+    // Authorized for both, it joins.
+    let both = BTreeSet::from(["t".to_string(), "u".to_string()]);
+    match c.consumer_heartbeat_authorized("h", *back, lookups(), Some(&both)) {
+        ConsumerAttempt::Done(answer) => assert_eq!(answer.unwrap().member_epoch, 2),
+        ConsumerAttempt::Recheck { topics, .. } => panic!("rechecked again for {topics:?}"),
+    }
+    // A member changing its subscription needs its new topics only, not the group's.
+    let mut change = consumer_heartbeat("a", 1);
+    change.subscribed_topics = Some(vec!["v".into()]);
+    change.owned = None;
+    change.rebalance_timeout = None;
+    let only_v = BTreeSet::from(["v".to_string()]);
+    assert!(matches!(
+        c.consumer_heartbeat_authorized("h", change, lookups(), Some(&only_v)),
+        ConsumerAttempt::Done(Ok(_))
+    ));
+    // A pattern resolved to a topic past what was authorized is sent back too.
+    let mut by_pattern = consumer_heartbeat("a", 0);
+    by_pattern.subscribed_topics = Some(Vec::new());
+    by_pattern.subscribed_regex = Some("w.*".into());
+    let resolved = ConsumerLookups {
+        topics: BTreeMap::from([("w1".to_string(), Some(1))]),
+        resolutions: BTreeMap::from([("w.*".to_string(), BTreeSet::from(["w1".to_string()]))]),
+    };
+    let nothing = BTreeSet::new();
+    assert!(matches!(
+        c.consumer_heartbeat_authorized("fresh", by_pattern, resolved, Some(&nothing)),
+        ConsumerAttempt::Recheck { topics, .. } if topics == ["w1"]
+    ));
 }

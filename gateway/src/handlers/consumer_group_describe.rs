@@ -81,6 +81,8 @@ pub async fn handle<B: Backend>(
                     .with_client_id(s(&m.client_id))
                     .with_client_host(s(&m.client_host))
                     .with_subscribed_topic_names(m.subscribed.iter().map(|t| TopicName(s(t))).collect())
+                    // GROUP-CONSUMER-REGEX-1: the pattern apart from the names, as Kafka reports it.
+                    .with_subscribed_topic_regex(m.subscribed_regex.as_deref().map(s))
                     .with_assignment(wire(&m.assigned))
                     .with_target_assignment(wire(target))
                     // v1: 1 is a consumer-protocol member (0 would be a classic one).

@@ -1,16 +1,18 @@
 //! ConsumerGroupHeartbeat (API 68, KIP-848): the request's shape checked as Kafka checks it, the
-//! subscription authorized as a JoinGroup's (AUTHZ-GROUP-1, AUTHZ-GROUP-4), the partition counts of
-//! the group's topics looked up, then the coordinator's consumer-protocol group decides
-//! (GROUP-CONSUMER-HEARTBEAT-1, docs/spec/groups.md).
+//! group's patterns resolved against the topics listed when due (GROUP-CONSUMER-REGEX-1), the
+//! subscription authorized as a JoinGroup's and rechecked under the coordinator's lock
+//! (AUTHZ-GROUP-1, AUTHZ-GROUP-4), the partition counts of the group's topics looked up, then the
+//! coordinator's consumer-protocol group decides (GROUP-CONSUMER-HEARTBEAT-1, docs/spec/groups.md).
 
-use super::group_authz::{owner, PollPermissions};
+use super::group_authz::{owner, PollPermissions, Verdict};
 use super::join_group::valid_group_id;
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::error_map;
 use crate::gateway::Gateway;
-use crate::groups::consumer_protocol::{Assignment, Assignor, Heartbeat};
+use crate::groups::consumer_protocol::{Assignment, Assignor, ConsumerGroupError, Heartbeat, HeartbeatAnswer};
 use crate::groups::topic_id::topic_id;
+use crate::groups::{topic_regex, ConsumerAttempt, ConsumerLookups};
 use crate::log_text::clip;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment as WireAssignment, TopicPartitions};
@@ -27,9 +29,13 @@ fn refused(code: i16, message: impl Into<String>) -> ConsumerGroupHeartbeatRespo
         .with_member_epoch(-1)
 }
 
+/// Rounds of authorization a heartbeat gets while the group keeps gaining topics, as JoinGroup's
+/// (AUTHZ-GROUP-4); past them the member is asked to retry.
+const AUTHORIZATION_ROUNDS: usize = 3;
+
 /// GROUP-CONSUMER-HEARTBEAT-1: Kafka's `throwIfConsumerGroupHeartbeatRequestIsInvalid`, each
-/// refusal INVALID_REQUEST with Kafka's message; a regular expression is refused
-/// INVALID_REGULAR_EXPRESSION (GROUP-CONSUMER-REGEX-1).
+/// refusal INVALID_REQUEST with Kafka's message; a pattern too long or that does not compile
+/// within bounds is INVALID_REGULAR_EXPRESSION (GROUP-CONSUMER-REGEX-1).
 fn shape_error(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<(i16, String)> {
     let invalid = |m: &str| Some((ResponseError::InvalidRequest.code(), m.to_string()));
     let epoch = request.member_epoch;
@@ -67,12 +73,11 @@ fn shape_error(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<
             "MemberEpoch is {epoch}, but must be greater than or equal to -2."
         ));
     }
-    // GROUP-CONSUMER-REGEX-1: RE2/J subscriptions are not offered yet.
-    if request.subscribed_topic_regex.as_ref().is_some_and(|r| !r.is_empty()) {
-        return Some((
-            ResponseError::InvalidRegularExpression.code(),
-            "This gateway does not support regular expression subscriptions (GROUP-CONSUMER-REGEX-1); subscribe to topic names.".into(),
-        ));
+    // GROUP-CONSUMER-REGEX-1: bounded before it is compiled, then compiled under size limits.
+    if let Some(pattern) = request.subscribed_topic_regex.as_ref().filter(|r| !r.is_empty()) {
+        if let Err(refusal) = topic_regex::compile(pattern.as_str()) {
+            return Some((error_map::regex_code(&refusal), refusal.message()));
+        }
     }
     if let Some(name) = &request.server_assignor {
         if Assignor::parse(name.as_str()).is_none() {
@@ -114,42 +119,45 @@ pub async fn handle<B: Backend>(
         .subscribed_topic_names
         .as_ref()
         .map(|names| names.iter().map(|n| n.0.as_str().to_string()).collect());
-    // GROUP-CONSUMER-SUBSCRIPTION-1, AUTHZ-GROUP-1, AUTHZ-GROUP-4: a joiner needs poll on its topics and the group's; a member
-    // changing its subscription on the new topics.
+    let requested_regex: Option<String> = request.subscribed_topic_regex.as_ref().map(|r| r.as_str().to_string());
     let mut permissions = PollPermissions::new(gateway, session);
-    if permissions.checks() {
-        let mut needed: BTreeSet<String> = subscribed.iter().flatten().cloned().collect();
-        if request.member_epoch == 0 {
-            needed.extend(gateway.groups.topics(&group_id).unwrap_or_default());
-        }
-        let needed: Vec<&str> = needed.iter().map(String::as_str).collect();
-        if let Some(code) = permissions.verdict(&group_id, &needed).await.refusal_code() {
-            return refused(code, "Not authorized for the group's topics.");
-        }
-    }
-    // Partition counts of every topic the group and the request subscribe to.
-    let mut wanted: BTreeSet<String> = gateway
+    let mut lookups = ConsumerLookups::default();
+    // GROUP-CONSUMER-REGEX-1: the group's patterns, when due, resolved against one listing.
+    let due = gateway
         .groups
-        .topics(&group_id)
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
+        .consumer_patterns_to_resolve(&group_id, requested_regex.as_deref());
+    if !due.is_empty() {
+        resolve_patterns(gateway, session, &mut permissions, &group_id, &due, &mut lookups).await;
+    }
+    // Partition counts of every topic the group and the request subscribe to by name; the topics
+    // patterns match were counted when they were listed.
+    let mut wanted = gateway.groups.consumer_named_topics(&group_id);
     wanted.extend(subscribed.iter().flatten().cloned());
-    let mut topics: BTreeMap<String, Option<u32>> = BTreeMap::new();
     for topic in wanted {
+        if lookups.topics.contains_key(&topic) {
+            continue;
+        }
         match super::resolve_topic(gateway, session, &topic).await {
             Ok((_, info)) => {
-                topics.insert(topic, Some(info.partitions));
+                lookups.topics.insert(topic, Some(info.partitions));
             }
             Err(code) if code == ResponseError::UnknownTopicOrPartition.code() => {
-                topics.insert(topic, None);
+                lookups.topics.insert(topic, None);
             }
             // Not looked up: the group keeps what it knew.
             Err(_) => {}
         }
     }
+    let topics = &lookups.topics;
     // Owned partitions name topics by id: mapped back through the topics looked up.
-    let by_id: BTreeMap<uuid::Uuid, &String> = topics.keys().map(|t| (topic_id(t), t)).collect();
+    // Every topic of the group, by pattern too, and those looked up: a partition owned of a topic
+    // only a pattern matched must still be reported, or its revocation would look acknowledged.
+    let group_topics = gateway.groups.topics(&group_id).unwrap_or_default();
+    let by_id: BTreeMap<uuid::Uuid, &String> = topics
+        .keys()
+        .chain(group_topics.iter())
+        .map(|t| (topic_id(t), t))
+        .collect();
     let owned: Option<Assignment> = request.topic_partitions.as_ref().map(|owned| {
         let mut assignment = Assignment::new();
         for t in owned {
@@ -177,6 +185,7 @@ pub async fn handle<B: Backend>(
         rebalance_timeout: (request.rebalance_timeout_ms >= 0)
             .then(|| Duration::from_millis(request.rebalance_timeout_ms as u64)),
         subscribed_topics: subscribed,
+        subscribed_regex: requested_regex,
         assignor: request
             .server_assignor
             .as_ref()
@@ -189,10 +198,11 @@ pub async fn handle<B: Backend>(
         client_host: peer.to_string(),
         owner: owner(session, peer),
     };
-    match gateway.groups.consumer_heartbeat(&group_id, heartbeat, &topics) {
-        Err(e) => {
+    match heartbeat_authorized(gateway, &mut permissions, &group_id, heartbeat, lookups).await {
+        Err(Refusal::Authorization(code)) => refused(code, "Not authorized for the group's topics."),
+        Err(Refusal::Group(e)) => {
             let message = match &e {
-                crate::groups::consumer_protocol::ConsumerGroupError::FencedMemberEpoch(m) => m.clone(),
+                ConsumerGroupError::FencedMemberEpoch(m) => m.clone(),
                 other => format!("{other:?}"),
             };
             refused(error_map::consumer_group_code(&e), message)
@@ -212,6 +222,138 @@ pub async fn handle<B: Backend>(
                         .collect(),
                 )
             })),
+    }
+}
+
+/// Why a heartbeat is refused after its shape was checked.
+enum Refusal {
+    /// The Kafka code of an authorization refusal (AUTHZ-GROUP-4).
+    Authorization(i16),
+    Group(ConsumerGroupError),
+}
+
+/// GROUP-CONSUMER-SUBSCRIPTION-1, AUTHZ-GROUP-1, AUTHZ-GROUP-4: a joiner needs poll on its topics
+/// and the group's, a member changing its subscription on its new topics. What was authorized
+/// goes with the heartbeat, and the coordinator sends it back, under its lock, when the group or
+/// the member's patterns gained a topic meanwhile, as JoinGroup's `join_authorized` does.
+async fn heartbeat_authorized<B: Backend>(
+    gateway: &Gateway<B>,
+    permissions: &mut PollPermissions<'_, B>,
+    group_id: &str,
+    mut heartbeat: Heartbeat,
+    lookups: ConsumerLookups,
+) -> Result<HeartbeatAnswer, Refusal> {
+    if !permissions.checks() {
+        return match gateway
+            .groups
+            .consumer_heartbeat_authorized(group_id, heartbeat, lookups, None)
+        {
+            ConsumerAttempt::Done(answer) => answer.map_err(Refusal::Group),
+            ConsumerAttempt::Recheck { .. } => unreachable!("nothing to recheck without an authorized set"),
+        };
+    }
+    let mut needed: BTreeSet<String> = heartbeat.subscribed_topics.iter().flatten().cloned().collect();
+    if heartbeat.member_epoch == 0 {
+        needed.extend(gateway.groups.topics(group_id).unwrap_or_default());
+    }
+    let pattern = heartbeat.subscribed_regex.as_deref().filter(|r| !r.is_empty());
+    needed.extend(
+        pattern
+            .and_then(|p| lookups.resolutions.get(p))
+            .into_iter()
+            .flatten()
+            .cloned(),
+    );
+    let mut lookups = Some(lookups);
+    for _ in 0..AUTHORIZATION_ROUNDS {
+        let topics: Vec<&str> = needed.iter().map(String::as_str).collect();
+        if let Some(code) = permissions.verdict(group_id, &topics).await.refusal_code() {
+            return Err(Refusal::Authorization(code));
+        }
+        let this_round = lookups.take().expect("one set of lookups per round");
+        let kept = ConsumerLookups {
+            topics: this_round.topics.clone(),
+            resolutions: this_round.resolutions.clone(),
+        };
+        match gateway
+            .groups
+            .consumer_heartbeat_authorized(group_id, heartbeat, this_round, Some(&needed))
+        {
+            ConsumerAttempt::Done(answer) => return answer.map_err(Refusal::Group),
+            ConsumerAttempt::Recheck {
+                heartbeat: back,
+                topics,
+            } => {
+                heartbeat = *back;
+                needed.extend(topics);
+                lookups = Some(kept);
+            }
+        }
+    }
+    tracing::warn!(
+        "ConsumerGroupHeartbeat for {}: the group gained topics during {AUTHORIZATION_ROUNDS} rounds of authorization; asking the member to retry (AUTHZ-GROUP-4)",
+        clip(group_id)
+    );
+    Err(Refusal::Authorization(ResponseError::CoordinatorNotAvailable.code()))
+}
+
+/// GROUP-CONSUMER-REGEX-1: resolves `patterns` against the Kafka topics the session may list,
+/// listed once for all of them (Iggy's GetTopics decides what the session sees, as Kafka filters
+/// matches by DESCRIBE), keeping only the topics the session may poll when SASL is on. The
+/// partition counts listed go with the matches, so the topics matched are not looked up again.
+async fn resolve_patterns<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    permissions: &mut PollPermissions<'_, B>,
+    group_id: &str,
+    patterns: &[String],
+    lookups: &mut ConsumerLookups,
+) {
+    let compiled: Vec<(&String, regex::Regex)> = patterns
+        .iter()
+        .filter_map(|p| topic_regex::compile(p).ok().map(|r| (p, r)))
+        .collect();
+    let config = &gateway.config;
+    let mut listed: BTreeMap<String, u32> = BTreeMap::new();
+    for stream in config.topics.streams() {
+        match session.backend.list_topics(&stream).await {
+            Ok(infos) => {
+                for info in infos {
+                    let target = crate::config::IggyTarget {
+                        stream: stream.clone(),
+                        topic: info.name.clone(),
+                    };
+                    if let Some(kafka) = config.topics.reverse(&target) {
+                        listed.insert(kafka, info.partitions);
+                    }
+                }
+            }
+            Err(e) => {
+                // Resolved again at the next refresh; the last resolution stands meanwhile.
+                tracing::info!(
+                    "consumer group {}: listing the topics of stream {} to resolve its patterns: {e} (GROUP-CONSUMER-REGEX-1)",
+                    clip(group_id),
+                    clip(&stream)
+                );
+                return;
+            }
+        }
+    }
+    for (pattern, regex) in compiled {
+        let mut matched = topic_regex::matching(&regex, listed.keys().map(String::as_str));
+        if permissions.checks() {
+            let mut allowed = BTreeSet::new();
+            for topic in matched {
+                if permissions.verdict(group_id, &[topic.as_str()]).await == Verdict::Allowed {
+                    allowed.insert(topic);
+                }
+            }
+            matched = allowed;
+        }
+        for topic in &matched {
+            lookups.topics.insert(topic.clone(), listed.get(topic).copied());
+        }
+        lookups.resolutions.insert(pattern.clone(), matched);
     }
 }
 
@@ -264,13 +406,24 @@ mod tests {
     }
 
     #[test]
-    fn group_consumer_regex_1_a_regular_expression_subscription_is_refused() {
-        let regex = join()
-            .with_subscribed_topic_names(None)
-            .with_subscribed_topic_regex(Some(StrBytes::from_static_str("orders-.*")));
+    fn group_consumer_regex_1_patterns_are_accepted_within_bounds_and_refused_past_them() {
+        let with = |pattern: &str| {
+            join()
+                .with_subscribed_topic_names(None)
+                .with_subscribed_topic_regex(Some(StrBytes::from_string(pattern.to_string())))
+        };
+        assert_eq!(shape_error(&with("orders-.*"), 1), None);
+        // librdkafka sends an empty pattern when it subscribes by name only.
         assert_eq!(
-            shape_error(&regex, 1).map(|(c, _)| c),
-            Some(ResponseError::InvalidRegularExpression.code())
+            shape_error(&join().with_subscribed_topic_regex(Some(StrBytes::default())), 1),
+            None
         );
+        let invalid_regex = ResponseError::InvalidRegularExpression.code();
+        let (code, message) = shape_error(&with("orders-("), 1).expect("refused");
+        assert_eq!(code, invalid_regex);
+        assert!(message.contains("not a valid regular expression"), "{message}");
+        let (code, message) = shape_error(&with(&"a".repeat(topic_regex::MAX_PATTERN_BYTES + 1)), 1).expect("refused");
+        assert_eq!(code, invalid_regex);
+        assert!(message.contains("1024"), "{message}");
     }
 }

@@ -1,11 +1,13 @@
 //! DescribeGroups: state, protocol and members of groups this gateway coordinates
 //! (DESCRIBEGROUPS-STATE-1, DESCRIBEGROUPS-MEMBERS-1). An unknown group is reported in state
-//! `Dead`, as Kafka does (DESCRIBEGROUPS-UNKNOWN-1); a group the principal may not join is
+//! `Dead`, as Kafka does (DESCRIBEGROUPS-UNKNOWN-1), and so is a consumer-protocol group, which
+//! from v6 also carries GROUP_ID_NOT_FOUND and a message, as Kafka 4 answers
+//! (GROUP-CONSUMER-DESCRIBE-1, KIP-1043); a group the principal may not join is
 //! GROUP_AUTHORIZATION_FAILED (AUTHZ-GROUP-3). A group named more than once is described once
 //! (LIMIT-DESCRIBEGROUPS-DUPLICATES-1), and the members of all groups answered fit
 //! `max_response_bytes` (LIMIT-RESPONSE-BYTES-1).
 
-use super::group_authz::PollPermissions;
+use super::group_authz::{PollPermissions, Verdict};
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
@@ -42,6 +44,24 @@ fn copied_bytes(group: &crate::groups::DescribedGroup) -> usize {
         + members
 }
 
+/// The answer for a group this gateway holds no classic group of, as Kafka 4's
+/// GroupMetadataManager gives it: state `Dead` and no members; from v6 (KIP-1043) error
+/// GROUP_ID_NOT_FOUND with a message saying whether the group is unknown or of the consumer
+/// protocol, below v6 error NONE (DESCRIBEGROUPS-UNKNOWN-1, GROUP-CONSUMER-DESCRIBE-1).
+fn not_classic(described: DescribedGroup, id: &str, consumer: bool, version: i16) -> DescribedGroup {
+    let dead = described.with_group_state(StrBytes::from_static_str("Dead"));
+    if version < 6 {
+        return dead;
+    }
+    let message = if consumer {
+        format!("Group {} is not a classic group.", crate::log_text::clip(id))
+    } else {
+        format!("Group {} not found.", crate::log_text::clip(id))
+    };
+    dead.with_error_code(ResponseError::GroupIdNotFound.code())
+        .with_error_message(Some(StrBytes::from_string(message)))
+}
+
 /// Each group once, in the order first named (LIMIT-DESCRIBEGROUPS-DUPLICATES-1).
 fn distinct(groups: Vec<GroupId>) -> Vec<GroupId> {
     let mut seen = HashSet::with_capacity(groups.len());
@@ -52,6 +72,7 @@ pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
     request: DescribeGroupsRequest,
+    version: i16,
 ) -> DescribeGroupsResponse {
     let mut permissions = PollPermissions::new(gateway, session);
     let mut budget = gateway.response_budget();
@@ -96,10 +117,13 @@ pub async fn handle<B: Backend>(
                 Some(g) => !permissions.may_see(&id, g).await,
                 None => false,
             };
+            // GROUP-CONSUMER-DESCRIBE-1: a consumer-protocol group is no classic group.
+            let consumer = found.is_none() && gateway.groups.consumer_describe(&id).is_some();
+            let hidden =
+                hidden || (consumer && permissions.checks() && permissions.on_group(&id).await != Verdict::Allowed);
             match found {
                 _ if hidden => described.with_error_code(ResponseError::GroupAuthorizationFailed.code()),
-                // DESCRIBEGROUPS-UNKNOWN-1: never joined, or forgotten once vacant.
-                None => described.with_group_state(StrBytes::from_static_str("Dead")),
+                None => not_classic(described, &id, consumer, version),
                 // DESCRIBEGROUPS-STATE-1, DESCRIBEGROUPS-MEMBERS-1: the same in every state.
                 Some(g) => described
                     .with_group_state(StrBytes::from_static_str(g.state.name()))
@@ -139,5 +163,27 @@ mod tests {
                 .collect()
         };
         assert_eq!(distinct(ids(&["b", "a", "b", "a", "c"])), ids(&["b", "a", "c"]));
+    }
+
+    #[test]
+    fn group_consumer_describe_1_describegroups_unknown_1_not_classic_by_version() {
+        let entry = || DescribedGroup::default();
+        for consumer in [false, true] {
+            let old = not_classic(entry(), "g", consumer, 5);
+            assert_eq!((old.error_code, old.group_state.as_str()), (0, "Dead"));
+            assert_eq!(old.error_message, None);
+            let new = not_classic(entry(), "g", consumer, 6);
+            assert_eq!(
+                (new.error_code, new.group_state.as_str()),
+                (ResponseError::GroupIdNotFound.code(), "Dead")
+            );
+            let expected = if consumer {
+                "Group g is not a classic group."
+            } else {
+                "Group g not found."
+            };
+            assert_eq!(new.error_message.as_deref(), Some(expected));
+            assert!(new.members.is_empty() && new.protocol_type.is_empty());
+        }
     }
 }

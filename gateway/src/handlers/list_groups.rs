@@ -1,5 +1,6 @@
 //! ListGroups: the groups this gateway coordinates (LISTGROUPS-COORDINATED-1), filtered by state
-//! from v4 (LISTGROUPS-STATES-FILTER-1), and to those the principal may join (AUTHZ-GROUP-3).
+//! from v4 (LISTGROUPS-STATES-FILTER-1) and by type from v5 (LISTGROUPS-TYPES-FILTER-1, KIP-1043),
+//! and to those the principal may join (AUTHZ-GROUP-3).
 
 use super::group_authz::{PollPermissions, Verdict};
 use crate::auth::sessions::Session;
@@ -8,6 +9,16 @@ use crate::gateway::Gateway;
 use kafka_protocol::messages::list_groups_response::ListedGroup;
 use kafka_protocol::messages::{GroupId, ListGroupsRequest, ListGroupsResponse};
 use kafka_protocol::protocol::StrBytes;
+
+/// LISTGROUPS-TYPES-FILTER-1: whether a group of type `group_type` (`classic` or `consumer`) passes
+/// the v5 types filter: an empty filter passes every group, names are compared
+/// case-insensitively as Kafka's `GroupType.parse` does, and a name that is no type matches none.
+fn type_wanted(filter: &[StrBytes], group_type: &str) -> bool {
+    filter.is_empty()
+        || filter
+            .iter()
+            .any(|f| f.as_str().trim().eq_ignore_ascii_case(group_type))
+}
 
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
@@ -24,7 +35,7 @@ pub async fn handle<B: Backend>(
                 .states_filter
                 .iter()
                 .any(|f| f.as_str().eq_ignore_ascii_case(state.name()));
-        if !wanted {
+        if !wanted || !type_wanted(&request.types_filter, "classic") {
             continue;
         }
         // AUTHZ-GROUP-3: each distinct topic is asked of Iggy once per request; without SASL
@@ -53,7 +64,10 @@ pub async fn handle<B: Backend>(
                 .states_filter
                 .iter()
                 .any(|f| f.as_str().eq_ignore_ascii_case(state));
-        if !wanted || (permissions.checks() && permissions.on_group(&id).await != Verdict::Allowed) {
+        if !wanted
+            || !type_wanted(&request.types_filter, "consumer")
+            || (permissions.checks() && permissions.on_group(&id).await != Verdict::Allowed)
+        {
             continue;
         }
         groups.push(
@@ -65,4 +79,23 @@ pub async fn handle<B: Backend>(
         );
     }
     ListGroupsResponse::default().with_groups(groups)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listgroups_types_filter_1_types_are_matched_case_insensitively() {
+        let filter =
+            |names: &[&str]| -> Vec<StrBytes> { names.iter().map(|n| StrBytes::from_string(n.to_string())).collect() };
+        assert!(type_wanted(&[], "classic") && type_wanted(&[], "consumer"));
+        assert!(type_wanted(&filter(&["Consumer"]), "consumer"));
+        assert!(!type_wanted(&filter(&["consumer"]), "classic"));
+        assert!(type_wanted(&filter(&["share", "CLASSIC"]), "classic"));
+        assert!(
+            !type_wanted(&filter(&["streams"]), "consumer"),
+            "a type not served matches nothing"
+        );
+    }
 }

@@ -45,8 +45,8 @@ pub const ADVERTISED: &[Advertised] = &[
     // KIP-848 only with OffsetCommit and OffsetFetch v9.
     api(ApiKey::OffsetCommit, 0, 0, 9),
     api(ApiKey::OffsetFetch, 0, 0, 9),
-    api(ApiKey::DescribeGroups, 0, 0, 5),
-    api(ApiKey::ListGroups, 0, 0, 4),
+    api(ApiKey::DescribeGroups, 0, 0, 6),
+    api(ApiKey::ListGroups, 0, 0, 5),
     api(ApiKey::DeleteGroups, 0, 0, 2),
     // GROUP-CONSUMER-HEARTBEAT-1: v0-1, what librdkafka 2.12 and the Java client 4.x send.
     api(ApiKey::ConsumerGroupHeartbeat, 0, 0, 1),

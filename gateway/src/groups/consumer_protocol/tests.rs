@@ -21,6 +21,7 @@ fn hb(member: &str, epoch: i32, topics: Option<&[&str]>, owned: Option<Assignmen
         rack_id: None,
         rebalance_timeout: (epoch == 0).then(|| Duration::from_secs(60)),
         subscribed_topics: topics.map(|t| t.iter().map(|s| s.to_string()).collect()),
+        subscribed_regex: None,
         assignor: None,
         owned,
         client_id: "c".into(),
@@ -352,4 +353,108 @@ proptest! {
             prop_assert_eq!(group.holders().len(), expected);
         }
     }
+}
+
+fn with_regex(mut h: Heartbeat, pattern: &str) -> Heartbeat {
+    h.subscribed_regex = Some(pattern.to_string());
+    h
+}
+
+fn resolution(pattern: &str, topics: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
+    BTreeMap::from([(pattern.to_string(), topics.iter().map(|t| t.to_string()).collect())])
+}
+
+#[test]
+fn group_consumer_regex_1_a_subscription_is_the_union_of_names_and_matches() {
+    let mut g = ConsumerGroup::new("g".into(), owner());
+    let now = Instant::now();
+    let m = meta(&[("orders-eu", 2), ("orders-us", 2), ("audit", 1)]);
+    let interval = Duration::from_secs(10);
+    // A new pattern is handed out to be resolved; the caller lists the topics and matches.
+    assert_eq!(g.patterns_to_resolve(Some("orders-.*"), now, interval), ["orders-.*"]);
+    g.apply_resolutions(resolution("orders-.*", &["orders-eu", "orders-us"]), now);
+    let a = g
+        .heartbeat(
+            with_regex(hb("a", 0, Some(&["audit"]), Some(Assignment::new())), "orders-.*"),
+            &m,
+            &settings(),
+            now,
+        )
+        .unwrap();
+    assert_eq!(held(&a.assignment), 5, "both matched topics and the named one");
+    assert_eq!(
+        g.topics(),
+        BTreeSet::from(["audit".to_string(), "orders-eu".to_string(), "orders-us".to_string()])
+    );
+    assert_eq!(g.named_topics(), BTreeSet::from(["audit".to_string()]));
+    // Heartbeats within the interval list nothing; once it passes every pattern is due again.
+    assert!(g
+        .patterns_to_resolve(None, now + Duration::from_secs(9), interval)
+        .is_empty());
+    assert!(g
+        .patterns_to_resolve(Some("orders-.*"), now + Duration::from_secs(9), interval)
+        .is_empty());
+    let later = now + Duration::from_secs(10);
+    assert_eq!(g.patterns_to_resolve(None, later, interval), ["orders-.*"]);
+    assert!(
+        g.patterns_to_resolve(None, later, interval).is_empty(),
+        "handed out once: a concurrent heartbeat does not list again"
+    );
+    // A topic created since: the group epoch moves and the member is given its partition.
+    let m2 = meta(&[("orders-eu", 2), ("orders-us", 2), ("orders-ap", 1), ("audit", 1)]);
+    assert!(g.apply_resolutions(resolution("orders-.*", &["orders-ap", "orders-eu", "orders-us"]), later));
+    let a2 = g
+        .heartbeat(
+            hb("a", a.member_epoch, None, a.assignment.clone()),
+            &m2,
+            &settings(),
+            later,
+        )
+        .unwrap();
+    assert!(a2.member_epoch > a.member_epoch);
+    assert_eq!(held(&a2.assignment), 6);
+    // The same resolution again changes nothing.
+    assert!(!g.apply_resolutions(resolution("orders-.*", &["orders-ap", "orders-eu", "orders-us"]), later));
+    // Dropping the pattern (an empty one, as librdkafka sends) keeps only the named topic, and
+    // the resolution is forgotten with its bytes.
+    let (_, bytes_with) = g.usage();
+    let a3 = g
+        .heartbeat(
+            with_regex(hb("a", a2.member_epoch, None, a2.assignment.clone()), ""),
+            &m2,
+            &settings(),
+            later,
+        )
+        .unwrap();
+    assert_eq!(g.topics(), BTreeSet::from(["audit".to_string()]));
+    assert!(g.resolution("orders-.*").is_none());
+    assert!(g.usage().1 < bytes_with);
+    assert_eq!(g.member("a").unwrap().subscribed_regex, None);
+    let _ = a3;
+}
+
+#[test]
+fn group_consumer_regex_1_members_naming_one_pattern_share_its_resolution() {
+    let mut g = ConsumerGroup::new("g".into(), owner());
+    let now = Instant::now();
+    let m = meta(&[("orders-eu", 2), ("orders-us", 2)]);
+    let interval = Duration::from_secs(10);
+    assert_eq!(g.patterns_to_resolve(Some("orders-.*"), now, interval), ["orders-.*"]);
+    g.apply_resolutions(resolution("orders-.*", &["orders-eu", "orders-us"]), now);
+    for member in ["a", "b"] {
+        g.heartbeat(
+            with_regex(hb(member, 0, Some(&[]), Some(Assignment::new())), "orders-.*"),
+            &m,
+            &settings(),
+            now,
+        )
+        .unwrap();
+    }
+    assert!(
+        g.patterns_to_resolve(Some("orders-.*"), now, interval).is_empty(),
+        "the second member's pattern was resolved already"
+    );
+    let targets: usize = ["a", "b"].iter().map(|m| assignment_size(&g.target_of(m))).sum();
+    assert_eq!(targets, 4);
+    assert_eq!(assignment_size(&g.target_of("a")), 2);
 }
