@@ -4,7 +4,6 @@
 //! requests at fixed versions, byte for byte what a Kafka client sends.
 
 use bytes::Bytes;
-use kafka_iggy_conformance::wire::WireClient;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
@@ -20,6 +19,7 @@ use kafka_protocol::messages::{
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use kafka_wire_client::WireClient;
 use kig_core::batch::{decode_batches, encode_batch, Record, RecordBatch};
 use kig_core::budget::DecompressionBudget;
 use kig_core::compression::Compression;

@@ -85,22 +85,20 @@ pub fn cases() -> Vec<Case> {
 /// group cases (`gateway_cases`).
 pub mod support {
     use crate::endpoint::Endpoint;
-    use crate::wire::WireClient;
     use anyhow::{anyhow, bail, ensure, Context as _};
     use bytes::Bytes;
     use kafka_protocol::messages::describe_groups_response::DescribedGroup;
     use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
     use kafka_protocol::messages::list_groups_response::ListedGroup;
-    use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
-    use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
     use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
     use kafka_protocol::messages::{
         ApiKey, DeleteGroupsRequest, DeleteGroupsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
         FindCoordinatorRequest, FindCoordinatorResponse, GroupId, HeartbeatRequest, HeartbeatResponse,
-        JoinGroupRequest, JoinGroupResponse, ListGroupsRequest, ListGroupsResponse, OffsetCommitRequest,
-        OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
+        JoinGroupRequest, JoinGroupResponse, ListGroupsRequest, ListGroupsResponse, SyncGroupRequest,
+        SyncGroupResponse,
     };
     use kafka_protocol::protocol::StrBytes;
+    use kafka_wire_client::WireClient;
     use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
     use rdkafka::client::{ClientContext, DefaultClientContext};
     use rdkafka::config::RDKafkaLogLevel;
@@ -112,7 +110,6 @@ pub mod support {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
-    use tokio::io::{AsyncRead, AsyncWrite};
     use tokio::net::TcpStream;
     use tokio::sync::{mpsc, watch};
     use tokio::time::Instant;
@@ -134,8 +131,6 @@ pub mod support {
     pub const JOIN_GROUP_V: i16 = 5;
     pub const SYNC_GROUP_V: i16 = 3;
     pub const HEARTBEAT_V: i16 = 3;
-    pub const OFFSET_COMMIT_V: i16 = 8;
-    pub const OFFSET_FETCH_V: i16 = 5;
     pub const DESCRIBE_GROUPS_V: i16 = 5;
     pub const LIST_GROUPS_V: i16 = 4;
     pub const DELETE_GROUPS_V: i16 = 2;
@@ -158,12 +153,11 @@ pub mod support {
     pub const KEY_TYPE_GROUP: i8 = 0;
     pub const KEY_TYPE_TRANSACTION: i8 = 1;
 
-    /// The metadata and leader epoch every raw commit sends; the gateway must not return them
-    /// (CO-METADATA-1), Kafka returns both. The epoch is that of a new topic's partitions on a
-    /// Kafka cluster whose leader never changed, as a client committing what it read would
-    /// send: a broker may check it against the partition's (librdkafka's mock cluster does).
-    pub const COMMIT_METADATA: &str = "kig-conformance-metadata";
-    pub const COMMIT_LEADER_EPOCH: i32 = 0;
+    // The committed-offset requests are the wire client crate's, which the simulations share.
+    pub use kafka_wire_client::offsets::{
+        commit_one, fetch_one, fetched, offset_commit, offset_fetch, FetchedOffset, COMMIT_LEADER_EPOCH,
+        COMMIT_METADATA, OFFSET_COMMIT_V, OFFSET_FETCH_V,
+    };
 
     fn s(v: &str) -> StrBytes {
         StrBytes::from_string(v.to_string())
@@ -786,133 +780,6 @@ pub mod support {
                 code => bail!("FindCoordinator for group {group}: error {code}"),
             }
         }
-    }
-
-    /// OffsetCommit v8 with the given generation and member (-1 and "" commit standalone);
-    /// returns (topic, partition, error code) for every partition answered.
-    pub async fn offset_commit<S: AsyncRead + AsyncWrite + Unpin>(
-        client: &mut WireClient<S>,
-        group: &str,
-        generation: i32,
-        member: &str,
-        offsets: &[(&str, i32, i64)],
-    ) -> anyhow::Result<Vec<(String, i32, i16)>> {
-        let mut topics: Vec<OffsetCommitRequestTopic> = Vec::new();
-        for &(topic, partition, offset) in offsets {
-            let p = OffsetCommitRequestPartition::default()
-                .with_partition_index(partition)
-                .with_committed_offset(offset)
-                .with_committed_leader_epoch(COMMIT_LEADER_EPOCH)
-                .with_committed_metadata(Some(s(COMMIT_METADATA)));
-            match topics.iter_mut().find(|t| t.name.0.as_str() == topic) {
-                Some(t) => t.partitions.push(p),
-                None => topics.push(
-                    OffsetCommitRequestTopic::default()
-                        .with_name(TopicName(s(topic)))
-                        .with_partitions(vec![p]),
-                ),
-            }
-        }
-        let request = OffsetCommitRequest::default()
-            .with_group_id(GroupId(s(group)))
-            .with_generation_id_or_member_epoch(generation)
-            .with_member_id(s(member))
-            .with_topics(topics);
-        let response: OffsetCommitResponse = client
-            .request(ApiKey::OffsetCommit, OFFSET_COMMIT_V, &request)
-            .await
-            .with_context(|| format!("OffsetCommit for group {group}"))?;
-        Ok(response
-            .topics
-            .iter()
-            .flat_map(|t| {
-                t.partitions
-                    .iter()
-                    .map(|p| (t.name.0.as_str().to_string(), p.partition_index, p.error_code))
-            })
-            .collect())
-    }
-
-    /// A standalone commit (generation -1, no member) of one offset; returns its error code.
-    pub async fn commit_one<S: AsyncRead + AsyncWrite + Unpin>(
-        client: &mut WireClient<S>,
-        group: &str,
-        topic: &str,
-        partition: i32,
-        offset: i64,
-    ) -> anyhow::Result<i16> {
-        let answers = offset_commit(client, group, -1, "", &[(topic, partition, offset)]).await?;
-        match answers.as_slice() {
-            [(t, p, code)] if t == topic && *p == partition => Ok(*code),
-            other => bail!("OffsetCommit of {topic}-{partition} for {group} answered {other:?}"),
-        }
-    }
-
-    /// OffsetFetch v5: `None` asks for every committed partition of the group.
-    pub async fn offset_fetch<S: AsyncRead + AsyncWrite + Unpin>(
-        client: &mut WireClient<S>,
-        group: &str,
-        topics: Option<&[(&str, &[i32])]>,
-    ) -> anyhow::Result<OffsetFetchResponse> {
-        let request = OffsetFetchRequest::default()
-            .with_group_id(GroupId(s(group)))
-            .with_topics(topics.map(|ts| {
-                ts.iter()
-                    .map(|(t, ps)| {
-                        OffsetFetchRequestTopic::default()
-                            .with_name(TopicName(s(t)))
-                            .with_partition_indexes(ps.to_vec())
-                    })
-                    .collect()
-            }));
-        client
-            .request(ApiKey::OffsetFetch, OFFSET_FETCH_V, &request)
-            .await
-            .with_context(|| format!("OffsetFetch for group {group}"))
-    }
-
-    /// One partition of an OffsetFetch answer: (offset, leader epoch, metadata, error code).
-    pub type FetchedOffset = (i64, i32, Option<String>, i16);
-
-    /// The committed offset of one partition, with the whole answer checked for errors.
-    pub async fn fetch_one<S: AsyncRead + AsyncWrite + Unpin>(
-        client: &mut WireClient<S>,
-        group: &str,
-        topic: &str,
-        partition: i32,
-    ) -> anyhow::Result<FetchedOffset> {
-        let response = offset_fetch(client, group, Some(&[(topic, &[partition])])).await?;
-        ensure!(
-            response.error_code == NONE,
-            "OffsetFetch for {group}: error {}",
-            response.error_code
-        );
-        let all = fetched(&response);
-        match all.get(&(topic.to_string(), partition)) {
-            Some(found) if all.len() == 1 => Ok(found.clone()),
-            _ => bail!("OffsetFetch of {topic}-{partition} for {group} answered {all:?}"),
-        }
-    }
-
-    /// Every partition of an OffsetFetch answer, by (topic, partition).
-    pub fn fetched(response: &OffsetFetchResponse) -> BTreeMap<(String, i32), FetchedOffset> {
-        response
-            .topics
-            .iter()
-            .flat_map(|t| {
-                t.partitions.iter().map(|p| {
-                    (
-                        (t.name.0.as_str().to_string(), p.partition_index),
-                        (
-                            p.committed_offset,
-                            p.committed_leader_epoch,
-                            p.metadata.as_ref().map(|m| m.as_str().to_string()),
-                            p.error_code,
-                        ),
-                    )
-                })
-            })
-            .collect()
     }
 
     /// JoinGroup v5 of a "consumer" member offering one protocol.
@@ -1750,7 +1617,7 @@ pub async fn find_coordinator_for_transactions_is_refused(endpoint: Endpoint) ->
     let v4 = advertised_max(&endpoint, ApiKey::FindCoordinator)
         .await?
         .is_some_and(|max| max >= 4);
-    let mut client = crate::wire::WireClient::connect(&endpoint.bootstrap).await?;
+    let mut client = kafka_wire_client::WireClient::connect(&endpoint.bootstrap).await?;
     let key = endpoint.unique_topic("txn");
     let answer = find_coordinator(&mut client, &key, KEY_TYPE_TRANSACTION).await?;
     ensure!(

@@ -25,7 +25,6 @@ use super::group_cases::support::{
 use super::{Case, Outcome};
 use crate::case;
 use crate::endpoint::Endpoint;
-use crate::wire::WireClient;
 use anyhow::{anyhow, bail, ensure, Context};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::create_topics_request::{CreatableTopic, CreatableTopicConfig};
@@ -48,6 +47,7 @@ use kafka_protocol::messages::{
     SyncGroupRequest, SyncGroupResponse, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_wire_client::WireClient;
 use kig_core::batch::{
     decode_batches, encode_batch, encode_record, write_batch, BatchAttributes, BatchHeader, Record, RecordBatch,
 };
@@ -738,7 +738,7 @@ fn fetched_values(response: &FetchResponse, topic: &str, partition: i32) -> anyh
     let Some(records) = &data.records else {
         return Ok(Vec::new());
     };
-    let mut budget = DecompressionBudget::new(crate::wire::MAX_RESPONSE_FRAME);
+    let mut budget = DecompressionBudget::new(kafka_wire_client::MAX_RESPONSE_FRAME);
     let batches = decode_batches(records, &mut budget).context("decoding the fetched batches")?;
     Ok(batches
         .into_iter()
@@ -756,7 +756,7 @@ async fn read_frame<R: AsyncRead + Unpin>(reader: &mut R) -> anyhow::Result<Opti
     }
     let size = i32::from_be_bytes(size);
     ensure!(
-        size >= 0 && size as usize <= crate::wire::MAX_RESPONSE_FRAME,
+        size >= 0 && size as usize <= kafka_wire_client::MAX_RESPONSE_FRAME,
         "response frame size {size} out of range"
     );
     let mut body = BytesMut::zeroed(size as usize);

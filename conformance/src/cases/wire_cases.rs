@@ -14,7 +14,6 @@ use super::{gateway_only, Case, Outcome};
 use crate::case;
 use crate::endpoint::Endpoint;
 use crate::profile::Profile;
-use crate::wire::{encode_request_header, WireClient};
 use anyhow::{bail, ensure, Context};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_iggy_gateway::protocol::legacy;
@@ -41,6 +40,7 @@ use kafka_protocol::messages::{
     ProducerId, TopicName, TransactionalId,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_wire_client::{encode_request_header, WireClient};
 use kig_core::batch::{
     decode_batches, encode_batch, encode_record, write_batch, BatchAttributes, BatchHeader, Record, RecordBatch,
     RecordHeader,
@@ -678,7 +678,7 @@ fn fetched_records(profile: Profile, data: &PartitionData) -> anyhow::Result<Vec
     let Some(bytes) = &data.records else {
         return Ok(Vec::new());
     };
-    let mut budget = DecompressionBudget::new(crate::wire::MAX_RESPONSE_FRAME);
+    let mut budget = DecompressionBudget::new(kafka_wire_client::MAX_RESPONSE_FRAME);
     let batches = decode_batches(bytes, &mut budget).context("decoding the fetched record batches")?;
     let mut out = Vec::new();
     for batch in batches {
