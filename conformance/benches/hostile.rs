@@ -16,8 +16,8 @@ use kafka_iggy_conformance::cases::hostile_cases::{self, SUITE_FETCH_MAX_WAIT_MS
 use kafka_iggy_conformance::cases::Outcome;
 use kafka_iggy_conformance::cases::{answer_bound_cases, group_amplification_cases};
 use kafka_iggy_conformance::endpoint::Endpoint;
-use kafka_iggy_conformance::wire::WireClient;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use kafka_wire_client::WireClient;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,8 +1,8 @@
 //! The conformance suite: cases that cite spec rule IDs, runnable against any Kafka endpoint.
 //!
 //! - [`endpoint`]: what a case runs against: a bootstrap address plus what is known of it.
-//! - [`wire`]: a raw Kafka wire client on kafka-protocol's client side, for what a high-level
-//!   client cannot express.
+//! - The raw Kafka wire client, for what a high-level client cannot express, is the
+//!   `kafka-wire-client` crate (wire-client/), which the simulations share.
 //! - [`cases`]: the cases, one file per area, each naming the rules it checks.
 //! - [`profile`]: which behaviour a run expects, this spec or Kafka's own.
 //! - [`native`]: the gateway's backend as a native Iggy client sees it, for the migration cases.
@@ -38,4 +38,3 @@ pub mod runner;
 pub mod suite;
 pub mod tls_fixture;
 pub mod traceability;
-pub mod wire;

@@ -55,8 +55,8 @@ fn planted_broken_citations_are_reported() {
     // LIMIT-FRAME-1's and PROTO-FRAME-1's *Tests:* lines name this case function: rename it away.
     let wire = sources
         .iter_mut()
-        .find(|s| s.path == "conformance/src/cases/wire_cases.rs")
-        .expect("wire_cases.rs");
+        .find(|s| s.path == "conformance/src/cases/wire_cases/framing.rs")
+        .expect("wire_cases/framing.rs");
     wire.text = wire
         .text
         .replace("fn frame_of_exactly_max_frame_size_is_read", "fn renamed_frame_case");

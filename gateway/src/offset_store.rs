@@ -21,77 +21,11 @@ use crate::auth::sessions::Session;
 use crate::backend::{Backend, BackendError, ClientId};
 use crate::config::IggyTarget;
 use iggy_common::IggyError;
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Prefix of the Iggy consumer group holding a Kafka group's offsets (CO-KEY-1).
-pub const GROUP_PREFIX: &str = "kafka.cg.";
-/// Prefix of a zero marker (CO-ZERO-1).
-pub const ZERO_MARKER_PREFIX: &str = "kafka.c0.";
-/// Iggy's limit on a name.
-pub const MAX_IGGY_NAME_LEN: usize = 255;
-/// The longest Kafka group id whose key fits an Iggy name (CO-GROUP-ID-1).
-pub const MAX_GROUP_ID_LEN: usize = MAX_IGGY_NAME_LEN - GROUP_PREFIX.len();
-
-/// What a Kafka commit becomes in Iggy (pure; CO-ENCODE-1, CO-ZERO-1, CO-DELETE-1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoredCommit {
-    /// Store this value under the key and drop any zero marker.
-    Offset(u64),
-    /// Create the zero marker and drop the key.
-    Zero,
-    /// Drop both: the group has no committed offset for the partition.
-    Absent,
-}
-
-/// The stored form of a Kafka committed offset, or `None` when Kafka's value is invalid.
-pub fn stored_for_commit(committed: i64) -> Option<StoredCommit> {
-    match committed {
-        -1 => Some(StoredCommit::Absent),
-        0 => Some(StoredCommit::Zero),
-        c if c > 0 => Some(StoredCommit::Offset(c as u64 - 1)),
-        _ => None,
-    }
-}
-
-/// The Kafka committed offset from what Iggy holds; -1 when nothing is committed.
-pub fn committed_from(stored: Option<u64>, zero_marker: bool) -> i64 {
-    match (zero_marker, stored) {
-        (true, _) => 0,
-        (false, Some(s)) => s as i64 + 1,
-        (false, None) => -1,
-    }
-}
-
-/// The Iggy consumer group that holds a Kafka group's offsets.
-pub fn offsets_group(group: &str) -> String {
-    format!("{GROUP_PREFIX}{group}")
-}
-
-/// The zero marker's name; a group id too long to fit is replaced by 128 bits of its SHA-256.
-pub fn zero_marker(group: &str, partition: u32) -> String {
-    let name = format!("{ZERO_MARKER_PREFIX}{partition}.{group}");
-    if name.len() <= MAX_IGGY_NAME_LEN {
-        return name;
-    }
-    let digest = Sha256::digest(group.as_bytes());
-    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    format!("{ZERO_MARKER_PREFIX}{partition}.~{hex}")
-}
-
-/// Whether the Iggy consumer group `name` holds offsets of the Kafka group `group`: its offsets
-/// key (CO-KEY-1) or one of its zero markers (CO-ZERO-1).
-fn holds_group_offsets(name: &str, group: &str) -> bool {
-    let is_marker = name
-        .strip_prefix(ZERO_MARKER_PREFIX)
-        .and_then(|rest| rest.split_once('.'))
-        .is_some_and(|(p, g)| {
-            p.parse::<u32>()
-                .is_ok_and(|p| zero_marker(group, p) == format!("{ZERO_MARKER_PREFIX}{p}.{g}"))
-        });
-    name == offsets_group(group) || is_marker
-}
+mod encoding;
+pub use encoding::*;
 
 /// Why a commit failed.
 #[derive(Debug)]
@@ -618,10 +552,11 @@ mod tests {
     use crate::backend::{ConsumerOffsets, ReadLimits, TopicInfo, TopicSpec, Watermarks};
     use crate::clock::SystemClock;
     use iggy_common::IggyMessage;
-    use proptest::prelude::*;
     use std::sync::atomic::AtomicBool;
     use std::sync::atomic::Ordering::SeqCst;
     use std::sync::Arc;
+
+    mod reclaim;
 
     /// Topic `s`/`t` with two partitions of five records each, on `b`.
     async fn two_partitions_of_five(b: &impl Backend) -> IggyTarget {
@@ -721,225 +656,6 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn co_reclaim_1_a_stale_member_is_cleared_and_offsets_survive() {
-        let b = EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default());
-        let t = two_partitions_of_five(&b).await;
-        let restores = PendingRestores::default();
-        let before = OffsetStore {
-            backend: &b,
-            client: 7,
-            restores: &restores,
-        };
-        before.commit(&t, 0, "g", 3).await.unwrap();
-        before.commit(&t, 1, "g", 4).await.unwrap();
-        // Client 7's connection died with the server, but it stays listed as a member (DIFF-12).
-        let after = OffsetStore {
-            backend: &b,
-            client: 8,
-            restores: &restores,
-        };
-        // Client 8 joins as second member: Iggy gives it partition 1 only, so a commit on
-        // partition 0 needs the reclaim.
-        after.commit(&t, 0, "g", 5).await.unwrap();
-        assert_eq!(
-            after.fetch(&t, &[0, 1], "g").await.unwrap(),
-            vec![5, 4],
-            "partition 1's offset was kept"
-        );
-        // The stale member is gone: client 8 owns every partition now.
-        b.store_consumer_offset("s", "t", 1, "kafka.cg.g", 8, 1).await.unwrap();
-    }
-
-    /// The embedded model, made to fail the first Iggy request after a delete of `kafka.cg.g`:
-    /// the server restarts, or the request times out, inside a reclaim.
-    struct InterruptedAfterDelete {
-        inner: EmbeddedBackend,
-        armed: AtomicBool,
-        fail_next: AtomicBool,
-    }
-
-    impl InterruptedAfterDelete {
-        fn interrupted(&self) -> Result<(), BackendError> {
-            if self.fail_next.swap(false, SeqCst) {
-                return Err(BackendError::Iggy(IggyError::Disconnected));
-            }
-            Ok(())
-        }
-    }
-
-    impl ConsumerOffsets for InterruptedAfterDelete {
-        async fn create_consumer_group(&self, s: &str, t: &str, g: &str) -> Result<(), BackendError> {
-            self.interrupted()?;
-            self.inner.create_consumer_group(s, t, g).await
-        }
-        fn release_client(&self, client: ClientId) {
-            self.inner.release_client(client)
-        }
-        async fn delete_consumer_group(&self, s: &str, t: &str, g: &str) -> Result<(), BackendError> {
-            self.interrupted()?;
-            self.inner.delete_consumer_group(s, t, g).await?;
-            if g == "kafka.cg.g" && self.armed.swap(false, SeqCst) {
-                self.fail_next.store(true, SeqCst);
-            }
-            Ok(())
-        }
-        async fn list_consumer_groups(&self, s: &str, t: &str) -> Result<Vec<String>, BackendError> {
-            self.interrupted()?;
-            self.inner.list_consumer_groups(s, t).await
-        }
-        async fn join_consumer_group(&self, s: &str, t: &str, g: &str, c: ClientId) -> Result<(), BackendError> {
-            self.interrupted()?;
-            self.inner.join_consumer_group(s, t, g, c).await
-        }
-        async fn leave_consumer_group(&self, s: &str, t: &str, g: &str, c: ClientId) -> Result<(), BackendError> {
-            self.interrupted()?;
-            self.inner.leave_consumer_group(s, t, g, c).await
-        }
-        async fn store_consumer_offset(
-            &self,
-            s: &str,
-            t: &str,
-            p: u32,
-            g: &str,
-            c: ClientId,
-            offset: u64,
-        ) -> Result<(), BackendError> {
-            self.interrupted()?;
-            self.inner.store_consumer_offset(s, t, p, g, c, offset).await
-        }
-        async fn get_consumer_offset(&self, s: &str, t: &str, p: u32, g: &str) -> Result<Option<u64>, BackendError> {
-            self.interrupted()?;
-            self.inner.get_consumer_offset(s, t, p, g).await
-        }
-        async fn delete_consumer_offset(
-            &self,
-            s: &str,
-            t: &str,
-            p: u32,
-            g: &str,
-            c: ClientId,
-        ) -> Result<(), BackendError> {
-            self.interrupted()?;
-            self.inner.delete_consumer_offset(s, t, p, g, c).await
-        }
-    }
-
-    impl Backend for InterruptedAfterDelete {
-        fn kind(&self) -> &'static str {
-            "interrupted-after-delete"
-        }
-        async fn open_session(&self, credentials: &Credentials) -> Result<(Self, Principal), BackendError> {
-            let (inner, principal) = self.inner.open_session(credentials).await?;
-            let session = Self {
-                inner,
-                armed: AtomicBool::new(false),
-                fail_next: AtomicBool::new(false),
-            };
-            Ok((session, principal))
-        }
-        async fn ensure_stream(&self, s: &str) -> Result<(), BackendError> {
-            self.inner.ensure_stream(s).await
-        }
-        async fn list_topics(&self, s: &str) -> Result<Vec<TopicInfo>, BackendError> {
-            self.inner.list_topics(s).await
-        }
-        async fn get_topic(&self, s: &str, t: &str) -> Result<Option<TopicInfo>, BackendError> {
-            self.interrupted()?;
-            self.inner.get_topic(s, t).await
-        }
-        async fn create_topic(&self, s: &str, t: &str, spec: TopicSpec) -> Result<(), BackendError> {
-            self.inner.create_topic(s, t, spec).await
-        }
-        async fn delete_topic(&self, s: &str, t: &str) -> Result<(), BackendError> {
-            self.inner.delete_topic(s, t).await
-        }
-        async fn add_partitions(&self, s: &str, t: &str, count: u32) -> Result<(), BackendError> {
-            self.inner.add_partitions(s, t, count).await
-        }
-        async fn append(&self, s: &str, t: &str, p: u32, m: Vec<IggyMessage>) -> Result<Option<u64>, BackendError> {
-            self.inner.append(s, t, p, m).await
-        }
-        async fn read(
-            &self,
-            s: &str,
-            t: &str,
-            p: u32,
-            o: u64,
-            l: ReadLimits,
-        ) -> Result<Vec<IggyMessage>, BackendError> {
-            self.inner.read(s, t, p, o, l).await
-        }
-        async fn watermarks(&self, s: &str, t: &str, p: u32) -> Result<Watermarks, BackendError> {
-            self.inner.watermarks(s, t, p).await
-        }
-        async fn offset_for_timestamp(
-            &self,
-            s: &str,
-            t: &str,
-            p: u32,
-            ts_us: u64,
-        ) -> Result<Option<(u64, u64)>, BackendError> {
-            self.inner.offset_for_timestamp(s, t, p, ts_us).await
-        }
-        fn append_generation(&self) -> u64 {
-            self.inner.append_generation()
-        }
-        async fn wait_for_append(&self, seen: u64) {
-            self.inner.wait_for_append(seen).await
-        }
-    }
-
-    #[tokio::test]
-    async fn co_reclaim_2_an_interrupted_reclaim_keeps_the_offsets_it_read() {
-        let b = InterruptedAfterDelete {
-            inner: EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default()),
-            armed: AtomicBool::new(false),
-            fail_next: AtomicBool::new(false),
-        };
-        let t = two_partitions_of_five(&b).await;
-        let restores = PendingRestores::default();
-        let before = OffsetStore {
-            backend: &b,
-            client: 7,
-            restores: &restores,
-        };
-        before.commit(&t, 0, "g", 3).await.unwrap();
-        before.commit(&t, 1, "g", 4).await.unwrap();
-        // Client 7 is the stale member of DIFF-12; client 8's commit reclaims, and the first
-        // request after the delete fails.
-        b.armed.store(true, SeqCst);
-        let after = OffsetStore {
-            backend: &b,
-            client: 8,
-            restores: &restores,
-        };
-        assert!(
-            after.commit(&t, 0, "g", 5).await.is_err(),
-            "the reclaim was interrupted"
-        );
-        assert!(!b.armed.load(SeqCst), "the group was deleted");
-        assert_eq!(
-            b.get_consumer_offset("s", "t", 1, "kafka.cg.g").await.unwrap(),
-            None,
-            "the server lost the offsets"
-        );
-        assert_eq!(
-            after.fetch(&t, &[0, 1], "g").await.unwrap(),
-            vec![3, 4],
-            "a fetch answers the pending values, not 'no offset'"
-        );
-        // The next commit stores the pending values back first, then its own.
-        after.commit(&t, 0, "g", 5).await.unwrap();
-        assert_eq!(after.fetch(&t, &[0, 1], "g").await.unwrap(), vec![5, 4]);
-        assert_eq!(
-            b.get_consumer_offset("s", "t", 1, "kafka.cg.g").await.unwrap(),
-            Some(3),
-            "partition 1 is on the server again (4 stored as 3, CO-ENCODE-1)"
-        );
-        assert!(!restores.is_pending(&t, "kafka.cg.g"), "nothing left pending");
-    }
-
-    #[tokio::test]
     async fn co_key_1_a_commit_is_the_group_kind_offset_of_kafka_cg_group_on_the_mapped_partition() {
         let b = EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default());
         b.ensure_stream("s").await.unwrap();
@@ -978,38 +694,5 @@ mod tests {
             None,
             "partition unchanged"
         );
-    }
-
-    #[test]
-    fn co_encode_1_co_zero_1_co_delete_1_commit_encoding() {
-        assert_eq!(stored_for_commit(-1), Some(StoredCommit::Absent));
-        assert_eq!(stored_for_commit(0), Some(StoredCommit::Zero));
-        assert_eq!(stored_for_commit(1), Some(StoredCommit::Offset(0)));
-        assert_eq!(stored_for_commit(-2), None);
-        assert_eq!(committed_from(None, false), -1);
-        assert_eq!(committed_from(None, true), 0);
-        assert_eq!(committed_from(Some(4), true), 0, "a marker wins over a key");
-    }
-
-    #[test]
-    fn co_zero_1_marker_names_fit_iggy_names() {
-        assert_eq!(zero_marker("orders", 3), "kafka.c0.3.orders");
-        let long = "g".repeat(MAX_GROUP_ID_LEN);
-        let marker = zero_marker(&long, 4095);
-        assert!(marker.len() <= MAX_IGGY_NAME_LEN);
-        assert_ne!(marker, zero_marker(&"h".repeat(MAX_GROUP_ID_LEN), 4095));
-        assert_eq!(offsets_group(&long).len(), MAX_IGGY_NAME_LEN);
-    }
-
-    proptest! {
-        #[test]
-        fn co_encode_1_every_valid_commit_round_trips(c in -1i64..i64::MAX) {
-            let back = match stored_for_commit(c).unwrap() {
-                StoredCommit::Offset(s) => committed_from(Some(s), false),
-                StoredCommit::Zero => committed_from(None, true),
-                StoredCommit::Absent => committed_from(None, false),
-            };
-            prop_assert_eq!(back, c);
-        }
     }
 }

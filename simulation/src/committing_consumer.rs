@@ -12,7 +12,7 @@ use crate::connect;
 use crate::consumer::deliver;
 use crate::producer::ProducerLog;
 use crate::requests::fetch;
-use kafka_iggy_conformance::cases::group_cases::support::{commit_one, fetch_one};
+use kafka_wire_client::offsets::{commit_one, fetch_one};
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Duration;

@@ -14,10 +14,10 @@
 
 use crate::trace::Trace;
 use bytes::{Bytes, BytesMut};
-use kafka_iggy_conformance::wire::MAX_RESPONSE_FRAME;
 use kafka_protocol::messages::produce_response::{PartitionProduceResponse, TopicProduceResponse};
 use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
+use kafka_wire_client::MAX_RESPONSE_FRAME;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -5,7 +5,6 @@
 //! member. Plain requests at fixed versions, byte for byte what a Kafka client sends.
 
 use bytes::Bytes;
-use kafka_iggy_conformance::wire::WireClient;
 use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions as OwnedTopic;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
@@ -24,6 +23,7 @@ use kafka_protocol::messages::{
     ProduceResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use kafka_wire_client::WireClient;
 use kig_core::batch::{decode_batches, encode_batch, Record, RecordBatch};
 use kig_core::budget::DecompressionBudget;
 use kig_core::compression::Compression;

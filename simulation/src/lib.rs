@@ -42,7 +42,6 @@ pub mod scenarios;
 pub mod trace;
 pub mod world;
 
-use kafka_iggy_conformance::wire::WireClient;
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use kafka_iggy_gateway::backend::Backend;
 use kafka_iggy_gateway::clock::{Clock, SharedRng, TokioClock};
@@ -51,6 +50,7 @@ use kafka_iggy_gateway::embedded_gateway;
 use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::limits::LimitSettings;
 use kafka_iggy_gateway::server::{serve, Listener, Shutdown};
+use kafka_wire_client::WireClient;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use turmoil::net::{TcpListener, TcpStream};

@@ -4,7 +4,6 @@
 //! conformance case would over a real socket.
 
 use bytes::Bytes;
-use kafka_iggy_conformance::wire::WireClient;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -13,6 +12,7 @@ use kafka_protocol::messages::{
     TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use kafka_wire_client::WireClient;
 use kig_core::batch::{decode_batches, encode_batch, Record, RecordBatch};
 use kig_core::budget::DecompressionBudget;
 use kig_core::compression::Compression;

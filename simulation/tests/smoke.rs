@@ -15,9 +15,9 @@
 //! dropped silently and its response never comes, so that one times out.
 
 use bytes::Bytes;
-use kafka_iggy_conformance::wire::WireClient;
 use kafka_iggy_simulation::requests::{batch, create_topic, fetch, produce, Fetched};
 use kafka_iggy_simulation::{connect, gateway_host, EPOCH_US, GATEWAY_HOST};
+use kafka_wire_client::WireClient;
 use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::{Duration, UNIX_EPOCH};

@@ -360,7 +360,7 @@ async fn restart_keeps_commits(
     backend: Arc<IggyBackend>,
 ) -> anyhow::Result<()> {
     use kafka_iggy_conformance::cases::group_cases::support::{commit_one, create_topic, fetch_one, produce};
-    use kafka_iggy_conformance::wire::WireClient;
+    use kafka_wire_client::WireClient;
     let gateway = LocalGateway::serve(backend, LocalOptions::default()).await?;
     let ops_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
     let ops_addr = ops_listener.local_addr()?;

@@ -17,7 +17,6 @@ use super::hostile_cases::{
 use super::{Case, Outcome};
 use crate::case;
 use crate::endpoint::Endpoint;
-use crate::wire::WireClient;
 use anyhow::{bail, ensure, Context};
 use bytes::Bytes;
 use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
@@ -33,6 +32,7 @@ use kafka_protocol::messages::{
     OffsetFetchResponse, SyncGroupRequest, SyncGroupResponse,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
+use kafka_wire_client::WireClient;
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 

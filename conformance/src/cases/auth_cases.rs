@@ -9,7 +9,6 @@ use crate::endpoint::{LocalGateway, LocalOptions};
 use crate::provision::Provisioner;
 use crate::runner::Report;
 use crate::tls_fixture::Pki;
-use crate::wire::WireClient;
 use anyhow::{anyhow, bail, ensure, Context};
 use iggy::prelude::{GlobalPermissions, Permissions, StreamPermissions, TopicPermissions};
 use kafka_iggy_gateway::auth::settings::{Mechanism, SaslSettings};
@@ -21,6 +20,7 @@ use kafka_protocol::messages::{
     JoinGroupResponse, MetadataRequest, MetadataResponse, TopicName,
 };
 use kafka_protocol::protocol::{Encodable, StrBytes};
+use kafka_wire_client::WireClient;
 use rdkafka::consumer::{BaseConsumer, Consumer, StreamConsumer};
 use rdkafka::error::{KafkaError, RDKafkaErrorCode};
 use rdkafka::producer::{FutureProducer, FutureRecord};

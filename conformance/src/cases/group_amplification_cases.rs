@@ -13,7 +13,6 @@ use super::hostile_cases::{
 use super::{Case, Outcome};
 use crate::case;
 use crate::endpoint::Endpoint;
-use crate::wire::WireClient;
 use anyhow::{ensure, Context};
 use bytes::{BufMut, Bytes, BytesMut};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
@@ -22,6 +21,7 @@ use kafka_protocol::messages::{
     ApiKey, GroupId, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse,
 };
 use kafka_protocol::protocol::StrBytes;
+use kafka_wire_client::WireClient;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use tokio::net::{TcpSocket, TcpStream};
 

@@ -21,7 +21,6 @@ use super::group_cases::support::{
 use super::{Case, Outcome};
 use crate::case;
 use crate::endpoint::Endpoint;
-use crate::wire::WireClient;
 use anyhow::{bail, ensure, Context};
 use kafka_iggy_gateway::protocol::legacy::create_topics::{CreateTopicsV0V1Request, CreateTopicsV0V1Response};
 use kafka_iggy_gateway::protocol::legacy::delete_topics::{DeleteTopicsV0Request, DeleteTopicsV0Response};
@@ -43,6 +42,7 @@ use kafka_protocol::messages::{
     OffsetCommitRequest, OffsetFetchRequest, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
+use kafka_wire_client::WireClient;
 use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::net::TcpStream;
 

@@ -15,7 +15,6 @@ use super::{Case, Outcome};
 use crate::case;
 use crate::endpoint::Endpoint;
 use crate::native::{NativeHandle, NEEDS_NATIVE};
-use crate::wire::WireClient;
 use anyhow::{anyhow, ensure, Context as _};
 use bytes::{BufMut, Bytes};
 use iggy_common::{HeaderKey, HeaderKind, HeaderValue, IggyMessage};
@@ -23,6 +22,7 @@ use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse, TopicName};
 use kafka_protocol::protocol::StrBytes;
+use kafka_wire_client::WireClient;
 use kig_core::batch::{decode_batches, encode_batch, BatchAttributes, BatchHeader, Record, RecordBatch, RecordHeader};
 use kig_core::budget::DecompressionBudget;
 use kig_core::compression::Compression;
@@ -292,7 +292,7 @@ pub(crate) async fn wire_read(endpoint: &Endpoint, topic: &str) -> anyhow::Resul
     let Some(bytes) = &partition.records else {
         return Ok(Vec::new());
     };
-    let mut budget = DecompressionBudget::new(crate::wire::MAX_RESPONSE_FRAME);
+    let mut budget = DecompressionBudget::new(kafka_wire_client::MAX_RESPONSE_FRAME);
     let batches = decode_batches(bytes, &mut budget).context("decoding the fetched batches")?;
     let mut out = Vec::new();
     for batch in batches {

@@ -3,9 +3,9 @@
 
 use crate::endpoint::Endpoint;
 use crate::runner::CaseInfo;
-use crate::wire::WireClient;
 use anyhow::{ensure, Context as _};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use kafka_wire_client::WireClient;
 use std::future::Future;
 use std::pin::Pin;
 

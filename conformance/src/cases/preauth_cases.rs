@@ -7,7 +7,6 @@
 //! is a lower bound the gateway must wait at least, never how fast it is.
 
 use crate::endpoint::{LocalGateway, LocalOptions};
-use crate::wire::WireClient;
 use anyhow::{bail, ensure, Context};
 use iggy_common::UserStatus;
 use kafka_iggy_gateway::auth::settings::{Mechanism, SaslSettings};
@@ -15,6 +14,7 @@ use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use kafka_iggy_gateway::clock::SystemClock;
 use kafka_iggy_gateway::limits::{LimitSettings, DEFAULT_MAX_UNAUTHENTICATED_FRAME_BYTES};
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use kafka_wire_client::WireClient;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;

@@ -13,10 +13,10 @@ use crate::history::{CommitOutcome, ConsumerIx, Recorder, StartFrom, Stored, Top
 use crate::kafka::{fetch, find_coordinator, heartbeat, join_group, offset_commit, offset_fetch, sync_group};
 use crate::trace::Trace;
 use bytes::{BufMut, Bytes, BytesMut};
-use kafka_iggy_conformance::wire::WireClient;
 use kafka_protocol::messages::consumer_protocol_assignment::TopicPartition as AssignedTopic;
 use kafka_protocol::messages::{ConsumerProtocolAssignment, ConsumerProtocolSubscription, TopicName};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
+use kafka_wire_client::WireClient;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -29,8 +29,8 @@ use crate::kafka::{
     consumer_group_heartbeat, fetch, find_coordinator, offset_commit_as_member, offset_fetch_as_member, MemberHeartbeat,
 };
 use crate::trace::Trace;
-use kafka_iggy_conformance::wire::WireClient;
 use kafka_iggy_gateway::groups::topic_id::topic_id;
+use kafka_wire_client::WireClient;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;

@@ -8,7 +8,7 @@
 use crate::history::{AttemptOutcome, ProducerIx, RecordValue, Recorder, RequestId, TopicPartition};
 use crate::kafka::{create_topic, encode_producer_batch, init_producer_id, produce_answer, produce_frame};
 use crate::trace::Trace;
-use kafka_iggy_conformance::wire::WireClient;
+use kafka_wire_client::WireClient;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use std::collections::VecDeque;

@@ -1,6 +1,16 @@
-//! A raw Kafka wire client on kafka-protocol's client side. It speaks any version it is told to,
-//! and can send frames no real client would (oversized, malformed, unknown keys), which is what
-//! the protocol cases need. Generic over the stream so simulations use it over turmoil.
+//! A raw Kafka wire client on kafka-protocol's client side, and the request helpers the
+//! conformance cases and the simulations share.
+//!
+//! - [`WireClient`]: speaks any version it is told to, and can send frames no real client would
+//!   (oversized, malformed, unknown keys), which is what the protocol cases need. Generic over the
+//!   stream, so the simulations run it over turmoil's.
+//! - [`offsets`]: raw OffsetCommit and OffsetFetch requests, the committed-offset traffic the
+//!   group cases and the simulated committing consumer both send.
+//!
+//! It depends on kafka-protocol, tokio and bytes only, never on rdkafka: the simulations link it
+//! without building librdkafka.
+
+pub mod offsets;
 
 use anyhow::{bail, Context};
 use bytes::{Bytes, BytesMut};
@@ -178,4 +188,97 @@ pub fn encode_request_header(key: ApiKey, version: i16, correlation_id: i32) -> 
     let mut buf = BytesMut::new();
     header.encode(&mut buf, key.request_header_version(version))?;
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, MetadataRequest};
+
+    /// Reads one size-prefixed request from `server` and returns its header and body.
+    async fn read_request(server: &mut tokio::io::DuplexStream) -> (RequestHeader, Bytes) {
+        let mut size = [0u8; 4];
+        server.read_exact(&mut size).await.unwrap();
+        let mut frame = BytesMut::zeroed(i32::from_be_bytes(size) as usize);
+        server.read_exact(&mut frame).await.unwrap();
+        let mut frame = frame.freeze();
+        let key = ApiKey::try_from(i16::from_be_bytes([frame[0], frame[1]])).unwrap();
+        let version = i16::from_be_bytes([frame[2], frame[3]]);
+        let header = RequestHeader::decode(&mut frame, key.request_header_version(version)).unwrap();
+        (header, frame)
+    }
+
+    /// Writes an ApiVersions v0 answer carrying `correlation_id` to `server`.
+    async fn answer_api_versions(server: &mut tokio::io::DuplexStream, correlation_id: i32) {
+        let mut body = BytesMut::new();
+        ResponseHeader::default()
+            .with_correlation_id(correlation_id)
+            .encode(&mut body, 0)
+            .unwrap();
+        ApiVersionsResponse::default().encode(&mut body, 0).unwrap();
+        server.write_all(&(body.len() as i32).to_be_bytes()).await.unwrap();
+        server.write_all(&body).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_request_is_framed_and_its_answer_matched_by_correlation_id() {
+        let (client_end, mut server) = tokio::io::duplex(4096);
+        let mut client = WireClient::new(client_end);
+        let serve = tokio::spawn(async move {
+            let (header, body) = read_request(&mut server).await;
+            assert_eq!(header.request_api_key, ApiKey::ApiVersions as i16);
+            assert_eq!(header.request_api_version, 0);
+            assert_eq!(header.correlation_id, 1);
+            assert_eq!(header.client_id.as_deref(), Some("kig-wire"));
+            assert!(body.is_empty(), "ApiVersions v0 has an empty body");
+            answer_api_versions(&mut server, header.correlation_id).await;
+            server
+        });
+        let response: ApiVersionsResponse = client
+            .request(ApiKey::ApiVersions, 0, &ApiVersionsRequest::default())
+            .await
+            .unwrap();
+        assert_eq!(response.error_code, 0);
+        drop(serve.await.unwrap());
+        assert!(client.closed_by_server().await.unwrap(), "the server side was dropped");
+    }
+
+    #[tokio::test]
+    async fn an_answer_to_another_correlation_id_is_an_error() {
+        let (client_end, mut server) = tokio::io::duplex(4096);
+        let mut client = WireClient::new(client_end);
+        let serve = tokio::spawn(async move {
+            let (header, _) = read_request(&mut server).await;
+            answer_api_versions(&mut server, header.correlation_id + 7).await;
+            server
+        });
+        let answer = client
+            .request::<_, ApiVersionsResponse>(ApiKey::ApiVersions, 0, &ApiVersionsRequest::default())
+            .await;
+        assert!(answer
+            .unwrap_err()
+            .to_string()
+            .contains("correlation id 8 for request 1"));
+        drop(serve.await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn a_frame_size_beyond_the_limit_is_refused_before_reading_it() {
+        let (client_end, mut server) = tokio::io::duplex(64);
+        let mut client = WireClient::new(client_end);
+        server
+            .write_all(&((MAX_RESPONSE_FRAME + 1) as i32).to_be_bytes())
+            .await
+            .unwrap();
+        let refused = client.recv_frame().await.unwrap_err();
+        assert!(refused.to_string().contains("out of range"), "{refused}");
+        // Correlation ids count up per request encoded.
+        let (first, _) = client
+            .encode_request(ApiKey::Metadata, 12, &MetadataRequest::default())
+            .unwrap();
+        let (second, _) = client
+            .encode_request(ApiKey::Metadata, 12, &MetadataRequest::default())
+            .unwrap();
+        assert_eq!((first, second), (1, 2));
+    }
 }
