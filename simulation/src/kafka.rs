@@ -282,9 +282,23 @@ pub async fn offset_commit<S: AsyncRead + AsyncWrite + Unpin>(
     topic: &str,
     offsets: &[(i32, i64)],
 ) -> anyhow::Result<Vec<(i32, i16)>> {
+    offset_commit_at(client, 8, group, generation, member, topic, offsets).await
+}
+
+/// OffsetCommit at `version` of `offsets` (partition, offset) as `member`, whose generation (v8)
+/// or member epoch (v9) is `generation_or_epoch`: each partition's error code.
+async fn offset_commit_at<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    version: i16,
+    group: &str,
+    generation_or_epoch: i32,
+    member: &str,
+    topic: &str,
+    offsets: &[(i32, i64)],
+) -> anyhow::Result<Vec<(i32, i16)>> {
     let request = OffsetCommitRequest::default()
         .with_group_id(GroupId(s(group)))
-        .with_generation_id_or_member_epoch(generation)
+        .with_generation_id_or_member_epoch(generation_or_epoch)
         .with_member_id(s(member))
         .with_topics(vec![OffsetCommitRequestTopic::default()
             .with_name(TopicName(s(topic)))
@@ -298,7 +312,7 @@ pub async fn offset_commit<S: AsyncRead + AsyncWrite + Unpin>(
                     })
                     .collect(),
             )]);
-    let response: OffsetCommitResponse = client.request(ApiKey::OffsetCommit, 8, &request).await?;
+    let response: OffsetCommitResponse = client.request(ApiKey::OffsetCommit, version, &request).await?;
     Ok(response
         .topics
         .iter()
@@ -383,28 +397,7 @@ pub async fn offset_commit_as_member<S: AsyncRead + AsyncWrite + Unpin>(
     topic: &str,
     offsets: &[(i32, i64)],
 ) -> anyhow::Result<Vec<(i32, i16)>> {
-    let request = OffsetCommitRequest::default()
-        .with_group_id(GroupId(s(group)))
-        .with_generation_id_or_member_epoch(member_epoch)
-        .with_member_id(s(member))
-        .with_topics(vec![OffsetCommitRequestTopic::default()
-            .with_name(TopicName(s(topic)))
-            .with_partitions(
-                offsets
-                    .iter()
-                    .map(|(p, o)| {
-                        OffsetCommitRequestPartition::default()
-                            .with_partition_index(*p)
-                            .with_committed_offset(*o)
-                    })
-                    .collect(),
-            )]);
-    let response: OffsetCommitResponse = client.request(ApiKey::OffsetCommit, 9, &request).await?;
-    Ok(response
-        .topics
-        .iter()
-        .flat_map(|t| t.partitions.iter().map(|p| (p.partition_index, p.error_code)))
-        .collect())
+    offset_commit_at(client, 9, group, member_epoch, member, topic, offsets).await
 }
 
 /// OffsetFetch v9 of `partitions` as consumer-protocol `member` at `member_epoch`: (the group's
