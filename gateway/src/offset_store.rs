@@ -21,11 +21,13 @@ use crate::auth::sessions::Session;
 use crate::backend::{Backend, BackendError, ClientId};
 use crate::config::IggyTarget;
 use iggy_common::IggyError;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::BTreeSet;
 
 mod encoding;
 pub use encoding::*;
+mod reclaim;
+mod restores;
+pub use restores::PendingRestores;
 
 /// Why a commit failed.
 #[derive(Debug)]
@@ -171,79 +173,14 @@ impl<B: Backend> OffsetMembers<B> {
     }
 }
 
-/// The stored offsets (Iggy's values, CO-ENCODE-1) a reclaim read before deleting an offsets
-/// group, per (stream, topic, Iggy group) and partition, kept until each is stored back
-/// (CO-RECLAIM-2). A value is only ever replaced by the same partition's value read again, so
-/// while a partition is listed here its value is the group's committed offset, whatever the
-/// server holds.
-#[derive(Default)]
-pub struct PendingRestores {
-    groups: std::sync::Mutex<HashMap<RestoreKey, Pending>>,
-    /// Counts reclaims started, to stamp [`Pending::reclaim_started`].
-    reclaims_started: AtomicU64,
-    /// Held by whoever deletes, recreates or refills an offsets group, so a store-back never
-    /// lands after a newer write or a DeleteGroups.
-    writing: tokio::sync::Mutex<()>,
-}
-
-/// One offsets group's pending values. The entry outlives its values (one per reclaimed group,
-/// as many as `OffsetMembers` holders), so a fetch can tell a reclaim started under its read.
-#[derive(Default)]
-struct Pending {
-    offsets: BTreeMap<u32, u64>,
-    reclaim_started: u64,
-}
-
-/// (stream, topic, Iggy group).
-type RestoreKey = (String, String, String);
-
-fn restore_key(t: &IggyTarget, key: &str) -> RestoreKey {
-    (t.stream.clone(), t.topic.clone(), key.to_string())
-}
-
-impl PendingRestores {
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<RestoreKey, Pending>> {
-        self.groups.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The pending values and the stamp of the group's latest reclaim.
-    fn snapshot(&self, t: &IggyTarget, key: &str) -> (BTreeMap<u32, u64>, u64) {
-        self.lock()
-            .get(&restore_key(t, key))
-            .map(|p| (p.offsets.clone(), p.reclaim_started))
-            .unwrap_or_default()
-    }
-
-    fn is_pending(&self, t: &IggyTarget, key: &str) -> bool {
-        self.lock()
-            .get(&restore_key(t, key))
-            .is_some_and(|p| !p.offsets.is_empty())
-    }
-
-    /// A reclaim starts: from now on `saved` are the group's values until stored back.
-    fn start_reclaim(&self, t: &IggyTarget, key: &str, saved: BTreeMap<u32, u64>) {
-        let stamp = self.reclaims_started.fetch_add(1, Ordering::SeqCst) + 1;
-        self.lock().insert(
-            restore_key(t, key),
-            Pending {
-                offsets: saved,
-                reclaim_started: stamp,
-            },
-        );
-    }
-
-    /// Partition `partition`'s value is on the server now.
-    fn stored(&self, t: &IggyTarget, key: &str, partition: u32) {
-        if let Some(pending) = self.lock().get_mut(&restore_key(t, key)) {
-            pending.offsets.remove(&partition);
-        }
-    }
-
-    fn clear(&self, t: &IggyTarget, key: &str) {
-        if let Some(pending) = self.lock().get_mut(&restore_key(t, key)) {
-            pending.offsets.clear();
-        }
-    }
+/// What [`OffsetStore::fetch`] read of one partition.
+struct ReadOffset {
+    /// The offsets group's value.
+    stored: Option<u64>,
+    /// The reclaim copy's value (CO-RECLAIM-3), which wins over the group's.
+    copied: Option<u64>,
+    /// Whether the zero marker exists (CO-ZERO-1).
+    marker: bool,
 }
 
 /// Reads and writes committed offsets through one backend client.
@@ -302,89 +239,14 @@ impl<B: Backend> OffsetStore<'_, B> {
         }
     }
 
-    /// CO-RECLAIM-2: stores back what an interrupted reclaim left pending, before anything else
-    /// writes the group. Callers hold `restores.writing`.
-    async fn restore_pending(&self, t: &IggyTarget, key: &str) -> Result<(), BackendError> {
-        let (pending, _) = self.restores.snapshot(t, key);
-        if pending.is_empty() {
-            return Ok(());
-        }
-        tracing::warn!(
-            "Iggy consumer group {key} on {}/{}: storing back the {} offsets an interrupted reclaim left",
-            t.stream,
-            t.topic,
-            pending.len()
-        );
-        for (p, offset) in pending {
-            let store = || {
-                self.backend
-                    .store_consumer_offset(&t.stream, &t.topic, p, key, self.client, offset)
-            };
-            match self.joined(t, key, &store).await {
-                Ok(()) => self.restores.stored(t, key, p),
-                // Still a stale member in the way (the server restarted again): reclaim anew,
-                // which keeps the pending values.
-                Err(e) if is_not_member(&e) => return self.reclaim(t, key).await,
-                Err(e) => return Err(e),
-            }
-        }
-        Ok(())
-    }
-
-    /// CO-RECLAIM-1: joined, yet another member owns the partition. After an Iggy restart the
-    /// members of before stay listed with no connection behind them (DIFF-12) and keep their
-    /// partitions for good; only recreating the group frees them. The group's offsets are read
-    /// first (reading needs no membership) and stored back once this client is the only member.
-    /// CO-RECLAIM-2: what was read stays pending until stored back, so an Iggy restart or a
-    /// failed request between the delete and the store-back loses nothing; values still pending
-    /// from an earlier reclaim win over the server's (the server lost them). Callers hold
-    /// `restores.writing`.
-    async fn reclaim(&self, t: &IggyTarget, key: &str) -> Result<(), BackendError> {
-        let (s, tp) = (&t.stream, &t.topic);
-        let Some(info) = self.backend.get_topic(s, tp).await? else {
-            self.restores.clear(t, key);
-            return Ok(());
-        };
-        let mut saved = BTreeMap::new();
-        for p in 0..info.partitions {
-            if let Some(offset) = self.backend.get_consumer_offset(s, tp, p, key).await? {
-                saved.insert(p, offset);
-            }
-        }
-        saved.extend(
-            self.restores
-                .snapshot(t, key)
-                .0
-                .into_iter()
-                .filter(|(p, _)| *p < info.partitions),
-        );
-        tracing::warn!(
-            "Iggy consumer group {key} on {s}/{tp}: another member owns partitions this gateway coordinates; recreating the group and storing its {} offsets back",
-            saved.len()
-        );
-        // Before the delete: from here on a fetch answers from these values (see `fetch`).
-        self.restores.start_reclaim(t, key, saved.clone());
-        match self.backend.delete_consumer_group(s, tp, key).await {
-            Err(e) if !is_absent(&e) => return Err(e),
-            _ => {}
-        }
-        self.ensure_member(t, key).await?;
-        for (p, offset) in saved {
-            self.backend
-                .store_consumer_offset(s, tp, p, key, self.client, offset)
-                .await?;
-            self.restores.stored(t, key, p);
-        }
-        Ok(())
-    }
-
     /// Stores one Kafka commit.
     pub async fn commit(&self, t: &IggyTarget, partition: u32, group: &str, committed: i64) -> Result<(), CommitError> {
         let stored = stored_for_commit(committed).ok_or(CommitError::OutOfRange)?;
         let key = offsets_group(group);
-        if self.restores.is_pending(t, &key) {
-            // CO-RECLAIM-2: the pending values go back first, so they never overwrite this
-            // commit; when they cannot, the commit fails (retriable) and they stay pending.
+        if self.needs_restore(t, &key).await.map_err(CommitError::Backend)? {
+            // CO-RECLAIM-2, CO-RECLAIM-3: the pending values, here or in a reclaim copy, go back
+            // first, so they never overwrite this commit; when they cannot, the commit fails
+            // (retriable) and they stay pending.
             let _writing = self.restores.writing.lock().await;
             self.restore_pending(t, &key).await.map_err(CommitError::Backend)?;
         }
@@ -460,35 +322,50 @@ impl<B: Backend> OffsetStore<'_, B> {
             return Ok(partitions
                 .iter()
                 .zip(read)
-                .map(|(p, (stored, marker))| committed_from(pending.get(p).copied().or(stored), marker))
+                .map(|(p, read)| committed_from(read.copied.or(pending.get(p).copied()).or(read.stored), read.marker))
                 .collect());
         }
         // No stored value fits; an error, never "nothing committed".
         Err(BackendError::Iggy(IggyError::TaskTimeout))
     }
 
-    /// Each partition's stored value and whether its zero marker exists.
+    /// Each partition's stored value, its value in a reclaim copy (CO-RECLAIM-3), and whether
+    /// its zero marker exists. The copy is read before the group: a reclaim stores every value
+    /// back before it deletes the copy, so a value missing from a copy deleted under the read
+    /// is in the group by the time the group is read.
     async fn fetch_stored(
         &self,
         t: &IggyTarget,
         partitions: &[u32],
         group: &str,
         key: &str,
-    ) -> Result<Vec<(Option<u64>, bool)>, BackendError> {
+    ) -> Result<Vec<ReadOffset>, BackendError> {
         let groups: BTreeSet<String> = self
             .backend
             .list_consumer_groups(&t.stream, &t.topic)
             .await?
             .into_iter()
             .collect();
+        let copy = reclaim_copy_of(key);
+        let has_copy = groups.contains(&copy);
+        self.restores.copy_seen(t, key, has_copy);
         let mut out = Vec::with_capacity(partitions.len());
         for &p in partitions {
+            let copied = if has_copy {
+                self.backend.get_consumer_offset(&t.stream, &t.topic, p, &copy).await?
+            } else {
+                None
+            };
             let stored = if groups.contains(key) {
                 self.backend.get_consumer_offset(&t.stream, &t.topic, p, key).await?
             } else {
                 None
             };
-            out.push((stored, groups.contains(&zero_marker(group, p))));
+            out.push(ReadOffset {
+                stored,
+                copied,
+                marker: groups.contains(&zero_marker(group, p)),
+            });
         }
         Ok(out)
     }
@@ -506,7 +383,7 @@ impl<B: Backend> OffsetStore<'_, B> {
 
     /// Whether the group has anything stored on one Iggy topic: its offsets key or a zero marker
     /// (OFFSETDELETE-1 asks whether a group no member holds exists), or offsets a reclaim has
-    /// not stored back yet (CO-RECLAIM-2).
+    /// not stored back yet (CO-RECLAIM-2), here or in a reclaim copy (CO-RECLAIM-3).
     pub async fn holds_group(&self, t: &IggyTarget, group: &str) -> Result<bool, BackendError> {
         if self.restores.is_pending(t, &offsets_group(group)) {
             return Ok(true);
@@ -520,7 +397,7 @@ impl<B: Backend> OffsetStore<'_, B> {
     /// deleted.
     pub async fn delete_group(&self, t: &IggyTarget, group: &str) -> Result<usize, BackendError> {
         // CO-RECLAIM-2: no store-back may recreate the group after this delete; what is still
-        // pending goes with the group.
+        // pending, here or in a reclaim copy (CO-RECLAIM-3), goes with the group.
         let _writing = self.restores.writing.lock().await;
         let mut deleted = 0;
         let groups = self.backend.list_consumer_groups(&t.stream, &t.topic).await?;
@@ -535,8 +412,9 @@ impl<B: Backend> OffsetStore<'_, B> {
                 }
             }
         }
+        // Its reclaim copy went with it (CO-RECLAIM-3).
+        self.restores.clear(t, &key);
         if pending {
-            self.restores.clear(t, &key);
             // The group's offsets existed, even when the server had lost its Iggy group.
             deleted = deleted.max(1);
         }

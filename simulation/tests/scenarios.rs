@@ -229,16 +229,16 @@ fn group_consumer_heartbeat_1_consumer_protocol_two_gateways_finds_the_coordinat
     assert_eq!(verdict.count(Class::OwnedTwice), 0);
 }
 
-/// Open, found by `simulation sweep consumer-protocol --seeds 1-1000` (not a consumer-protocol
-/// fault): an Iggy restart at 4578 ms leaves the offsets client of the gateway process before it
-/// listed in `kafka.cg.readers` (DIFF-12), so the next commit is refused and the gateway reclaims
-/// the group (CO-RECLAIM-1): it reads the offsets, deletes the group at 5778 ms and creates it at
-/// 5782 ms, and the gateway restarts at 5797 ms before storing them back. The values pending in
-/// its memory (CO-RECLAIM-2) die with it, and `consumer-1` starts partition 3 at offset 0 below
-/// the commit of 30 acknowledged at 0.471 s (`redelivery-below-commit`). It is the window
-/// CO-RECLAIM-1's note and docs/simulation.md ("the window stays after an Iggy restart") name.
+/// Found by `simulation sweep consumer-protocol --seeds 1-1000` (not a consumer-protocol fault):
+/// an Iggy restart at 4578 ms left the offsets client of the gateway process listed in
+/// `kafka.cg.readers` (DIFF-12), so the next commit was refused and the gateway reclaimed the
+/// group (CO-RECLAIM-1): it read the offsets, deleted the group at 5778 ms and created it at
+/// 5782 ms, and the gateway restarted at 5797 ms before storing them back. The values pending
+/// in its memory (CO-RECLAIM-2) died with it, and `consumer-1` started partition 3 at offset 0
+/// below the commit of 30 acknowledged at 0.471 s (`redelivery-below-commit`). Fixed by the
+/// reclaim copy in Iggy (CO-RECLAIM-3), which changes the seed's history: the unit test
+/// `co_reclaim_3_a_gateway_dying_after_the_delete_loses_no_commit` plants the same crash.
 #[test]
-#[ignore = "open: a gateway restart inside a reclaim after an Iggy restart loses acknowledged commits (CO-RECLAIM-1's window)"]
-fn co_reclaim_1_consumer_protocol_seed_22_a_gateway_restart_inside_a_reclaim_loses_acknowledged_commits() {
+fn co_reclaim_3_consumer_protocol_seed_22_a_gateway_restart_inside_a_reclaim_loses_no_commit() {
     holds(&scenario("consumer-protocol"), 22);
 }

@@ -8,6 +8,9 @@ use sha2::{Digest, Sha256};
 pub const GROUP_PREFIX: &str = "kafka.cg.";
 /// Prefix of a zero marker (CO-ZERO-1).
 pub const ZERO_MARKER_PREFIX: &str = "kafka.c0.";
+/// Prefix of the Iggy consumer group holding a copy of a group's offsets during a reclaim
+/// (CO-RECLAIM-3); as long as [`GROUP_PREFIX`], so every group id's copy fits an Iggy name.
+pub const RECLAIM_COPY_PREFIX: &str = "kafka.cr.";
 /// Iggy's limit on a name.
 pub const MAX_IGGY_NAME_LEN: usize = 255;
 /// The longest Kafka group id whose key fits an Iggy name (CO-GROUP-ID-1).
@@ -48,6 +51,11 @@ pub fn offsets_group(group: &str) -> String {
     format!("{GROUP_PREFIX}{group}")
 }
 
+/// The reclaim copy (CO-RECLAIM-3) of the offsets group `key` (`kafka.cg.<group>`).
+pub(super) fn reclaim_copy_of(key: &str) -> String {
+    format!("{RECLAIM_COPY_PREFIX}{}", key.strip_prefix(GROUP_PREFIX).unwrap_or(key))
+}
+
 /// The zero marker's name; a group id too long to fit is replaced by 128 bits of its SHA-256.
 pub fn zero_marker(group: &str, partition: u32) -> String {
     let name = format!("{ZERO_MARKER_PREFIX}{partition}.{group}");
@@ -60,7 +68,7 @@ pub fn zero_marker(group: &str, partition: u32) -> String {
 }
 
 /// Whether the Iggy consumer group `name` holds offsets of the Kafka group `group`: its offsets
-/// key (CO-KEY-1) or one of its zero markers (CO-ZERO-1).
+/// key (CO-KEY-1), its reclaim copy (CO-RECLAIM-3) or one of its zero markers (CO-ZERO-1).
 pub(super) fn holds_group_offsets(name: &str, group: &str) -> bool {
     let is_marker = name
         .strip_prefix(ZERO_MARKER_PREFIX)
@@ -69,7 +77,8 @@ pub(super) fn holds_group_offsets(name: &str, group: &str) -> bool {
             p.parse::<u32>()
                 .is_ok_and(|p| zero_marker(group, p) == format!("{ZERO_MARKER_PREFIX}{p}.{g}"))
         });
-    name == offsets_group(group) || is_marker
+    let key = offsets_group(group);
+    name == key || name == reclaim_copy_of(&key) || is_marker
 }
 
 #[cfg(test)]
@@ -89,6 +98,16 @@ mod tests {
     }
 
     #[test]
+    fn co_reclaim_3_a_groups_reclaim_copy_is_deleted_with_its_offsets() {
+        for held in ["kafka.cg.orders", "kafka.cr.orders", "kafka.c0.7.orders"] {
+            assert!(holds_group_offsets(held, "orders"), "{held}");
+        }
+        for other in ["kafka.cg.orders2", "kafka.cr.order", "kafka.c0.7.orders2", "orders"] {
+            assert!(!holds_group_offsets(other, "orders"), "{other}");
+        }
+    }
+
+    #[test]
     fn co_zero_1_marker_names_fit_iggy_names() {
         assert_eq!(zero_marker("orders", 3), "kafka.c0.3.orders");
         let long = "g".repeat(MAX_GROUP_ID_LEN);
@@ -96,6 +115,7 @@ mod tests {
         assert!(marker.len() <= MAX_IGGY_NAME_LEN);
         assert_ne!(marker, zero_marker(&"h".repeat(MAX_GROUP_ID_LEN), 4095));
         assert_eq!(offsets_group(&long).len(), MAX_IGGY_NAME_LEN);
+        assert_eq!(reclaim_copy_of(&offsets_group(&long)).len(), MAX_IGGY_NAME_LEN);
     }
 
     proptest! {

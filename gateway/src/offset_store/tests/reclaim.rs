@@ -1,5 +1,6 @@
-//! Reclaims of a Kafka group's offsets from a stale member (CO-RECLAIM-1), and one interrupted
-//! half-way by a backend that fails after its delete (CO-RECLAIM-2).
+//! Reclaims of a Kafka group's offsets from a stale member (CO-RECLAIM-1), ones interrupted
+//! half-way by a backend that fails (CO-RECLAIM-2), and ones whose gateway dies half-way
+//! (CO-RECLAIM-3).
 
 use super::*;
 
@@ -33,24 +34,50 @@ async fn co_reclaim_1_a_stale_member_is_cleared_and_offsets_survive() {
     b.store_consumer_offset("s", "t", 1, "kafka.cg.g", 8, 1).await.unwrap();
 }
 
-/// The embedded model, made to fail the first Iggy request after a delete of `kafka.cg.g`:
-/// the server restarts, or the request times out, inside a reclaim.
-struct InterruptedAfterDelete {
+/// The embedded model, made to fail the first Iggy request after a chosen step of a reclaim,
+/// once armed: the server restarts, or the request times out, or the gateway dies there.
+struct InterruptedAfter {
     inner: EmbeddedBackend,
+    step: Step,
     armed: AtomicBool,
     fail_next: AtomicBool,
 }
 
-impl InterruptedAfterDelete {
+/// The request after which the next one fails.
+#[derive(Clone, Copy, PartialEq)]
+enum Step {
+    /// A delete of this Iggy consumer group.
+    DeleteOf(&'static str),
+    /// A store into this Iggy consumer group.
+    StoreInto(&'static str),
+}
+
+impl InterruptedAfter {
+    fn new(step: Step) -> Self {
+        Self {
+            inner: EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default()),
+            step,
+            armed: AtomicBool::new(false),
+            fail_next: AtomicBool::new(false),
+        }
+    }
+
     fn interrupted(&self) -> Result<(), BackendError> {
         if self.fail_next.swap(false, SeqCst) {
             return Err(BackendError::Iggy(IggyError::Disconnected));
         }
         Ok(())
     }
+
+    /// A request succeeded; `was_step` says whether it is the chosen step.
+    fn done(&self, was_step: bool) {
+        if was_step && self.armed.swap(false, SeqCst) {
+            self.fail_next.store(true, SeqCst);
+        }
+    }
 }
 
-impl ConsumerOffsets for InterruptedAfterDelete {
+impl ConsumerOffsets for InterruptedAfter {
     async fn create_consumer_group(&self, s: &str, t: &str, g: &str) -> Result<(), BackendError> {
         self.interrupted()?;
         self.inner.create_consumer_group(s, t, g).await
@@ -61,9 +88,7 @@ impl ConsumerOffsets for InterruptedAfterDelete {
     async fn delete_consumer_group(&self, s: &str, t: &str, g: &str) -> Result<(), BackendError> {
         self.interrupted()?;
         self.inner.delete_consumer_group(s, t, g).await?;
-        if g == "kafka.cg.g" && self.armed.swap(false, SeqCst) {
-            self.fail_next.store(true, SeqCst);
-        }
+        self.done(matches!(self.step, Step::DeleteOf(group) if group == g));
         Ok(())
     }
     async fn list_consumer_groups(&self, s: &str, t: &str) -> Result<Vec<String>, BackendError> {
@@ -88,7 +113,9 @@ impl ConsumerOffsets for InterruptedAfterDelete {
         offset: u64,
     ) -> Result<(), BackendError> {
         self.interrupted()?;
-        self.inner.store_consumer_offset(s, t, p, g, c, offset).await
+        self.inner.store_consumer_offset(s, t, p, g, c, offset).await?;
+        self.done(matches!(self.step, Step::StoreInto(group) if group == g));
+        Ok(())
     }
     async fn get_consumer_offset(&self, s: &str, t: &str, p: u32, g: &str) -> Result<Option<u64>, BackendError> {
         self.interrupted()?;
@@ -100,14 +127,15 @@ impl ConsumerOffsets for InterruptedAfterDelete {
     }
 }
 
-impl Backend for InterruptedAfterDelete {
+impl Backend for InterruptedAfter {
     fn kind(&self) -> &'static str {
-        "interrupted-after-delete"
+        "interrupted-after"
     }
     async fn open_session(&self, credentials: &Credentials) -> Result<(Self, Principal), BackendError> {
         let (inner, principal) = self.inner.open_session(credentials).await?;
         let session = Self {
             inner,
+            step: self.step,
             armed: AtomicBool::new(false),
             fail_next: AtomicBool::new(false),
         };
@@ -160,11 +188,7 @@ impl Backend for InterruptedAfterDelete {
 
 #[tokio::test]
 async fn co_reclaim_2_an_interrupted_reclaim_keeps_the_offsets_it_read() {
-    let b = InterruptedAfterDelete {
-        inner: EmbeddedBackend::new(Arc::new(SystemClock), EmbeddedConfig::default()),
-        armed: AtomicBool::new(false),
-        fail_next: AtomicBool::new(false),
-    };
+    let b = InterruptedAfter::new(Step::DeleteOf("kafka.cg.g"));
     let t = two_partitions_of_five(&b).await;
     let restores = PendingRestores::default();
     let before = OffsetStore {
@@ -206,4 +230,120 @@ async fn co_reclaim_2_an_interrupted_reclaim_keeps_the_offsets_it_read() {
         "partition 1 is on the server again (4 stored as 3, CO-ENCODE-1)"
     );
     assert!(!restores.is_pending(&t, "kafka.cg.g"), "nothing left pending");
+}
+
+/// Commits 3 and 4 on partitions 0 and 1 as client 7, which then goes stale (DIFF-12), and arms
+/// `b`: client 8's next commit reclaims the group and fails after `b`'s step.
+async fn reclaim_interrupted_at(b: &InterruptedAfter) -> IggyTarget {
+    let t = two_partitions_of_five(b).await;
+    let before = PendingRestores::default();
+    let first = OffsetStore {
+        backend: b,
+        client: 7,
+        restores: &before,
+    };
+    first.commit(&t, 0, "g", 3).await.unwrap();
+    first.commit(&t, 1, "g", 4).await.unwrap();
+    b.armed.store(true, SeqCst);
+    let dying = OffsetStore {
+        backend: b,
+        client: 8,
+        restores: &before,
+    };
+    assert!(
+        dying.commit(&t, 0, "g", 5).await.is_err(),
+        "the reclaim was interrupted"
+    );
+    assert!(!b.armed.load(SeqCst), "the step was reached");
+    t
+}
+
+async fn listed(b: &InterruptedAfter) -> Vec<String> {
+    let mut names = b.inner.list_consumer_groups("s", "t").await.unwrap();
+    names.sort();
+    names
+}
+
+/// Pins seed 22 of the consumer-protocol simulation: the gateway died between the delete of
+/// the offsets group and the store-back, and its successor answered "no offset" for partitions
+/// with acknowledged commits.
+#[tokio::test]
+async fn co_reclaim_3_a_gateway_dying_after_the_delete_loses_no_commit() {
+    let b = InterruptedAfter::new(Step::DeleteOf("kafka.cg.g"));
+    let t = reclaim_interrupted_at(&b).await;
+    assert_eq!(
+        listed(&b).await,
+        vec!["kafka.cr.g"],
+        "only the reclaim copy holds the offsets"
+    );
+    // The gateway died: its successor has nothing in memory.
+    let successor = PendingRestores::default();
+    let next = OffsetStore {
+        backend: &b,
+        client: 9,
+        restores: &successor,
+    };
+    assert_eq!(
+        next.fetch(&t, &[0, 1], "g").await.unwrap(),
+        vec![3, 4],
+        "answered from the copy"
+    );
+    next.commit(&t, 0, "g", 5).await.unwrap();
+    assert_eq!(next.fetch(&t, &[0, 1], "g").await.unwrap(), vec![5, 4]);
+    assert_eq!(
+        listed(&b).await,
+        vec!["kafka.cg.g"],
+        "the copy is gone once stored back"
+    );
+    assert_eq!(
+        b.inner.get_consumer_offset("s", "t", 1, "kafka.cg.g").await.unwrap(),
+        Some(3)
+    );
+}
+
+#[tokio::test]
+async fn co_reclaim_3_a_copy_cut_short_is_written_whole_before_the_group_is_deleted() {
+    let b = InterruptedAfter::new(Step::StoreInto("kafka.cr.g"));
+    let t = reclaim_interrupted_at(&b).await;
+    assert_eq!(
+        listed(&b).await,
+        vec!["kafka.cg.g", "kafka.cr.g"],
+        "the group was not deleted"
+    );
+    assert_eq!(
+        b.inner.get_consumer_offset("s", "t", 1, "kafka.cr.g").await.unwrap(),
+        None,
+        "the copy misses partition 1"
+    );
+    let successor = PendingRestores::default();
+    let next = OffsetStore {
+        backend: &b,
+        client: 9,
+        restores: &successor,
+    };
+    assert_eq!(next.fetch(&t, &[0, 1], "g").await.unwrap(), vec![3, 4]);
+    // Clients 7 and 8 stay members of the group, so this commit reclaims it again, from the
+    // copy and the group together.
+    next.commit(&t, 1, "g", 2).await.unwrap();
+    assert_eq!(next.fetch(&t, &[0, 1], "g").await.unwrap(), vec![3, 2]);
+    assert_eq!(listed(&b).await, vec!["kafka.cg.g"]);
+}
+
+#[tokio::test]
+async fn co_reclaim_3_delete_groups_deletes_a_reclaim_copy_too() {
+    let b = InterruptedAfter::new(Step::DeleteOf("kafka.cg.g"));
+    let t = reclaim_interrupted_at(&b).await;
+    let successor = PendingRestores::default();
+    let next = OffsetStore {
+        backend: &b,
+        client: 9,
+        restores: &successor,
+    };
+    assert!(
+        next.holds_group(&t, "g").await.unwrap(),
+        "the copy holds the group's offsets"
+    );
+    assert_eq!(next.delete_group(&t, "g").await.unwrap(), 1);
+    assert!(listed(&b).await.is_empty());
+    assert_eq!(next.fetch(&t, &[0, 1], "g").await.unwrap(), vec![-1, -1]);
 }
