@@ -199,6 +199,7 @@ async fn gateway(cluster: &IggyCluster, pids: &[u32], args: &Args, topic: &str) 
         record_bytes: args.record_bytes,
         watch_pids: pids.to_vec(),
         rate_per_s: None,
+        cold_fetch: false,
     };
     let figures = run_workload(&gateway.endpoint.bootstrap, &workload).await;
     gateway.stop().await;

@@ -139,6 +139,8 @@ struct Measured {
     label: &'static str,
     produce_records_per_s: f64,
     fetch_records_per_s: f64,
+    /// A consumer created after the produce reading everything back ([`Workload::cold_fetch`]).
+    cold_fetch_records_per_s: Option<f64>,
     produce_p50_ms: f64,
     produce_p99_ms: f64,
     /// The 1-minute load average when the row finished: other work on the machine.
@@ -209,6 +211,8 @@ struct Report {
     fetch_bounds: Vec<FetchBound>,
     /// A paced run's: each gateway row's p99 over the native row's, over the runs.
     added_latency: Vec<AddedLatency>,
+    /// Each ratio's median, lower quartile and range over the runs.
+    ratio_spreads: Vec<RatioSpread>,
 }
 
 #[derive(Serialize)]
@@ -218,6 +222,22 @@ struct Ratio {
     under: Row,
     produce: f64,
     fetch: f64,
+    /// The cold consumers' fetch rates over each other, when both rows had one.
+    cold_fetch: Option<f64>,
+}
+
+/// One ratio over every run: what docs/performance.md's targets are stated by.
+#[derive(Serialize)]
+struct RatioSpread {
+    over: Row,
+    under: Row,
+    /// `produce`, `fetch` or `cold_fetch`.
+    figure: &'static str,
+    runs: usize,
+    median: f64,
+    lower_quartile: f64,
+    min: f64,
+    max: f64,
 }
 
 /// One row's p99 produce latency minus the native row's, at the same rate, run by run.
@@ -239,6 +259,17 @@ fn median(mut values: Vec<f64>) -> f64 {
         0 => f64::NAN,
         n if n % 2 == 1 => values[n / 2],
         n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+/// The lower quartile of `values` (the median of the lower half, the middle value excluded when
+/// odd, as Tukey's hinges), NaN when empty.
+fn lower_quartile(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        1 => values[0],
+        n => median(values[..n / 2].to_vec()),
     }
 }
 
@@ -321,6 +352,7 @@ fn measured(run: usize, row: Row, records: usize, f: &Figures) -> Measured {
         label: row.label(),
         produce_records_per_s: records as f64 / f.produce_s,
         fetch_records_per_s: records as f64 / f.fetch_s,
+        cold_fetch_records_per_s: f.cold_fetch_s.map(|s| records as f64 / s),
         produce_p50_ms: f.p50_ms,
         produce_p99_ms: f.p99_ms,
         load_1m: load_1m(),
@@ -397,6 +429,8 @@ async fn main() -> anyhow::Result<()> {
         record_bytes: args.record_bytes,
         watch_pids: Vec::new(),
         rate_per_s: args.rate,
+        // A paced run measures latency; the cold reader is a throughput figure.
+        cold_fetch: args.rate.is_none(),
     };
     let records = workload("x", 0).records();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
@@ -473,6 +507,7 @@ async fn main() -> anyhow::Result<()> {
         ratios: Vec::new(),
         fetch_bounds: Vec::new(),
         added_latency: Vec::new(),
+        ratio_spreads: Vec::new(),
     };
     print_table_header();
     for run in 1..=usize::from(args.runs) {
@@ -520,6 +555,14 @@ async fn main() -> anyhow::Result<()> {
                     let mut m = measured(run, row, records, &figures);
                     m.mapped_poll = mapped;
                     print_table_row(m.label, records, args.record_bytes, &figures, m.load_1m);
+                    if let Some(cold) = m.cold_fetch_records_per_s {
+                        println!(
+                            "| {:<22} | cold consumer: fetch {:.3} M rec/s, {:.1} MB/s",
+                            m.label,
+                            cold / 1e6,
+                            cold * args.record_bytes as f64 / 1e6
+                        );
+                    }
                     report.rows.push(m);
                 }
                 Err(e) => {
@@ -539,6 +582,7 @@ async fn main() -> anyhow::Result<()> {
     for run in 1..=usize::from(args.runs) {
         summarise_run(&mut report, &args, run, records, cores);
     }
+    summarise_ratios(&mut report);
     if let Some(rate) = args.rate {
         summarise_latency(&mut report, rate);
     }

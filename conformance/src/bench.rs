@@ -34,6 +34,9 @@ pub struct Figures {
     pub fetch_cpu: PhaseCpu,
     /// A paced run's only: where its latency went.
     pub latency_detail: Option<LatencyDetail>,
+    /// Seconds a consumer created after the produce took to read every record back from the
+    /// first, its creation and first requests included ([`Workload::cold_fetch`]).
+    pub cold_fetch_s: Option<f64>,
 }
 
 /// Where a paced produce phase's latency went ([`crate::latency`]).
@@ -82,6 +85,10 @@ pub struct Workload {
     /// Produce at this many records per second instead of as fast as the client queues them
     /// (the latency run of docs/performance.md); `None`: unpaced.
     pub rate_per_s: Option<f64>,
+    /// After the rounds, a consumer created then (a fresh connection, assigned from the first
+    /// record, defaults otherwise) reads every record back: a consumer catching up on a backlog,
+    /// next to the warm one that was connected before the produce.
+    pub cold_fetch: bool,
 }
 
 impl Workload {
@@ -94,6 +101,7 @@ impl Workload {
             record_bytes: RECORD_BYTES,
             watch_pids: Vec::new(),
             rate_per_s: None,
+            cold_fetch: false,
         }
     }
 
@@ -170,6 +178,7 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
     let (mut produce_s, mut fetch_s) = (0.0, 0.0);
     let (mut produce_cpu, mut fetch_cpu) = (PhaseCpu::default(), PhaseCpu::default());
     let pids = &workload.watch_pids;
+    let mut first_of_all = None;
     for round in 0..rounds {
         let cpu_start = Processes::take(pids);
         let start = Instant::now();
@@ -185,6 +194,7 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
         };
         produce_s += start.elapsed().as_secs_f64();
         produce_cpu.add_since(&cpu_start, pids);
+        first_of_all = first_of_all.or(first_offset);
 
         let mut assignment = TopicPartitionList::new();
         assignment
@@ -193,18 +203,7 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
         consumer.assign(&assignment).expect("assigned");
         let cpu_start = Processes::take(pids);
         let start = Instant::now();
-        let mut seen = 0;
-        while seen < round_records {
-            if let Some(message) = consumer.poll(Duration::from_secs(5)) {
-                let message = message.expect("fetched");
-                assert_eq!(message.payload().map(<[u8]>::len), Some(workload.record_bytes));
-                seen += 1;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "fetch did not finish: {seen} of {round_records}"
-            );
-        }
+        read_assigned(&consumer, round_records, workload.record_bytes, Duration::from_secs(60));
         fetch_s += start.elapsed().as_secs_f64();
         fetch_cpu.add_since(&cpu_start, pids);
         // Not assigned while the next round is produced: otherwise the consumer follows the
@@ -212,6 +211,10 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
         // assign waits out that Fetch's max wait (500 ms) on the clock.
         consumer.unassign().expect("unassigned");
     }
+    let cold_fetch_s = workload.cold_fetch.then(|| {
+        let first = first_of_all.expect("a record");
+        read_back_cold(bootstrap, topic, first, workload.records(), workload.record_bytes)
+    });
     latencies.sort();
     // A paced run's detail is its last round's (the table's latency run has one).
     let latency_detail = workload.rate_per_s.map(|_| LatencyDetail {
@@ -228,6 +231,41 @@ pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
         produce_cpu,
         fetch_cpu,
         latency_detail,
+        cold_fetch_s,
+    }
+}
+
+/// Seconds a consumer created now takes to read `records` records of partition 0 of `topic`
+/// from offset `first`, its creation, connections and metadata included.
+fn read_back_cold(bootstrap: &str, topic: &str, first: i64, records: usize, record_bytes: usize) -> f64 {
+    let start = Instant::now();
+    let consumer: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", bootstrap)
+        .set("group.id", "bench-cold")
+        .set("enable.auto.commit", "false")
+        .create()
+        .expect("consumer");
+    let mut assignment = TopicPartitionList::new();
+    assignment
+        .add_partition_offset(topic, 0, Offset::Offset(first))
+        .expect("partition");
+    consumer.assign(&assignment).expect("assigned");
+    read_assigned(&consumer, records, record_bytes, Duration::from_secs(120));
+    start.elapsed().as_secs_f64()
+}
+
+/// Polls `consumer` until `records` records of `record_bytes` each came back; panics past
+/// `limit`, so a stuck read ends the bench rather than hanging it.
+fn read_assigned(consumer: &BaseConsumer, records: usize, record_bytes: usize, limit: Duration) {
+    let start = Instant::now();
+    let mut seen = 0;
+    while seen < records {
+        if let Some(message) = consumer.poll(Duration::from_secs(5)) {
+            let message = message.expect("fetched");
+            assert_eq!(message.payload().map(<[u8]>::len), Some(record_bytes));
+            seen += 1;
+        }
+        assert!(start.elapsed() < limit, "fetch did not finish: {seen} of {records}");
     }
 }
 
@@ -519,6 +557,7 @@ pub async fn run_native(
             client: None,
             sends: Some(CallTimes::of(send_times)),
         }),
+        cold_fetch_s: None,
     })
 }
 

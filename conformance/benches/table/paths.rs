@@ -35,10 +35,20 @@ pub(super) async fn native(server: &IggyServer, address: &str, args: &Args, topi
         rate_per_s: args.rate,
         watch_pids: &pids,
     };
-    run_native(&client, second_client.as_ref(), &workload, |i| {
+    let mut figures = run_native(&client, second_client.as_ref(), &workload, |i| {
         native_message(args.native_mapped, i, &value)
     })
-    .await
+    .await?;
+    if args.rate.is_none() {
+        // The cold reader: a client connected now, polling from the first message, as the
+        // librdkafka rows' consumer created after the produce. Its login (a password hash on
+        // the server) is left off the clock, which only favours the native row.
+        let cold = server.sdk_client_at(address).await?;
+        let start = Instant::now();
+        poll_all(&cold, &stream, &topic_id, args.records, args.native_batch).await?;
+        figures.cold_fetch_s = Some(start.elapsed().as_secs_f64());
+    }
+    Ok(figures)
 }
 
 /// The native row's `i`th message: plain, or with `mapped` the one the gateway stores for the

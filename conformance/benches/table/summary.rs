@@ -107,10 +107,15 @@ pub(super) fn summarise_run(report: &mut Report, args: &Args, run: usize, record
         if let (Some(a), Some(b)) = (find(over), find(under)) {
             let produce = a.produce_records_per_s / b.produce_records_per_s;
             let fetch = a.fetch_records_per_s / b.fetch_records_per_s;
+            let cold_fetch = a
+                .cold_fetch_records_per_s
+                .zip(b.cold_fetch_records_per_s)
+                .map(|(a, b)| a / b);
             println!(
-                "{run_label}ratio {} / {}: produce {produce:.2}×, fetch {fetch:.2}×",
+                "{run_label}ratio {} / {}: produce {produce:.2}×, fetch {fetch:.2}×{}",
                 over.label(),
-                under.label()
+                under.label(),
+                cold_fetch.map_or(String::new(), |c| format!(", cold fetch {c:.2}×"))
             );
             ratios.push(Ratio {
                 run,
@@ -118,6 +123,7 @@ pub(super) fn summarise_run(report: &mut Report, args: &Args, run: usize, record
                 under,
                 produce,
                 fetch,
+                cold_fetch,
             });
         }
     }
@@ -149,6 +155,60 @@ pub(super) fn summarise_run(report: &mut Report, args: &Args, run: usize, record
         );
     }
     report.fetch_bounds.push(bound);
+}
+
+/// Reads one figure of a run's ratio, when the run has it.
+type RatioFigure = fn(&Ratio) -> Option<f64>;
+
+/// Each ratio's median, lower quartile and range over the runs, the measure docs/performance.md
+/// states its targets by; printed when there was more than one run.
+pub(super) fn summarise_ratios(report: &mut Report) {
+    let mut pairs: Vec<(Row, Row)> = Vec::new();
+    for ratio in &report.ratios {
+        if !pairs.contains(&(ratio.over, ratio.under)) {
+            pairs.push((ratio.over, ratio.under));
+        }
+    }
+    let figures: [(&'static str, RatioFigure); 3] = [
+        ("produce", |r| Some(r.produce)),
+        ("fetch", |r| Some(r.fetch)),
+        ("cold_fetch", |r| r.cold_fetch),
+    ];
+    for (over, under) in pairs {
+        for (figure, value) in figures {
+            let values: Vec<f64> = report
+                .ratios
+                .iter()
+                .filter(|r| r.over == over && r.under == under)
+                .filter_map(value)
+                .collect();
+            if values.len() < 2 {
+                continue;
+            }
+            let spread = RatioSpread {
+                over,
+                under,
+                figure,
+                runs: values.len(),
+                median: median(values.clone()),
+                lower_quartile: lower_quartile(values.clone()),
+                min: values.iter().copied().fold(f64::INFINITY, f64::min),
+                max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            };
+            println!(
+                "over {} runs, ratio {} / {}, {}: median {:.2}×, lower quartile {:.2}×, from {:.2}× to {:.2}×",
+                spread.runs,
+                over.label(),
+                under.label(),
+                figure.replace('_', " "),
+                spread.median,
+                spread.lower_quartile,
+                spread.min,
+                spread.max
+            );
+            report.ratio_spreads.push(spread);
+        }
+    }
 }
 
 /// Each gateway row's p99 over the native row's at the same rate, run by run, and over the runs:
