@@ -83,8 +83,8 @@ test: lint
 # variable, so where the recipes look is what can break.
 target-dir-check:
 	alt=$$(mktemp -d)
-	plan=$$(CARGO_TARGET_DIR=$$alt $(MAKE) --no-print-directory -n run junit-schema-check conformance-matrix fuzz)
-	for binary in release/kafka-iggy-gateway release/conformance debug/conformance debug/real-iggy-tier fuzz-scratch; do
+	plan=$$(CARGO_TARGET_DIR=$$alt $(MAKE) --no-print-directory -n run junit-schema-check conformance-matrix conformance-peers fuzz)
+	for binary in release/kafka-iggy-gateway release/conformance debug/conformance debug/real-iggy-tier debug/conformance-peers peers/results fuzz-scratch; do
 	  grep -q "$$alt/$$binary" <<< "$$plan" || { echo "target-dir-check: no recipe runs $$alt/$$binary"; exit 1; }
 	done
 	if grep -nE '(^|[ =(])(\./|\.\./)?target/' <<< "$$plan"; then echo "target-dir-check: recipes above name ./target"; exit 1; fi

@@ -37,6 +37,11 @@ pub struct CaseResult {
     /// expects Kafka's answer instead.
     #[serde(default)]
     pub deviations: Vec<String>,
+    /// On whose authority the case expects what it does under the kafka profile: a KIP, a
+    /// protocol-guide section or Kafka's code by class and method (`crate::authority`); `None`
+    /// for a case that never runs against an outside endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authority: Option<String>,
     pub status: Status,
     pub duration_ms: u64,
     /// Why it failed or was skipped; `None` when it passed.

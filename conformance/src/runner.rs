@@ -2,6 +2,7 @@
 //! name, rules, duration, and the reason when it did not pass), then
 //! `<what>: N passed, N failed, N skipped`. A skip is never counted as a pass.
 
+use crate::authority;
 use crate::cases::{Case, Outcome};
 use crate::endpoint::Endpoint;
 use crate::results::{CaseResult, RunResults, Status};
@@ -21,6 +22,23 @@ pub struct CaseInfo<'a> {
     pub name: &'a str,
     pub rules: &'a [&'a str],
     pub deviations: &'a [&'a str],
+}
+
+impl CaseInfo<'_> {
+    /// The case's result as the reports write it, with the authority its kafka-profile
+    /// expectation rests on (`crate::authority`).
+    pub fn result(&self, status: Status, duration_ms: u64, reason: Option<String>) -> CaseResult {
+        CaseResult {
+            name: self.name.to_owned(),
+            area: self.area.to_owned(),
+            rules: self.rules.iter().map(|r| (*r).to_owned()).collect(),
+            deviations: self.deviations.iter().map(|r| (*r).to_owned()).collect(),
+            authority: authority::of(self.name).map(str::to_owned),
+            status,
+            duration_ms,
+            reason,
+        }
+    }
 }
 
 /// Which cases a run takes: those whose name contains any of the texts, or all when none is
@@ -85,15 +103,7 @@ impl Report {
         let rules = info.rules.join(", ");
         let why = reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default();
         println!("{label} {duration_ms:>6} ms {}/{} [{rules}]{why}", info.area, info.name);
-        self.results.push(CaseResult {
-            name: info.name.to_owned(),
-            area: info.area.to_owned(),
-            rules: info.rules.iter().map(|r| (*r).to_owned()).collect(),
-            deviations: info.deviations.iter().map(|r| (*r).to_owned()).collect(),
-            status,
-            duration_ms,
-            reason,
-        });
+        self.results.push(info.result(status, duration_ms, reason));
     }
 
     /// Takes in what another report found.

@@ -18,7 +18,7 @@ use super::group_cases::support::{
     coordinator_of, create_topic, fetched, join_group, offset_fetch, produce_at, sync_group, Client,
     MEMBER_ID_REQUIRED, NONE, UNKNOWN_MEMBER_ID,
 };
-use super::{Case, Outcome};
+use super::{require_versions, Case, Outcome};
 use crate::case;
 use crate::endpoint::Endpoint;
 use anyhow::{bail, ensure, Context};
@@ -454,6 +454,18 @@ async fn delete_old(client: &mut Client, name: &str) -> anyhow::Result<i16> {
 }
 
 pub async fn legacy_create_topics_v0_creates_and_v1_validates(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+    if let Some(skip) = require_versions(
+        &endpoint,
+        &[
+            (ApiKey::CreateTopics, 0),
+            (ApiKey::CreateTopics, 1),
+            (ApiKey::DeleteTopics, 0),
+        ],
+    )
+    .await?
+    {
+        return Ok(skip);
+    }
     let mut client = connect(&endpoint).await?;
     let created = endpoint.unique_topic("legacy-create-v0");
     let (code, _) = create_old(&mut client, 0, &created, false).await?;
@@ -487,6 +499,9 @@ pub async fn legacy_create_topics_v0_creates_and_v1_validates(endpoint: Endpoint
 }
 
 pub async fn legacy_delete_topics_v0_deletes_a_topic(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+    if let Some(skip) = require_versions(&endpoint, &[(ApiKey::DeleteTopics, 0)]).await? {
+        return Ok(skip);
+    }
     let t = endpoint.unique_topic("legacy-delete");
     create_topic(&endpoint, &t, 1).await?;
     let mut client = connect(&endpoint).await?;
@@ -501,6 +516,9 @@ pub async fn legacy_delete_topics_v0_deletes_a_topic(endpoint: Endpoint) -> anyh
 }
 
 pub async fn legacy_describe_configs_v0_says_which_values_are_defaults(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+    if let Some(skip) = require_versions(&endpoint, &[(ApiKey::DescribeConfigs, 0)]).await? {
+        return Ok(skip);
+    }
     let t = endpoint.unique_topic("legacy-describe");
     create_topic(&endpoint, &t, 1).await?;
     let mut client = connect(&endpoint).await?;

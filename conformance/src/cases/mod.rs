@@ -4,7 +4,9 @@
 use crate::endpoint::Endpoint;
 use crate::runner::CaseInfo;
 use anyhow::{ensure, Context as _};
+use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::protocol::StrBytes;
 use kafka_wire_client::WireClient;
 use std::future::Future;
 use std::pin::Pin;
@@ -122,6 +124,30 @@ pub fn gateway_only(endpoint: &Endpoint, why: &str) -> Option<Outcome> {
         .then(|| Outcome::Skipped(format!("gateway-only: {why}")))
 }
 
+/// The client software name every ApiVersions of the suite sends (KIP-511).
+pub const SOFTWARE_NAME: &str = "kig-conformance";
+/// The client software version it sends: this crate's.
+pub const SOFTWARE_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// An ApiVersions request naming the suite's software and version. Kafka answers a v3+ request
+/// whose name or version is empty or malformed with INVALID_REQUEST (42)
+/// (ApiVersionsRequest.isValid against SOFTWARE_NAME_VERSION_PATTERN, checked by
+/// KafkaApis.handleApiVersionsRequest), so every case sends both.
+pub fn api_versions_request() -> ApiVersionsRequest {
+    ApiVersionsRequest::default()
+        .with_client_software_name(StrBytes::from_static_str(SOFTWARE_NAME))
+        .with_client_software_version(StrBytes::from_static_str(SOFTWARE_VERSION))
+}
+
+/// Whether Kafka accepts `text` as a client software name or version (KIP-511): a letter or
+/// digit at each end, letters, digits, '-' and '.' between.
+pub fn is_valid_software_text(text: &str) -> bool {
+    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    edge(text.chars().next())
+        && edge(text.chars().last())
+        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+}
+
 /// The reason a case skips when the endpoint does not advertise an API it needs; the mock
 /// limitations of the kafka profile's suite match on it.
 pub fn unadvertised(api: ApiKey) -> String {
@@ -164,6 +190,28 @@ pub async fn require_apis(endpoint: &Endpoint, apis: &[ApiKey]) -> anyhow::Resul
         .map(|api| Outcome::Skipped(unadvertised(*api))))
 }
 
+/// `Some(Skipped)` naming the first of `needs` (an API and the version a case sends) that the
+/// endpoint does not serve: the API left out of ApiVersions (`unadvertised`), or the version
+/// outside its range (Kafka 4.0 dropped the oldest versions, KIP-896).
+pub async fn require_versions(endpoint: &Endpoint, needs: &[(ApiKey, i16)]) -> anyhow::Result<Option<Outcome>> {
+    let response = advertised(endpoint).await?;
+    Ok(first_unserved(&response.api_keys, needs).map(Outcome::Skipped))
+}
+
+/// Why the first of `needs` is not served by an endpoint advertising `keys`, if one is not.
+pub fn first_unserved(keys: &[ApiVersion], needs: &[(ApiKey, i16)]) -> Option<String> {
+    needs
+        .iter()
+        .find_map(|&(api, version)| match keys.iter().find(|k| k.api_key == api as i16) {
+            None => Some(unadvertised(api)),
+            Some(k) if !(k.min_version..=k.max_version).contains(&version) => Some(format!(
+                "the endpoint advertises {api:?} (key {}) v{}-v{}, not v{version}",
+                api as i16, k.min_version, k.max_version
+            )),
+            Some(_) => None,
+        })
+}
+
 /// The endpoint's ApiVersions answer, checked for errors. v0, which every broker answers
 /// (librdkafka's mock cluster stops at v2).
 async fn advertised(endpoint: &Endpoint) -> anyhow::Result<ApiVersionsResponse> {
@@ -194,4 +242,41 @@ pub fn all() -> Vec<Case> {
     cases.extend(answer_bound_cases::cases());
     cases.extend(group_amplification_cases::cases());
     cases
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_suite_names_its_software_as_kafka_accepts() {
+        let request = api_versions_request();
+        assert!(is_valid_software_text(request.client_software_name.as_str()));
+        assert!(is_valid_software_text(request.client_software_version.as_str()));
+        for refused in ["", "-kig", "kig-", "kig conformance", "kig_conformance", "."] {
+            assert!(!is_valid_software_text(refused), "{refused:?} was accepted");
+        }
+        for accepted in ["a", "kig-conformance", "0.1.0", "1.2.3-rc.1"] {
+            assert!(is_valid_software_text(accepted), "{accepted:?} was refused");
+        }
+    }
+
+    fn range(api: ApiKey, min: i16, max: i16) -> ApiVersion {
+        ApiVersion::default()
+            .with_api_key(api as i16)
+            .with_min_version(min)
+            .with_max_version(max)
+    }
+
+    #[test]
+    fn a_version_outside_the_advertised_range_is_unserved() {
+        let keys = [range(ApiKey::CreateTopics, 2, 7), range(ApiKey::DeleteTopics, 0, 6)];
+        assert_eq!(first_unserved(&keys, &[(ApiKey::DeleteTopics, 0)]), None);
+        let why = first_unserved(&keys, &[(ApiKey::DeleteTopics, 0), (ApiKey::CreateTopics, 0)]);
+        assert!(why.is_some_and(|w| w.contains("CreateTopics") && w.contains("not v0")));
+        assert_eq!(
+            first_unserved(&keys, &[(ApiKey::DescribeConfigs, 0)]),
+            Some(unadvertised(ApiKey::DescribeConfigs))
+        );
+    }
 }

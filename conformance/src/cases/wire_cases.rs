@@ -10,7 +10,7 @@
 //! wait for the close is bounded by [`CLOSE_GUARD`] so that a server which keeps waiting for
 //! bytes that never come fails the case instead of hanging it.
 
-use super::{gateway_only, Case, Outcome};
+use super::{api_versions_request, gateway_only, Case, Outcome};
 use crate::case;
 use crate::endpoint::Endpoint;
 use crate::profile::Profile;

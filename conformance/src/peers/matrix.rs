@@ -5,6 +5,7 @@
 
 use super::run::one_line;
 use super::COLUMNS;
+use crate::authority;
 use crate::results::{RunResults, Status};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -131,6 +132,7 @@ pub fn render(runs: &BTreeMap<String, RunResults>, verdicts: &Verdicts) -> Rende
             .collect();
         let _ = writeln!(page, "| {area}/{name} | {} |", cells.join(" | "));
     }
+    authorities(&mut page, &columns, runs, &order);
     let _ = writeln!(page, "\n## Triage: every failure, with its verdict\n");
     let _ = writeln!(
         page,
@@ -204,6 +206,40 @@ pub fn render(runs: &BTreeMap<String, RunResults>, verdicts: &Verdicts) -> Rende
     }
 }
 
+/// The section that says, case by case, on whose authority the kafka profile expects what it
+/// does (`crate::authority`), and which independent peers pass it.
+fn authorities(page: &mut String, columns: &[&str], runs: &BTreeMap<String, RunResults>, order: &[(String, String)]) {
+    let _ = writeln!(page, "\n## Why the kafka profile expects what it does\n");
+    let _ = writeln!(
+        page,
+        "Each case's authority: a KIP, a section of Kafka's protocol guide, or Kafka's code by class and \
+         method (conformance/src/authority.rs; the JSON and JUnit reports carry it too). A case with nothing \
+         of Kafka to hold an endpoint to says so.\n"
+    );
+    let _ = writeln!(page, "| case | passes on (independent peers) | authority |");
+    let _ = writeln!(page, "|---|---|---|");
+    for (area, name) in order {
+        let passing: Vec<&str> = columns
+            .iter()
+            .copied()
+            .filter(|c| *c != "gateway")
+            .filter(|c| {
+                runs[*c]
+                    .cases
+                    .iter()
+                    .any(|r| &r.name == name && r.status == Status::Passed)
+            })
+            .collect();
+        let passing = if passing.is_empty() {
+            "—".to_owned()
+        } else {
+            passing.join(", ")
+        };
+        let authority = authority::of(name).unwrap_or("**NONE**");
+        let _ = writeln!(page, "| {area}/{name} | {passing} | {} |", escape(authority));
+    }
+}
+
 /// Text safe inside a Markdown table cell.
 fn escape(text: &str) -> String {
     text.replace('|', "\\|")
@@ -235,6 +271,7 @@ mod tests {
             area: "wire".into(),
             rules: vec![],
             deviations: deviations.iter().map(|d| (*d).to_owned()).collect(),
+            authority: None,
             status,
             duration_ms: 0,
             reason: Some("why | it failed".into()),
@@ -293,6 +330,8 @@ mod tests {
             "a pipe in a reason breaks the table"
         );
         assert!(rendered.page.contains("| wire/b | pass | **FAIL** |"));
+        // b passes on no independent peer; neither test case has an authority entry.
+        assert!(rendered.page.contains("| wire/b | — | **NONE** |"));
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use crate::cases::{self, Outcome};
 use crate::endpoint::{Endpoint, TopicCreator};
 use crate::profile::Profile;
-use crate::results::{CaseResult, RunResults, Status};
+use crate::results::{RunResults, Status};
 use rdkafka::mocking::MockCluster;
 use rdkafka::producer::DefaultProducerContext;
 use std::sync::Arc;
@@ -57,14 +57,6 @@ pub async fn run_case(name: &str) -> anyhow::Result<RunResults> {
         target: "mock".into(),
         endpoint: bootstrap,
         profile: Profile::Kafka.as_str().into(),
-        cases: vec![CaseResult {
-            name: info.name.into(),
-            area: info.area.into(),
-            rules: info.rules.iter().map(|r| (*r).to_owned()).collect(),
-            deviations: info.deviations.iter().map(|r| (*r).to_owned()).collect(),
-            status,
-            duration_ms,
-            reason,
-        }],
+        cases: vec![info.result(status, duration_ms, reason)],
     })
 }

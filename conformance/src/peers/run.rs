@@ -54,15 +54,7 @@ pub fn all_skipped(column: &str, filter: &Filter, why: &str) -> RunResults {
 }
 
 fn result_of(info: CaseInfo<'_>, status: Status, duration_ms: u64, reason: Option<String>) -> CaseResult {
-    CaseResult {
-        name: info.name.into(),
-        area: info.area.into(),
-        rules: info.rules.iter().map(|r| (*r).to_owned()).collect(),
-        deviations: info.deviations.iter().map(|r| (*r).to_owned()).collect(),
-        status,
-        duration_ms,
-        reason,
-    }
+    info.result(status, duration_ms, reason)
 }
 
 /// The gateway on the embedded backend, started in process by each `conformance` run.

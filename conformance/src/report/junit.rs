@@ -3,8 +3,9 @@
 //! `classname` = area, `<failure message>` and `<skipped message>` for the reason.
 //!
 //! That schema allows `<properties>` only on a test suite, so a case's rule IDs (and the
-//! deviations from Kafka it declares) are properties of its area's suite named after the case
-//! (`<case>.rules`, `<case>.deviations`), and are repeated in the case's `<system-out>`.
+//! deviations from Kafka it declares, and the authority its kafka-profile expectation rests on)
+//! are properties of its area's suite named after the case (`<case>.rules`, `<case>.deviations`,
+//! `<case>.authority`), and are repeated in the case's `<system-out>`.
 
 use crate::results::{CaseResult, RunResults, Status};
 use std::collections::BTreeMap;
@@ -53,6 +54,9 @@ pub fn render(results: &RunResults) -> String {
                     &case.deviations.join(" "),
                 );
             }
+            if let Some(authority) = &case.authority {
+                property(&mut xml, &format!("{}.authority", case.name), authority);
+            }
         }
         xml.push_str("    </properties>\n");
         for case in cases {
@@ -99,6 +103,9 @@ fn testcase(xml: &mut String, case: &CaseResult) {
     let mut out = format!("rules: {}", case.rules.join(", "));
     if !case.deviations.is_empty() {
         let _ = write!(out, "\ndeviations from Kafka: {}", case.deviations.join(", "));
+    }
+    if let Some(authority) = &case.authority {
+        let _ = write!(out, "\nauthority: {authority}");
     }
     let _ = writeln!(xml, "      <system-out>{}</system-out>", escape(&out));
     xml.push_str("    </testcase>\n");
@@ -155,6 +162,15 @@ mod tests {
         assert!(xml.contains("<property name=\"group_commit.rules\" value=\"MAP-KEY-1 MAP-VALUE-2\"/>"));
         assert!(xml.contains("<property name=\"produce_then_fetch.deviations\" value=\"MAP-HEADER-1\"/>"));
         assert!(xml.contains("<skipped message=\"needs a backend handle\"/>"));
+    }
+
+    #[test]
+    fn the_authority_is_a_property_and_in_the_output_of_each_case() {
+        let xml = render(&sample::results());
+        assert!(xml.contains(
+            "<property name=\"produce_then_fetch.authority\" value=\"KIP-82 &lt;headers&gt; &amp; &quot;order&quot;\"/>"
+        ));
+        assert!(xml.contains("authority: KIP-82 &lt;headers&gt; &amp; &quot;order&quot;</system-out>"));
     }
 
     #[test]

@@ -72,6 +72,7 @@ pub(crate) mod sample {
             } else {
                 vec![]
             },
+            authority: Some("KIP-82 <headers> & \"order\"".into()),
             status,
             duration_ms: 1234,
             reason: reason.map(Into::into),

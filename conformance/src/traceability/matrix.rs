@@ -339,6 +339,7 @@ mod tests {
             area: "wire".into(),
             rules: rules.iter().map(|r| r.to_string()).collect(),
             deviations: vec![],
+            authority: None,
             status,
             duration_ms: 1,
             reason: (status != Status::Passed).then(|| "why".into()),

@@ -37,12 +37,6 @@ pub(super) async fn socket_address(endpoint: &Endpoint) -> anyhow::Result<Socket
         .with_context(|| format!("{} resolves to no address", endpoint.bootstrap))
 }
 
-pub(super) fn api_versions_request() -> ApiVersionsRequest {
-    ApiVersionsRequest::default()
-        .with_client_software_name(StrBytes::from_static_str("kig-conformance"))
-        .with_client_software_version(StrBytes::from_static_str("0.1.0"))
-}
-
 pub(super) async fn api_versions(client: &mut Client) -> anyhow::Result<ApiVersionsResponse> {
     client
         .request(ApiKey::ApiVersions, API_VERSIONS_V, &api_versions_request())

@@ -8,9 +8,7 @@ use super::*;
 
 pub async fn api_versions_lists_the_advertised_ranges(endpoint: Endpoint) -> anyhow::Result<Outcome> {
     let mut client = WireClient::connect(&endpoint.bootstrap).await?;
-    let response: ApiVersionsResponse = client
-        .request(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())
-        .await?;
+    let response: ApiVersionsResponse = client.request(ApiKey::ApiVersions, 3, &api_versions_request()).await?;
     ensure!(response.error_code == 0, "error {}", response.error_code);
     let range = |key: ApiKey| {
         response

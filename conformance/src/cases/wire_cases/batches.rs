@@ -225,6 +225,17 @@ pub async fn compressed_batches_round_trip_uncompressed(endpoint: Endpoint) -> a
 // ---------------------------------------------------------------------------------------------
 // Produce refusals.
 
+/// What Produce v3+ answers for a magic-1 batch. BATCH-MAGIC-1: the gateway refuses the format
+/// as unsupported (43). Kafka refuses any batch but magic 2 in Produce v3+ as an invalid record
+/// (87): ProduceRequest.validateRecords throws InvalidRecordException, which
+/// KafkaApis.handleProduceRequest answers through Errors.forException.
+fn magic_1_answer(profile: Profile) -> i16 {
+    match profile {
+        Profile::Gateway => UNSUPPORTED_FOR_MESSAGE_FORMAT,
+        Profile::Kafka => INVALID_RECORD,
+    }
+}
+
 pub async fn corrupt_crc_is_corrupt_message_and_magic_1_is_unsupported(endpoint: Endpoint) -> anyhow::Result<Outcome> {
     let mut client = connect(&endpoint).await?;
     let topic = new_topic(&endpoint, &mut client, "kig-corrupt", 1).await?;
@@ -281,7 +292,7 @@ pub async fn corrupt_crc_is_corrupt_message_and_magic_1_is_unsupported(endpoint:
         (
             "magic byte 1 (BATCH-MAGIC-1)",
             magic_1.freeze(),
-            UNSUPPORTED_FOR_MESSAGE_FORMAT,
+            magic_1_answer(endpoint.profile),
         ),
         ("a transactional batch (PRODUCE-TXN-1)", transactional, INVALID_RECORD),
         ("a control batch (PRODUCE-TXN-1)", control, INVALID_RECORD),
@@ -357,4 +368,15 @@ pub async fn corrupt_crc_is_corrupt_message_and_magic_1_is_unsupported(endpoint:
         "the good batch landed at {base}, expected 0: a refused batch wrote something"
     );
     Ok(Outcome::Passed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn magic_1_is_unsupported_by_the_gateway_and_an_invalid_record_to_kafka() {
+        assert_eq!(magic_1_answer(Profile::Gateway), 43);
+        assert_eq!(magic_1_answer(Profile::Kafka), 87);
+    }
 }

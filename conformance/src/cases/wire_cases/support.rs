@@ -18,13 +18,6 @@ pub(super) async fn connect(endpoint: &Endpoint) -> anyhow::Result<Client> {
     WireClient::connect(&endpoint.bootstrap).await
 }
 
-/// An ApiVersions request with a client software name and version that Kafka's validation accepts.
-pub(super) fn api_versions_request() -> ApiVersionsRequest {
-    ApiVersionsRequest::default()
-        .with_client_software_name(StrBytes::from_static_str("kig-conformance"))
-        .with_client_software_version(StrBytes::from_static_str("0.1.0"))
-}
-
 /// ApiVersions answered without error on `client`.
 pub(super) async fn api_versions_answers(client: &mut Client, what: &str) -> anyhow::Result<()> {
     let response: ApiVersionsResponse = client
