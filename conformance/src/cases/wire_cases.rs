@@ -261,7 +261,7 @@ pub fn cases() -> Vec<Case> {
                 "PRODUCE-ATOMIC-1",
                 "ERR-MAP-2"
             ],
-            deviates: ["PRODUCE-TXN-1"]
+            deviates: ["PRODUCE-TXN-1", "BATCH-MAGIC-1"]
         ),
         case!(
             produce_to_a_named_partition_stays_there,
