@@ -70,7 +70,7 @@ lint: setup
 test: lint
 	echo "test: disk before the build: $$(df -h . | tail -n 1)"
 	INSTA_UPDATE=no cargo test --workspace
-	echo "test: disk after the build: $$(df -h . | tail -n 1); target is $$(du -sh target | cut -f1)"
+	echo "test: disk after the build: $$(df -h . | tail -n 1); target is $$(du -sh $(TARGET_DIR) | cut -f1)"
 	$(MAKE) --no-print-directory junit-schema-check
 	$(MAKE) --no-print-directory target-dir-check
 	$(MAKE) --no-print-directory real-iggy-tier
