@@ -70,7 +70,7 @@ lint: setup
 test: lint
 	echo "test: disk before the build: $$(df -h . | tail -n 1)"
 	INSTA_UPDATE=no cargo test --workspace
-	echo "test: disk after the build: $$(df -h . | tail -n 1); target is $$(du -sh target | cut -f1)"
+	echo "test: disk after the build: $$(df -h . | tail -n 1); target is $$(du -sh $(TARGET_DIR) | cut -f1)"
 	$(MAKE) --no-print-directory junit-schema-check
 	$(MAKE) --no-print-directory target-dir-check
 	$(MAKE) --no-print-directory real-iggy-tier
@@ -83,7 +83,7 @@ test: lint
 # variable, so where the recipes look is what can break.
 target-dir-check:
 	alt=$$(mktemp -d)
-	plan=$$(CARGO_TARGET_DIR=$$alt $(MAKE) --no-print-directory -n run junit-schema-check conformance-matrix conformance-peers fuzz)
+	plan=$$(CARGO_TARGET_DIR=$$alt $(MAKE) --no-print-directory -n run junit-schema-check conformance-matrix conformance-peers fuzz compat-quick)
 	for binary in release/kafka-iggy-gateway release/conformance debug/conformance debug/real-iggy-tier debug/conformance-peers peers/results fuzz-scratch; do
 	  grep -q "$$alt/$$binary" <<< "$$plan" || { echo "target-dir-check: no recipe runs $$alt/$$binary"; exit 1; }
 	done
@@ -157,12 +157,13 @@ conformance-peers: setup
 # while a test fails; COMPAT_ARGS passes options (--tests 0001,0012, --backend auto, ...).
 .PHONY: compat compat-quick
 compat: setup
-	cargo run -q -p kafka-iggy-conformance --bin compat -- \
+	cargo run -q -p kafka-iggy-conformance --bin compat -- --work-dir $(TARGET_DIR)/compat \
 	  --markdown $(TARGET_DIR)/compat/report.md --junit $(TARGET_DIR)/compat/junit.xml $(COMPAT_ARGS)
 
 # A fixed handful of those tests, for `make test`.
 compat-quick: setup
-	cargo run -q -p kafka-iggy-conformance --bin compat -- --quick --junit $(TARGET_DIR)/compat/quick-junit.xml
+	cargo run -q -p kafka-iggy-conformance --bin compat -- --quick --work-dir $(TARGET_DIR)/compat \
+	  --junit $(TARGET_DIR)/compat/quick-junit.xml
 
 # docs/performance.md: the core and Fetch read-path micro benches, then the one table (native
 # Iggy SDK, the native SDK through a byte-copying relay, gateway on real Iggy, gateway embedded,

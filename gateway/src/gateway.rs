@@ -1,9 +1,9 @@
-//! The shared state every connection of one gateway instance uses, and the dispatch of one
-//! request frame to its handler: header, version, body decode with its entry limit, handler,
-//! response encode. No error a client can cause here panics; each closes the connection with a
-//! log line naming it.
+//! The shared state every connection of one gateway instance uses: configuration, backend,
+//! clock and RNG, group coordinator, sessions, and the budgets requests are admitted and
+//! decoded against. Handlers take a `&Gateway`; which handler answers a frame is
+//! [`crate::dispatch`]'s business, and what a request gets back is [`crate::reply`]'s.
 
-use crate::auth::connection::{Access, ConnectionAuth};
+use crate::auth::connection::ConnectionAuth;
 use crate::auth::sessions::{Session, SessionPool};
 use crate::auth::throttle::{LoginQueues, LoginThrottle};
 use crate::backend::{Backend, ClientId};
@@ -11,19 +11,13 @@ use crate::clock::{Clock, SharedRng};
 use crate::config::{Config, Node};
 use crate::decode_pool::DecodePool;
 use crate::groups::GroupCoordinator;
-use crate::handlers;
 use crate::offset_store::OffsetMembers;
 use crate::producer_id::ProducerIdAllocator;
-use crate::protocol::api::serves;
 use crate::protocol::entries::Entries;
-use crate::protocol::legacy;
-use crate::protocol::request::{decode_body, encode_response, parse_request, peek_header, Request, RequestError};
-use crate::protocol::response_frame::{encode_response_segments, ResponseFrame};
+use crate::protocol::request::{decode_body, Request, RequestError};
 use crate::read_ahead::ReadAhead;
-use bytes::Bytes;
-use kafka_protocol::messages::ApiKey;
-use kafka_protocol::protocol::{Decodable, Encodable};
-use std::net::{IpAddr, Ipv4Addr};
+use kafka_protocol::protocol::Decodable;
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
@@ -61,18 +55,6 @@ pub struct Gateway<B> {
     pub read_ahead: ReadAhead,
     /// Which peer gateways answer probes (GROUP-COORDINATOR-2).
     pub peer_health: crate::peers::PeerHealth,
-}
-
-/// What a request gets back.
-#[derive(Debug)]
-pub enum Reply {
-    /// A response frame body (header and body, without the size prefix).
-    Frame(ResponseFrame),
-    /// Nothing: Produce with acks=0.
-    Nothing,
-    /// A frame, after which the connection closes: a failed authentication
-    /// (AUTH-SASL-FAIL-1).
-    FrameThenClose(ResponseFrame),
 }
 
 impl<B: Backend> Gateway<B> {
@@ -185,244 +167,5 @@ impl<B: Backend> Gateway<B> {
     /// Whether this gateway coordinates `group_id`.
     pub fn is_coordinator(&self, group_id: &str) -> bool {
         self.coordinator(group_id).id == self.config.advertised.id
-    }
-
-    /// Answers one request frame on a connection of its own: what tests and fuzzing use. On a
-    /// gateway with SASL, only ApiVersions and the SASL APIs are answered this way.
-    pub async fn handle_frame(&self, frame: Bytes) -> Result<Reply, RequestError> {
-        let mut connection = self.new_connection(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
-        self.handle(frame, &mut connection).await
-    }
-
-    /// Answers one request frame of `connection`. An error means the connection must close
-    /// (PROTO-VERSION-2, PROTO-MALFORMED-1, AUTH-SASL-GATE-1); the caller logs it.
-    pub async fn handle(&self, frame: Bytes, connection: &mut ConnectionAuth<B>) -> Result<Reply, RequestError> {
-        if connection.expects_raw_token() {
-            // AUTH-SASL-HANDSHAKE-1: after SaslHandshake v0 the PLAIN message comes bare.
-            return handlers::sasl_authenticate::handle_raw(self, connection, frame).await;
-        }
-        let (raw_key, version, correlation_id) = peek_header(&frame)?;
-        if raw_key == ApiKey::ApiVersions as i16 && !serves(ApiKey::ApiVersions, version) {
-            // PROTO-APIVERSIONS-1 (KIP-511): the header may not even parse; answer in v0.
-            let body = handlers::api_versions::unsupported_version();
-            return encode_response(correlation_id, 0, &body, 0)
-                .map(|frame| Reply::Frame(frame.into()))
-                .map_err(|e| RequestError::Encode {
-                    key: ApiKey::ApiVersions,
-                    version: 0,
-                    reason: format!("{e:#}"),
-                });
-        }
-        let request = parse_request(frame)?;
-        let (key, version) = (request.key, request.version);
-        if !serves(key, version) {
-            return Err(RequestError::UnsupportedVersion {
-                key,
-                version,
-                correlation_id,
-            });
-        }
-        let session = match connection.access(key, self.now_ms()) {
-            Access::Serve(session) => Some(session),
-            Access::Unscoped => None,
-            Access::Refuse(reason) => {
-                return Err(RequestError::NotAuthenticated(format!(
-                    "{reason} (AUTH-SASL-GATE-1, correlation id {correlation_id})"
-                )))
-            }
-        };
-        // Only ApiVersions and the SASL APIs have no session, and they do not use one.
-        let session = || {
-            session
-                .as_ref()
-                .expect("every API but ApiVersions and SASL is served in a session")
-        };
-        // PROTO-HEADER-1: ApiVersions always answers with response header v0.
-        let header_version = if key == ApiKey::ApiVersions {
-            0
-        } else {
-            key.response_header_version(version)
-        };
-        // PROTO-ENCODE-1: a response that does not encode closes the connection with a log line;
-        // it never panics the connection task.
-        let encode_error = |e: anyhow::Error| RequestError::Encode {
-            key,
-            version,
-            reason: format!("{e:#}"),
-        };
-        // LIMIT-RESPONSE-BYTES-1: the backstop behind the handlers' own budgets. Fetch, bounded
-        // by fetch_max_bytes, is encoded on its own path below.
-        let max_response_bytes = self.config.limits.max_response_bytes;
-        let reply = |body: &dyn ErasedEncodable| {
-            // Sized before the frame is allocated.
-            let body_bytes = body.encoded_bytes(version).map_err(encode_error)?;
-            if body_bytes > max_response_bytes {
-                crate::metrics::metrics().limit_hit("LIMIT-RESPONSE-BYTES-1");
-                return Err(RequestError::ResponseTooLarge {
-                    key,
-                    version,
-                    bytes: body_bytes,
-                    limit: max_response_bytes,
-                });
-            }
-            body.encode_frame(correlation_id, header_version, version)
-                .map(|frame| Reply::Frame(frame.into()))
-                .map_err(encode_error)
-        };
-        match key {
-            // PROTO-LEGACY-1: versions kafka-protocol no longer decodes.
-            _ if legacy::decodes(key, version) => reply(&*handlers::legacy::handle(self, session(), &request).await?),
-            ApiKey::ApiVersions => reply(&handlers::api_versions::handle(self.decode(&request)?)),
-            ApiKey::Metadata => {
-                reply(&handlers::metadata::handle(self, session(), self.decode(&request)?, version).await)
-            }
-            ApiKey::Produce => {
-                match handlers::produce::handle(self, session(), self.decode(&request)?, version).await {
-                    Some(response) => reply(&response),
-                    None => Ok(Reply::Nothing),
-                }
-            }
-            ApiKey::Fetch => {
-                let response = handlers::fetch::handle(self, session(), self.decode(&request)?, version).await;
-                // FETCH-WRITE-1: the record batches go out from their own buffers.
-                let batches: Vec<Bytes> = response
-                    .responses
-                    .iter()
-                    .flat_map(|topic| topic.partitions.iter().filter_map(|p| p.records.clone()))
-                    .collect();
-                encode_response_segments(correlation_id, header_version, &response, version, &batches)
-                    .map(Reply::Frame)
-                    .map_err(encode_error)
-            }
-            ApiKey::ListOffsets => {
-                reply(&handlers::list_offsets::handle(self, session(), self.decode(&request)?, version).await)
-            }
-            ApiKey::CreateTopics => {
-                reply(&handlers::create_topics::handle(self, session(), self.decode(&request)?, version).await)
-            }
-            ApiKey::CreatePartitions => {
-                reply(&handlers::create_partitions::handle(self, session(), self.decode(&request)?).await)
-            }
-            ApiKey::DeleteTopics => {
-                reply(&handlers::delete_topics::handle(self, session(), self.decode(&request)?, version).await)
-            }
-            ApiKey::InitProducerId => reply(&handlers::init_producer_id::handle(self, self.decode(&request)?)),
-            ApiKey::DescribeConfigs => {
-                reply(&handlers::describe_configs::handle(self, session(), self.decode(&request)?).await)
-            }
-            ApiKey::FindCoordinator => reply(&handlers::find_coordinator::handle(
-                self,
-                self.decode(&request)?,
-                version,
-            )),
-            ApiKey::JoinGroup => reply(
-                &handlers::join_group::handle(
-                    self,
-                    session(),
-                    connection.peer,
-                    self.decode(&request)?,
-                    &request.header,
-                    version,
-                )
-                .await,
-            ),
-            ApiKey::ConsumerGroupHeartbeat => reply(
-                &handlers::consumer_group_heartbeat::handle(
-                    self,
-                    session(),
-                    connection.peer,
-                    self.decode(&request)?,
-                    &request.header,
-                    version,
-                )
-                .await,
-            ),
-            ApiKey::ConsumerGroupDescribe => {
-                reply(&handlers::consumer_group_describe::handle(self, session(), self.decode(&request)?).await)
-            }
-            ApiKey::SyncGroup => reply(&handlers::sync_group::handle(self, self.decode(&request)?).await),
-            ApiKey::Heartbeat => reply(&handlers::heartbeat::handle(self, self.decode(&request)?)),
-            ApiKey::LeaveGroup => {
-                reply(&handlers::leave_group::handle(self, session(), self.decode(&request)?, version).await)
-            }
-            ApiKey::DescribeGroups => {
-                reply(&handlers::describe_groups::handle(self, session(), self.decode(&request)?, version).await)
-            }
-            ApiKey::ListGroups => reply(&handlers::list_groups::handle(self, session(), self.decode(&request)?).await),
-            ApiKey::DeleteGroups => {
-                reply(&handlers::delete_groups::handle(self, session(), self.decode(&request)?).await)
-            }
-            ApiKey::OffsetCommit => {
-                reply(&handlers::offset_commit::handle(self, session(), self.decode(&request)?, version).await)
-            }
-            ApiKey::OffsetDelete => {
-                reply(&handlers::offset_delete::handle(self, session(), self.decode(&request)?).await)
-            }
-            ApiKey::DescribeCluster => reply(&handlers::describe_cluster::handle(self, self.decode(&request)?)),
-            ApiKey::IncrementalAlterConfigs => {
-                reply(&handlers::incremental_alter_configs::handle(self, session(), self.decode(&request)?).await)
-            }
-            ApiKey::AlterConfigs => {
-                reply(&handlers::alter_configs::handle(self, session(), self.decode(&request)?).await)
-            }
-            ApiKey::SaslHandshake => {
-                let response = handlers::sasl_handshake::handle(self, connection, self.decode(&request)?, version);
-                reply(&response)
-            }
-            ApiKey::SaslAuthenticate => {
-                let (response, close) =
-                    handlers::sasl_authenticate::handle(self, connection, self.decode(&request)?, version).await;
-                match reply(&response)? {
-                    Reply::Frame(frame) if close => Ok(Reply::FrameThenClose(frame)),
-                    other => Ok(other),
-                }
-            }
-            ApiKey::OffsetFetch => {
-                reply(&handlers::offset_fetch::handle(self, session(), self.decode(&request)?, version).await)
-            }
-            // Unreachable while ADVERTISED and this table agree; a conformance case calls every
-            // advertised API at both ends of its range to keep them so.
-            other => {
-                tracing::error!("{other:?} v{version} is advertised but has no handler");
-                Err(RequestError::UnsupportedVersion {
-                    key: other,
-                    version,
-                    correlation_id,
-                })
-            }
-        }
-    }
-}
-
-/// Lets the dispatch table hand differently typed responses to one encoder.
-pub(crate) trait ErasedEncodable {
-    fn encode_frame(&self, correlation_id: i32, header_version: i16, version: i16) -> anyhow::Result<Bytes>;
-    /// The body's encoded size, computed without encoding it.
-    fn encoded_bytes(&self, version: i16) -> anyhow::Result<usize>;
-}
-
-impl<T: Encodable> ErasedEncodable for T {
-    fn encode_frame(&self, correlation_id: i32, header_version: i16, version: i16) -> anyhow::Result<Bytes> {
-        encode_response(correlation_id, header_version, self, version)
-    }
-
-    fn encoded_bytes(&self, version: i16) -> anyhow::Result<usize> {
-        self.compute_size(version)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use kafka_protocol::messages::JoinGroupResponse;
-    use kafka_protocol::protocol::StrBytes;
-
-    #[test]
-    fn proto_encode_1_a_response_that_does_not_encode_is_an_error() {
-        // A member id past a Kafka string's 32,767 bytes: what a 32,760-byte client id made.
-        let response = JoinGroupResponse::default().with_member_id(StrBytes::from_string("m".repeat(40_000)));
-        let erased: &dyn ErasedEncodable = &response;
-        assert!(erased.encode_frame(1, 0, 5).is_err());
-        assert!(JoinGroupResponse::default().encode_frame(1, 0, 5).is_ok());
     }
 }

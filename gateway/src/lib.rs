@@ -2,7 +2,9 @@
 //! an embedded in-process model of Iggy as the default backend.
 //!
 //! - [`server`]: accept loop and per-connection request loop, generic over the stream type.
-//! - [`gateway`]: shared state and the dispatch of one request to its handler.
+//! - [`gateway`]: the state shared by every connection of one gateway instance.
+//! - [`dispatch`]: one request frame to its handler, by API key.
+//! - [`reply`]: what a request gets back, and the encoder responses go through.
 //! - [`handlers`]: one module per Kafka API.
 //! - [`backend`]: the Iggy operations the gateway needs, and the embedded model.
 //! - [`error_map`]: the one table from backend and core errors to Kafka codes.
@@ -15,6 +17,7 @@ pub mod config;
 pub mod connections;
 pub mod decode_pool;
 pub mod descriptors;
+pub mod dispatch;
 pub mod error_map;
 pub mod gateway;
 pub mod groups;
@@ -29,6 +32,7 @@ pub mod peers;
 pub mod producer_id;
 pub mod protocol;
 pub mod read_ahead;
+pub mod reply;
 pub mod response_budget;
 pub mod server;
 pub mod tls;

@@ -15,10 +15,11 @@
 
 use crate::backend::Backend;
 use crate::connections::{AdmissionLimits, ConnectionTable, Registration, Shed};
-use crate::gateway::{Gateway, Reply};
+use crate::gateway::Gateway;
 use crate::metrics::metrics;
 use crate::protocol::frame::{read_admitted_frame, FrameCap, FrameError};
 use crate::protocol::response_frame::write_response;
+use crate::reply::Reply;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;

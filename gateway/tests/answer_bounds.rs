@@ -8,10 +8,11 @@
 use bytes::{Bytes, BytesMut};
 use kafka_iggy_gateway::clock::TokioClock;
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
-use kafka_iggy_gateway::gateway::{Gateway, Reply};
+use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::limits::LimitSettings;
 use kafka_iggy_gateway::protocol::legacy::list_offsets::{ListOffsetsV0Request, ListOffsetsV0Response};
 use kafka_iggy_gateway::protocol::request::RequestError;
+use kafka_iggy_gateway::reply::Reply;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};

@@ -5,9 +5,10 @@
 use bytes::{Bytes, BytesMut};
 use kafka_iggy_gateway::clock::TokioClock;
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
-use kafka_iggy_gateway::gateway::{Gateway, Reply};
+use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::limits::LimitSettings;
 use kafka_iggy_gateway::protocol::request::RequestError;
+use kafka_iggy_gateway::reply::Reply;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;

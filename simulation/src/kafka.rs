@@ -10,9 +10,7 @@ use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
-use kafka_protocol::messages::offset_fetch_request::{
-    OffsetFetchRequestGroup, OffsetFetchRequestTopic, OffsetFetchRequestTopics,
-};
+use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopics};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
@@ -320,19 +318,15 @@ async fn offset_commit_at<S: AsyncRead + AsyncWrite + Unpin>(
         .collect())
 }
 
-/// OffsetFetch v5 of `partitions`: (group error, [(partition, committed offset, error)]).
+/// OffsetFetch v5 of `partitions`, the wire client's request: (group error, [(partition,
+/// committed offset, error)]).
 pub async fn offset_fetch<S: AsyncRead + AsyncWrite + Unpin>(
     client: &mut WireClient<S>,
     group: &str,
     topic: &str,
     partitions: &[i32],
 ) -> anyhow::Result<(i16, Vec<(i32, i64, i16)>)> {
-    let request = OffsetFetchRequest::default()
-        .with_group_id(GroupId(s(group)))
-        .with_topics(Some(vec![OffsetFetchRequestTopic::default()
-            .with_name(TopicName(s(topic)))
-            .with_partition_indexes(partitions.to_vec())]));
-    let response: OffsetFetchResponse = client.request(ApiKey::OffsetFetch, 5, &request).await?;
+    let response = kafka_wire_client::offsets::offset_fetch(client, group, Some(&[(topic, partitions)])).await?;
     Ok((
         response.error_code,
         response

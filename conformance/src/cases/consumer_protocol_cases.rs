@@ -324,6 +324,24 @@ async fn heartbeat(
         .context("ConsumerGroupHeartbeat")
 }
 
+/// A ConsumerGroupHeartbeat of `member_id` in `group` at `epoch`, every other field at its
+/// default: rebalance timeout -1, subscription and owned partitions unchanged since the last.
+fn beat(group: &str, member_id: &str, epoch: i32) -> ConsumerGroupHeartbeatRequest {
+    ConsumerGroupHeartbeatRequest::default()
+        .with_group_id(GroupId(s(group)))
+        .with_member_id(s(member_id))
+        .with_member_epoch(epoch)
+}
+
+/// A member's first heartbeat: epoch 0, a 30 s rebalance timeout, owning nothing, subscribed to
+/// `topics` by name.
+fn joining_beat(group: &str, member_id: &str, topics: Vec<TopicName>) -> ConsumerGroupHeartbeatRequest {
+    beat(group, member_id, 0)
+        .with_rebalance_timeout_ms(30_000)
+        .with_subscribed_topic_names(Some(topics))
+        .with_topic_partitions(Some(Vec::<TopicPartitions>::new()))
+}
+
 /// GROUP-CONSUMER-EPOCH-1, GROUP-CONSUMER-TIMEOUT-1: a member that stops heartbeating is removed
 /// once its session lapses (it leaves ConsumerGroupDescribe), and its next heartbeat is
 /// UNKNOWN_MEMBER_ID; an epoch ahead of the coordinator's is FENCED_MEMBER_EPOCH.
@@ -338,13 +356,7 @@ pub async fn consumer_protocol_member_is_fenced_after_its_session_lapses(
     create_topic(&endpoint, &topic, 2).await?;
     let mut client = coordinator_of(&endpoint.bootstrap, &group).await?;
     let member_id = format!("{group}-member");
-    let join = ConsumerGroupHeartbeatRequest::default()
-        .with_group_id(GroupId(s(&group)))
-        .with_member_id(s(&member_id))
-        .with_member_epoch(0)
-        .with_rebalance_timeout_ms(30_000)
-        .with_subscribed_topic_names(Some(vec![TopicName(s(&topic))]))
-        .with_topic_partitions(Some(Vec::<TopicPartitions>::new()));
+    let join = joining_beat(&group, &member_id, vec![TopicName(s(&topic))]);
     let joined = heartbeat(&mut client, &join).await?;
     ensure!(
         joined.error_code == NONE,
@@ -357,11 +369,7 @@ pub async fn consumer_protocol_member_is_fenced_after_its_session_lapses(
         "joining gave member epoch {}",
         joined.member_epoch
     );
-    let ahead = ConsumerGroupHeartbeatRequest::default()
-        .with_group_id(GroupId(s(&group)))
-        .with_member_id(s(&member_id))
-        .with_member_epoch(joined.member_epoch + 5)
-        .with_rebalance_timeout_ms(-1);
+    let ahead = beat(&group, &member_id, joined.member_epoch + 5);
     let fenced = heartbeat(&mut client, &ahead).await?;
     ensure!(
         fenced.error_code == FENCED_MEMBER_EPOCH,
@@ -390,11 +398,7 @@ pub async fn consumer_protocol_member_is_fenced_after_its_session_lapses(
         );
         tokio::time::sleep(POLL_INTERVAL).await;
     }
-    let late = ConsumerGroupHeartbeatRequest::default()
-        .with_group_id(GroupId(s(&group)))
-        .with_member_id(s(&member_id))
-        .with_member_epoch(joined.member_epoch)
-        .with_rebalance_timeout_ms(-1);
+    let late = beat(&group, &member_id, joined.member_epoch);
     let answer = heartbeat(&mut client, &late).await?;
     ensure!(
         answer.error_code == UNKNOWN_MEMBER_ID,
@@ -428,14 +432,7 @@ pub async fn consumer_protocol_regex_subscription_is_assigned_the_matching_topic
     let mut client = coordinator_of(&endpoint.bootstrap, &group).await?;
     let pattern = format!("{prefix}-.*");
     let member_id = format!("{group}-member");
-    let join = ConsumerGroupHeartbeatRequest::default()
-        .with_group_id(GroupId(s(&group)))
-        .with_member_id(s(&member_id))
-        .with_member_epoch(0)
-        .with_rebalance_timeout_ms(30_000)
-        .with_subscribed_topic_names(Some(Vec::new()))
-        .with_subscribed_topic_regex(Some(s(&pattern)))
-        .with_topic_partitions(Some(Vec::<TopicPartitions>::new()));
+    let join = joining_beat(&group, &member_id, Vec::new()).with_subscribed_topic_regex(Some(s(&pattern)));
     let joined = heartbeat(&mut client, &join).await?;
     ensure!(
         joined.error_code == NONE,
@@ -474,10 +471,7 @@ pub async fn consumer_protocol_regex_subscription_is_assigned_the_matching_topic
             owned == &wanted
         })
         .await?;
-    let leave = ConsumerGroupHeartbeatRequest::default()
-        .with_group_id(GroupId(s(&group)))
-        .with_member_id(s(&member_id))
-        .with_member_epoch(-1);
+    let leave = beat(&group, &member_id, -1);
     let left = heartbeat(&mut client, &leave).await?;
     ensure!(left.error_code == NONE, "leaving: error {}", left.error_code);
     Ok(Outcome::Passed)
@@ -528,13 +522,8 @@ impl Member {
                 .into_iter()
                 .map(|(id, partitions)| TopicPartitions::default().with_topic_id(id).with_partitions(partitions))
                 .collect();
-            let beat = ConsumerGroupHeartbeatRequest::default()
-                .with_group_id(GroupId(s(group)))
-                .with_member_id(s(member_id))
-                .with_member_epoch(self.epoch)
-                .with_rebalance_timeout_ms(-1)
-                .with_topic_partitions(Some(owned));
-            let answer = heartbeat(client, &beat).await?;
+            let request = beat(group, member_id, self.epoch).with_topic_partitions(Some(owned));
+            let answer = heartbeat(client, &request).await?;
             ensure!(
                 answer.error_code == NONE,
                 "{what}: heartbeat error {} ({:?})",

@@ -7,21 +7,21 @@
 //! deadlines are enforced by a timer task on tokio's clock, which turmoil drives in simulations
 //! (GROUP-TIMEOUT-1), not lazily on the next request.
 
+mod consumer_coordinator;
 pub mod consumer_protocol;
 mod state;
 pub mod subscription;
 pub mod topic_id;
 pub mod topic_regex;
 
+pub use consumer_coordinator::{ConsumerAttempt, ConsumerDescribed, ConsumerLookups};
 pub use state::{
     DescribedGroup, DescribedMember, GroupState, JoinOutcome, JoinRequest, MemberLeave, Owner, SyncOutcome,
 };
 
 use crate::clock::SharedRng;
 use crate::log_text::clip;
-use consumer_protocol::{
-    Assignor, ConsumerGroup, ConsumerGroupError, ConsumerSettings, Heartbeat, HeartbeatAnswer, OffsetRefusal,
-};
+use consumer_protocol::ConsumerGroup;
 use kafka_protocol::error::ResponseError;
 use state::{protocol_bytes, Group, Usage};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -144,17 +144,6 @@ impl Table {
     }
 }
 
-/// A consumer-protocol group's description (ConsumerGroupDescribe).
-#[derive(Debug, Clone)]
-pub struct ConsumerDescribed {
-    pub state: &'static str,
-    pub group_epoch: i32,
-    pub assignment_epoch: i32,
-    pub assignor: &'static str,
-    /// Each member with its target assignment.
-    pub members: Vec<(consumer_protocol::ConsumerMember, consumer_protocol::Assignment)>,
-}
-
 /// What [`GroupCoordinator::join_authorized`] concluded.
 #[derive(Debug)]
 pub enum JoinAttempt {
@@ -166,30 +155,6 @@ pub enum JoinAttempt {
         request: Box<JoinRequest>,
         topics: Vec<String>,
     },
-}
-
-/// What [`GroupCoordinator::consumer_heartbeat_authorized`] concluded.
-#[derive(Debug)]
-pub enum ConsumerAttempt {
-    /// The heartbeat's answer.
-    Done(Result<HeartbeatAnswer, ConsumerGroupError>),
-    /// The member would subscribe to, or join a group with, topics past what was authorized
-    /// (the group gained topics while the permissions were asked): ask again for `topics`
-    /// (AUTHZ-GROUP-4, GROUP-CONSUMER-SUBSCRIPTION-1). The heartbeat comes back unused.
-    Recheck {
-        heartbeat: Box<Heartbeat>,
-        topics: Vec<String>,
-    },
-}
-
-/// What a ConsumerGroupHeartbeat brings the coordinator besides the request itself.
-#[derive(Debug, Default)]
-pub struct ConsumerLookups {
-    /// Partition counts of the topics looked up: `None` for a topic that does not exist.
-    pub topics: BTreeMap<String, Option<u32>>,
-    /// What each pattern handed out by `consumer_patterns_to_resolve` matched
-    /// (GROUP-CONSUMER-REGEX-1).
-    pub resolutions: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// Every group this gateway coordinates.
@@ -763,241 +728,6 @@ impl GroupCoordinator {
         self.retally(before, usage(group));
         Table::settle_consumer_owners(owners, group);
         result
-    }
-
-    /// What ConsumerGroupHeartbeat tells members about their heartbeats.
-    pub fn consumer_heartbeat_interval(&self) -> Duration {
-        self.limits.consumer_heartbeat_interval
-    }
-
-    /// Whether `group_id` is a classic group held here (GROUP-CONSUMER-TYPE-1).
-    pub fn is_classic(&self, group_id: &str) -> bool {
-        self.lock().groups.get(group_id).is_some_and(|g| !g.is_vacant())
-    }
-
-    /// Every topic the members of consumer-protocol group `group_id` subscribe to by name: the
-    /// topics a heartbeat looks up (GROUP-CONSUMER-REGEX-1: those patterns match are counted
-    /// when they are resolved).
-    pub fn consumer_named_topics(&self, group_id: &str) -> BTreeSet<String> {
-        self.lock()
-            .consumer
-            .get(group_id)
-            .map(ConsumerGroup::named_topics)
-            .unwrap_or_default()
-    }
-
-    /// GROUP-CONSUMER-REGEX-1: the patterns a heartbeat of `group_id` subscribing to `requested`
-    /// must resolve now, at most once per `topic_regex::REFRESH_INTERVAL` per group, besides a
-    /// pattern never resolved. The topics are listed outside the lock, by the caller.
-    pub fn consumer_patterns_to_resolve(&self, group_id: &str, requested: Option<&str>) -> Vec<String> {
-        let now = Instant::now();
-        match self.lock().consumer.get_mut(group_id) {
-            Some(group) => group.patterns_to_resolve(requested, now, topic_regex::REFRESH_INTERVAL),
-            None => requested
-                .filter(|r| !r.is_empty())
-                .map(str::to_string)
-                .into_iter()
-                .collect(),
-        }
-    }
-
-    /// The topics a member of `group_id` heartbeating `request` subscribes to once the heartbeat
-    /// is applied, and, when it joins, every topic of the group: what it must be authorized for
-    /// (AUTHZ-GROUP-4). Read under the coordinator's lock.
-    fn consumer_topics_needed(
-        group: Option<&ConsumerGroup>,
-        request: &Heartbeat,
-        lookups: &ConsumerLookups,
-    ) -> BTreeSet<String> {
-        let mut needed: BTreeSet<String> = request.subscribed_topics.iter().flatten().cloned().collect();
-        let member = group.and_then(|g| g.member(&request.member_id));
-        let pattern = match &request.subscribed_regex {
-            Some(r) => Some(r.as_str()).filter(|r| !r.is_empty()),
-            None => member.and_then(|m| m.subscribed_regex.as_deref()),
-        };
-        if let Some(pattern) = pattern {
-            match lookups.resolutions.get(pattern) {
-                Some(matched) => needed.extend(matched.iter().cloned()),
-                None => {
-                    if let Some(resolved) = group.and_then(|g| g.resolution(pattern)) {
-                        needed.extend(resolved.topics.iter().cloned());
-                    }
-                }
-            }
-        }
-        let joining = request.member_epoch == 0 && member.is_none();
-        if let (true, Some(group)) = (joining, group) {
-            needed.extend(group.topics());
-        }
-        needed
-    }
-
-    /// ConsumerGroupHeartbeat (GROUP-CONSUMER-HEARTBEAT-1) with nothing authorized: the gateway
-    /// without SASL, and tests. `topics` holds the partition counts looked up.
-    pub fn consumer_heartbeat(
-        &self,
-        group_id: &str,
-        request: Heartbeat,
-        topics: &BTreeMap<String, Option<u32>>,
-    ) -> Result<HeartbeatAnswer, ConsumerGroupError> {
-        let lookups = ConsumerLookups {
-            topics: topics.clone(),
-            resolutions: BTreeMap::new(),
-        };
-        match self.consumer_heartbeat_authorized(group_id, request, lookups, None) {
-            ConsumerAttempt::Done(answer) => answer,
-            ConsumerAttempt::Recheck { .. } => unreachable!("nothing to recheck without an authorized set"),
-        }
-    }
-
-    /// ConsumerGroupHeartbeat by a member whose permissions were asked for `authorized`
-    /// (AUTHZ-GROUP-4), or by anyone when it is `None`. Under the coordinator's lock, the topics
-    /// the member will subscribe to, and a joiner every topic of the group, must be within
-    /// `authorized`, as JoinGroup's `join_authorized` checks: a member that subscribed meanwhile
-    /// to a new topic, or a pattern resolved meanwhile to one, cannot be slipped past.
-    pub fn consumer_heartbeat_authorized(
-        &self,
-        group_id: &str,
-        request: Heartbeat,
-        lookups: ConsumerLookups,
-        authorized: Option<&BTreeSet<String>>,
-    ) -> ConsumerAttempt {
-        use ConsumerAttempt::Done;
-        if self.is_stopped() {
-            return Done(Err(ConsumerGroupError::NotCoordinator));
-        }
-        let limits = &self.limits;
-        let settings = ConsumerSettings {
-            session_timeout: limits.consumer_session_timeout,
-            max_members: limits.max_members_per_group,
-            default_assignor: Assignor::Uniform,
-        };
-        let joining = request.member_epoch == 0;
-        let mut table = self.lock();
-        let Table {
-            groups,
-            owners,
-            consumer,
-        } = &mut *table;
-        // GROUP-CONSUMER-TYPE-1
-        if groups.get(group_id).is_some_and(|g| !g.is_vacant()) {
-            return Done(Err(ConsumerGroupError::NotConsumerGroup));
-        }
-        // AUTHZ-GROUP-4, GROUP-CONSUMER-SUBSCRIPTION-1: what was authorized outside the lock must
-        // still cover what the member subscribes to and, joining, the group's topics.
-        if let Some(authorized) = authorized {
-            let needed = Self::consumer_topics_needed(consumer.get(group_id), &request, &lookups);
-            if !needed.is_subset(authorized) {
-                return ConsumerAttempt::Recheck {
-                    heartbeat: Box::new(request),
-                    topics: needed.into_iter().collect(),
-                };
-            }
-        }
-        // GROUP-CONSUMER-SUBSCRIPTION-1: limits before a member or group is added.
-        if joining {
-            let (members_total, bytes_total) = self.usage();
-            // LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1
-            let bytes: usize = request
-                .subscribed_topics
-                .as_ref()
-                .map_or(0, |t| t.iter().map(String::len).sum::<usize>())
-                + request.subscribed_regex.as_ref().map_or(0, String::len);
-            if members_total >= limits.max_members_total || bytes_total.saturating_add(bytes) > limits.max_stored_bytes
-            {
-                crate::metrics::metrics().limit_hit("LIMIT-GROUP-MEMBERS-1");
-                tracing::error!(
-                    "ConsumerGroupHeartbeat for {}: this gateway holds {members_total} members and {bytes_total} bytes already (LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1)",
-                    clip(group_id)
-                );
-                return Done(Err(ConsumerGroupError::CoordinatorNotAvailable));
-            }
-            let creates = !consumer.contains_key(group_id);
-            if creates && groups.len() + consumer.len() >= limits.max_groups {
-                return Done(Err(ConsumerGroupError::CoordinatorNotAvailable));
-            }
-            // LIMIT-GROUP-OWNER-1
-            if let Some(usage) = owners.get(&request.owner) {
-                if (creates && usage.groups >= limits.max_groups_per_owner)
-                    || usage.members >= limits.max_members_per_owner
-                {
-                    crate::metrics::metrics().limit_hit("LIMIT-GROUP-OWNER-1");
-                    return Done(Err(ConsumerGroupError::CoordinatorNotAvailable));
-                }
-            }
-        }
-        // GROUP-CONSUMER-REGEX-1: what the patterns matched, counted as subscriptions are
-        // (LIMIT-GROUP-BYTES-1) before it is stored.
-        let resolved_bytes: usize = lookups.resolutions.values().flatten().map(String::len).sum();
-        let (_, bytes_total) = self.usage();
-        if resolved_bytes > 0 && bytes_total.saturating_add(resolved_bytes) > limits.max_stored_bytes {
-            crate::metrics::metrics().limit_hit("LIMIT-GROUP-BYTES-1");
-            tracing::error!(
-                "ConsumerGroupHeartbeat for {}: the topics its patterns match take {resolved_bytes} bytes, and groups hold {bytes_total} of at most {} (LIMIT-GROUP-BYTES-1)",
-                clip(group_id),
-                limits.max_stored_bytes
-            );
-            return Done(Err(ConsumerGroupError::CoordinatorNotAvailable));
-        }
-        let group = match consumer.get_mut(group_id) {
-            Some(group) => group,
-            None if joining => {
-                owners.entry(request.owner.clone()).or_default().groups += 1;
-                consumer
-                    .entry(group_id.to_string())
-                    .or_insert_with(|| ConsumerGroup::new(group_id.to_string(), request.owner.clone()))
-            }
-            None => return Done(Err(ConsumerGroupError::UnknownMemberId)),
-        };
-        let now = Instant::now();
-        let ConsumerLookups { topics, resolutions } = lookups;
-        let answer = self.consumer_tracked(owners, group, |g| {
-            g.apply_resolutions(resolutions, now);
-            g.heartbeat(request, &topics, &settings, now)
-        });
-        if group.is_empty() {
-            let group = consumer.remove(group_id).expect("present");
-            Table::forgotten_creator(owners, group.creator());
-        }
-        self.deadlines_changed.notify_one();
-        Done(answer)
-    }
-
-    /// A consumer-protocol group as ConsumerGroupDescribe reports it; `None` when not held here.
-    pub fn consumer_describe(&self, group_id: &str) -> Option<ConsumerDescribed> {
-        let table = self.lock();
-        let group = table.consumer.get(group_id)?;
-        Some(ConsumerDescribed {
-            state: group.state_name(),
-            group_epoch: group.group_epoch(),
-            assignment_epoch: group.target_epoch(),
-            assignor: group.assignor(Assignor::Uniform).name(),
-            members: group.members().map(|m| (m.clone(), group.target_of(&m.id))).collect(),
-        })
-    }
-
-    /// (group id, state) of every consumer-protocol group held here (LISTGROUPS-COORDINATED-1).
-    pub fn consumer_list(&self) -> Vec<(String, &'static str)> {
-        self.lock()
-            .consumer
-            .values()
-            .map(|g| (g.id().to_string(), g.state_name()))
-            .collect()
-    }
-
-    /// GROUP-CONSUMER-COMMIT-1: `None` when `group_id` is no consumer-protocol group held here.
-    pub fn consumer_offsets_check(
-        &self,
-        group_id: &str,
-        member_id: &str,
-        epoch: i32,
-        fetch: bool,
-        version: i16,
-    ) -> Option<Result<(), OffsetRefusal>> {
-        self.lock()
-            .consumer
-            .get(group_id)
-            .map(|g| g.validate_offsets(member_id, epoch, fetch, version))
     }
 
     /// The timer task: sleeps until the next deadline or until one may have moved earlier.

@@ -1,6 +1,7 @@
 //! The coordinator's state machine on paused tokio time: deadlines fire from the timer task,
 //! not on the next request.
 
+use super::consumer_protocol::ConsumerGroupError;
 use super::*;
 use bytes::Bytes;
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
-use crate::gateway::{ErasedEncodable, Gateway};
+use crate::gateway::Gateway;
 use crate::handlers;
 use crate::protocol::legacy::create_topics::{CreateTopicsV0V1Request, CreateTopicsV0V1Response};
 use crate::protocol::legacy::delete_topics::{DeleteTopicsV0Request, DeleteTopicsV0Response};
@@ -16,6 +16,7 @@ use crate::protocol::legacy::offset_commit::{OffsetCommitV0V1Request, OffsetComm
 use crate::protocol::legacy::offset_fetch::{OffsetFetchV0Request, OffsetFetchV0Response};
 use crate::protocol::legacy::LaidOutAs;
 use crate::protocol::request::{Request, RequestError};
+use crate::reply::ErasedEncodable;
 use kafka_protocol::messages::ApiKey;
 use std::sync::Arc;
 

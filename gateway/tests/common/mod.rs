@@ -2,8 +2,8 @@
 //! to it, checked to be a whole response to that request.
 
 use bytes::{Bytes, BytesMut};
-use kafka_iggy_gateway::gateway::Reply;
 use kafka_iggy_gateway::protocol::request::RequestError;
+use kafka_iggy_gateway::reply::Reply;
 use kafka_protocol::messages::{ApiKey, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 
