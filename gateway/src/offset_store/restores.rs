@@ -26,6 +26,9 @@ pub struct PendingRestores {
 #[derive(Default)]
 struct Pending {
     offsets: BTreeMap<u32, u64>,
+    /// The count of reclaims started when this group's latest reclaim started, or when the entry
+    /// was made if none has since: never below any stamp the group had before, so forgetting
+    /// and remaking the entry cannot hide a reclaim from a fetch (see [`PendingRestores::snapshot`]).
     reclaim_started: u64,
     copy: CopySeen,
 }
@@ -48,8 +51,9 @@ fn restore_key(t: &IggyTarget, key: &str) -> RestoreKey {
     (t.stream.clone(), t.topic.clone(), key.to_string())
 }
 
-/// Groups remembered at most: each entry is a few hundred bytes. When full, entries with nothing
-/// to restore go; forgetting one costs one group listing on the group's next commit.
+/// Groups remembered at most (LIMIT-OFFSET-HOLDERS-1): each entry is a few hundred bytes. When
+/// full, entries with nothing to restore go; forgetting one costs one group listing on the
+/// group's next commit.
 const MAX_REMEMBERED_GROUPS: usize = super::MAX_OFFSET_HOLDERS;
 
 impl PendingRestores {
@@ -58,19 +62,25 @@ impl PendingRestores {
     }
 
     /// The group's entry, made room for when the table is full.
-    fn entry(groups: &mut HashMap<RestoreKey, Pending>, key: RestoreKey) -> &mut Pending {
+    fn entry<'g>(&self, groups: &'g mut HashMap<RestoreKey, Pending>, key: RestoreKey) -> &'g mut Pending {
         if !groups.contains_key(&key) && groups.len() >= MAX_REMEMBERED_GROUPS {
             groups.retain(|_, p| !p.offsets.is_empty() || p.copy == CopySeen::Present);
         }
-        groups.entry(key).or_default()
+        groups.entry(key).or_insert_with(|| Pending {
+            reclaim_started: self.reclaims_started.load(Ordering::SeqCst),
+            ..Pending::default()
+        })
     }
 
-    /// The pending values and the stamp of the group's latest reclaim.
+    /// The pending values and the group's reclaim stamp. A group with no entry (never seen, or
+    /// forgotten) answers the count of reclaims started, which is at least any stamp it ever
+    /// had, so a reclaim that started between two snapshots always changes the stamp.
     pub(super) fn snapshot(&self, t: &IggyTarget, key: &str) -> (BTreeMap<u32, u64>, u64) {
-        self.lock()
-            .get(&restore_key(t, key))
-            .map(|p| (p.offsets.clone(), p.reclaim_started))
-            .unwrap_or_default()
+        let groups = self.lock();
+        match groups.get(&restore_key(t, key)) {
+            Some(p) => (p.offsets.clone(), p.reclaim_started),
+            None => (BTreeMap::new(), self.reclaims_started.load(Ordering::SeqCst)),
+        }
     }
 
     pub(super) fn is_pending(&self, t: &IggyTarget, key: &str) -> bool {
@@ -95,14 +105,15 @@ impl PendingRestores {
     /// A listing of the topic's groups showed whether the group has a reclaim copy.
     pub(super) fn copy_seen(&self, t: &IggyTarget, key: &str, present: bool) {
         let mut groups = self.lock();
-        Self::entry(&mut groups, restore_key(t, key)).copy = if present { CopySeen::Present } else { CopySeen::Absent };
+        self.entry(&mut groups, restore_key(t, key)).copy = if present { CopySeen::Present } else { CopySeen::Absent };
     }
 
     /// A reclaim starts: from now on `saved` are the group's values until stored back.
     pub(super) fn start_reclaim(&self, t: &IggyTarget, key: &str, saved: BTreeMap<u32, u64>) {
-        let stamp = self.reclaims_started.fetch_add(1, Ordering::SeqCst) + 1;
+        // Counted under the lock, so a snapshot sees the new count and the new stamp together.
         let mut groups = self.lock();
-        let pending = Self::entry(&mut groups, restore_key(t, key));
+        let stamp = self.reclaims_started.fetch_add(1, Ordering::SeqCst) + 1;
+        let pending = self.entry(&mut groups, restore_key(t, key));
         pending.offsets = saved;
         pending.reclaim_started = stamp;
     }
@@ -117,7 +128,7 @@ impl PendingRestores {
     /// Nothing is left to restore: no value pending here and no reclaim copy in Iggy.
     pub(super) fn clear(&self, t: &IggyTarget, key: &str) {
         let mut groups = self.lock();
-        let pending = Self::entry(&mut groups, restore_key(t, key));
+        let pending = self.entry(&mut groups, restore_key(t, key));
         pending.offsets.clear();
         pending.copy = CopySeen::Absent;
     }
@@ -150,6 +161,55 @@ mod tests {
             restores.needs_restore(&t, "kafka.cg.g"),
             Some(true),
             "a value is pending"
+        );
+    }
+
+    /// Fills the table past its bound with groups that have nothing to restore, so every such
+    /// entry, `key`'s among them, is forgotten.
+    fn forget_idle_entries(restores: &PendingRestores, t: &IggyTarget) {
+        for i in 0..=MAX_REMEMBERED_GROUPS {
+            restores.copy_seen(t, &format!("kafka.cg.other{i}"), false);
+        }
+    }
+
+    /// A fetch compares the stamps before and after its read: a reclaim that started, ended and
+    /// then had its entry forgotten under the read must still change the stamp, or the fetch
+    /// would answer a read the reclaim's delete cut short.
+    #[test]
+    fn co_reclaim_2_a_reclaim_under_a_read_changes_the_stamp_though_its_entry_is_forgotten() {
+        let t = target();
+        for seen_before in [false, true] {
+            let restores = PendingRestores::default();
+            restores.start_reclaim(&t, "kafka.cg.earlier", BTreeMap::from([(0, 1)]));
+            if seen_before {
+                restores.copy_seen(&t, "kafka.cg.g", false);
+            }
+            let (_, before) = restores.snapshot(&t, "kafka.cg.g");
+            restores.start_reclaim(&t, "kafka.cg.g", BTreeMap::from([(0, 3)]));
+            restores.stored(&t, "kafka.cg.g", 0);
+            restores.clear(&t, "kafka.cg.g");
+            forget_idle_entries(&restores, &t);
+            assert!(
+                !restores.lock().contains_key(&restore_key(&t, "kafka.cg.g")),
+                "forgotten"
+            );
+            let (_, after) = restores.snapshot(&t, "kafka.cg.g");
+            assert_ne!(before, after, "seen before the read: {seen_before}");
+        }
+    }
+
+    #[test]
+    fn co_reclaim_2_forgetting_an_idle_entry_alone_leaves_the_stamp_as_it_was() {
+        let restores = PendingRestores::default();
+        let t = target();
+        restores.start_reclaim(&t, "kafka.cg.g", BTreeMap::from([(0, 3)]));
+        restores.clear(&t, "kafka.cg.g");
+        let (_, before) = restores.snapshot(&t, "kafka.cg.g");
+        forget_idle_entries(&restores, &t);
+        assert_eq!(
+            restores.snapshot(&t, "kafka.cg.g").1,
+            before,
+            "no reclaim started: no repeat"
         );
     }
 
