@@ -207,6 +207,8 @@ async fn gateway(cluster: &IggyCluster, pids: &[u32], args: &Args, topic: &str) 
 }
 
 fn main() -> anyhow::Result<()> {
+    // LIMIT-HEAP-1: this process hosts the gateway, so it runs with the gateway's malloc settings.
+    println!("{}", kafka_iggy_gateway::heap_tuning::tune_heap().describe());
     let args = Args::parse();
     let Some(binary) = find_binary() else {
         println!(

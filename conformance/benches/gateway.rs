@@ -11,6 +11,8 @@ use rdkafka::mocking::MockCluster;
 
 #[tokio::main]
 async fn main() {
+    // LIMIT-HEAP-1: this process hosts the gateway, so it runs with the gateway's malloc settings.
+    println!("{}", kafka_iggy_gateway::heap_tuning::tune_heap().describe());
     println!("gateway bench: {ROUNDS} rounds of {ROUND_RECORDS} records of {RECORD_BYTES} B, one partition, librdkafka linger.ms=5");
     let gateway = LocalGateway::start().await.expect("gateway");
     let admin: AdminClient<DefaultClientContext> = ClientConfig::new()

@@ -138,6 +138,8 @@ struct RunFigures {
 }
 
 fn main() {
+    // LIMIT-HEAP-1: this process hosts the gateway, so it runs with the gateway's malloc settings.
+    println!("{}", kafka_iggy_gateway::heap_tuning::tune_heap().describe());
     let args = Args::parse();
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let gateway = runtime.block_on(LocalGateway::start()).expect("gateway");

@@ -395,6 +395,8 @@ impl tracing_subscriber::fmt::time::FormatTime for UnixSeconds {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // LIMIT-HEAP-1: this process hosts the gateway, so it runs with the gateway's malloc settings.
+    println!("{}", kafka_iggy_gateway::heap_tuning::tune_heap().describe());
     let args = Args::parse();
     // The in-process gateways log only when asked, to standard error, e.g. one Fetch's timeline
     // with RUST_LOG=kafka_iggy_gateway::read_ahead=trace (docs/performance-history.md, round 5).

@@ -22,6 +22,7 @@ pub mod error_map;
 pub mod gateway;
 pub mod groups;
 pub mod handlers;
+pub mod heap_tuning;
 pub mod known_topics;
 pub mod limits;
 pub mod log_text;

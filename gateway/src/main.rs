@@ -157,8 +157,11 @@ fn fit_connections_to_descriptors(config: &mut Config) {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // LIMIT-HEAP-1: before the first request's buffers are allocated.
+    let heap = kafka_iggy_gateway::heap_tuning::tune_heap();
     let mut config = Config::load(Args::parse())?;
     init_logs(config.log_format);
+    tracing::info!("{}", heap.describe());
     fit_connections_to_descriptors(&mut config);
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
