@@ -19,7 +19,6 @@ pub mod decode_pool;
 pub mod descriptors;
 pub mod dispatch;
 pub mod error_map;
-pub(crate) mod fetched_batch;
 pub mod gateway;
 pub mod groups;
 pub mod handlers;

@@ -11,16 +11,12 @@
 //! started with it (FETCH-READAHEAD-2), so the server has the next read in hand while this one's
 //! answer crosses to the gateway.
 //!
-//! A read that waited for its backend also builds its record batch once its messages are in
-//! (FETCH-READAHEAD-3), so the Fetch that takes it only writes the batch.
-//!
 //! What is read ahead is bounded in bytes over the whole gateway (LIMIT-READ-AHEAD-1) and in
 //! entries, is kept for [`READ_AHEAD_TTL`] at most, and is served only to the principal whose
 //! session read it, for the same partition and offset, once.
 
 use crate::auth::sessions::Session;
 use crate::backend::{stored_bytes, Backend, BackendError, ReadLimits, Watermarks};
-use crate::fetched_batch::{self, FetchedBatch};
 use iggy_common::IggyMessage;
 use std::collections::HashMap;
 use std::future::Future;
@@ -39,13 +35,10 @@ pub const READ_AHEAD_TTL: Duration = Duration::from_secs(1);
 /// Reads ahead held at most, whatever their size: each is a task and a table entry.
 pub const MAX_READS_AHEAD: usize = 4_096;
 
-/// What a read ahead found: the partition's watermarks and the messages from its offset, and
-/// the batch of those messages within the read's byte limit when it was built ahead too
-/// (FETCH-READAHEAD-3).
+/// What a read ahead found: the partition's watermarks and the messages from its offset.
 pub(crate) struct ReadAheadResult {
     pub marks: Result<Watermarks, BackendError>,
     pub read: Result<Vec<IggyMessage>, BackendError>,
-    pub built: Option<FetchedBatch>,
 }
 
 /// Which read: whose session, which partition, from which offset.
@@ -263,16 +256,16 @@ impl ReadAhead {
             // rounds 5 and 6): how long the read waited before its first step, then how long it
             // took.
             let queued = started.elapsed();
-            let read = backend.read_with_watermarks(&stream, &topic, partition, offset, limits);
-            let context = || format!("Fetch from {stream}/{topic}-{partition}");
-            let result = read_then_build(read, limits.max_bytes as usize, &context).await;
+            let (marks, read) = backend
+                .read_with_watermarks(&stream, &topic, partition, offset, limits)
+                .await;
             tracing::trace!(
                 %stream, %topic, partition, offset,
                 queued_us = queued.as_micros() as u64,
                 read_us = started.elapsed().saturating_sub(queued).as_micros() as u64,
                 "read made ahead finished"
             );
-            result
+            ReadAheadResult { marks, read }
         });
         self.started.fetch_add(1, Ordering::Relaxed);
         Some(PendingRead {
@@ -356,7 +349,7 @@ impl ReadAhead {
         }
         let unfinished = !entry.read.task.is_finished();
         let asked = Instant::now();
-        let ReadAheadResult { marks, read, built } = (&mut entry.read.task).await.ok()?;
+        let ReadAheadResult { marks, read } = (&mut entry.read.task).await.ok()?;
         tracing::trace!(
             %stream, %topic, partition, offset,
             waited_us = asked.elapsed().as_micros() as u64,
@@ -364,16 +357,9 @@ impl ReadAhead {
         );
         marks.as_ref().ok()?;
         let mut messages = std::mem::take(&mut entry.carried);
-        // FETCH-READAHEAD-3: the batch built ahead starts at the read's first message, so it is
-        // the Fetch's only when nothing is carried in front of that message.
-        let built = built.filter(|_| messages.is_empty());
         if let Ok(read) = read {
             if read.first().map(|m| m.header.offset) == Some(entry.read.key.offset) {
-                if messages.is_empty() {
-                    messages = read;
-                } else {
-                    messages.extend(read);
-                }
+                messages.extend(read);
             }
         }
         if messages.first().map(|m| m.header.offset) != Some(offset) {
@@ -386,7 +372,6 @@ impl ReadAhead {
         Some(ReadAheadResult {
             marks,
             read: Ok(messages),
-            built,
         })
     }
 
@@ -413,30 +398,6 @@ impl ReadAhead {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
-
-/// Awaits `read`, then builds the batch of its messages within `limit_bytes` when it took more
-/// than one step (FETCH-READAHEAD-3). Such a read runs on a task of its own by then (see
-/// [`spawn_sent`]), so the batch is built beside the Fetch in flight instead of after the next
-/// Fetch arrives. A read done in its first step ran on the Fetch's own task, before that Fetch's
-/// response: building there would only delay it, so the next Fetch builds its batch as before.
-async fn read_then_build(
-    read: impl Future<Output = (Result<Watermarks, BackendError>, Result<Vec<IggyMessage>, BackendError>)>,
-    limit_bytes: usize,
-    context: &(dyn Fn() -> String + Sync),
-) -> ReadAheadResult {
-    let mut read = std::pin::pin!(read);
-    let mut steps = 0u32;
-    let (marks, read) = std::future::poll_fn(|cx| {
-        steps += 1;
-        read.as_mut().poll(cx)
-    })
-    .await;
-    let built = match &read {
-        Ok(messages) if steps > 1 && !messages.is_empty() => Some(fetched_batch::build(messages, limit_bytes, context)),
-        _ => None,
-    };
-    ReadAheadResult { marks, read, built }
 }
 
 /// Spawns `read` after taking its first step here, on the Fetch's own task. That step sends the
@@ -522,93 +483,6 @@ mod tests {
             known_topics: Default::default(),
             slot: None,
         }
-    }
-
-    fn hundred_byte_messages(count: usize, first_offset: u64) -> Vec<IggyMessage> {
-        (0..count as u64)
-            .map(|i| {
-                let mut m = IggyMessage::builder()
-                    .payload(vec![b'x'; 100].into())
-                    .build()
-                    .expect("message");
-                m.header.offset = first_offset + i;
-                m
-            })
-            .collect()
-    }
-
-    fn marks() -> Result<Watermarks, BackendError> {
-        Ok(Watermarks {
-            log_start_offset: 0,
-            high_watermark: 1_000,
-        })
-    }
-
-    #[tokio::test]
-    async fn fetch_readahead_3_a_read_that_waited_has_the_batch_built_that_the_fetch_would_build() {
-        let messages = hundred_byte_messages(20, 40);
-        let read = async move {
-            tokio::task::yield_now().await;
-            (marks(), Ok(hundred_byte_messages(20, 40)))
-        };
-        let context = || "test".to_string();
-        let result = read_then_build(read, 1_000, &context).await;
-        let built = result.built.expect("a read that waited has its batch built");
-        let at_serve_time = fetched_batch::build(&messages, 1_000, &context);
-        assert_eq!(built.batch, at_serve_time.batch);
-        assert_eq!(built.served, at_serve_time.served);
-        assert!(
-            0 < built.served && built.served < messages.len(),
-            "the byte limit cut the batch: {}",
-            built.served
-        );
-        assert_eq!(built.limit_bytes, 1_000);
-    }
-
-    #[tokio::test]
-    async fn fetch_readahead_3_a_read_done_in_its_first_step_builds_nothing() {
-        let read = std::future::ready((marks(), Ok(hundred_byte_messages(5, 0))));
-        let result = read_then_build(read, 1_000, &|| "test".to_string()).await;
-        assert!(result.built.is_none());
-        assert_eq!(result.read.expect("read").len(), 5);
-    }
-
-    /// A batch built ahead starts at the read's first message: with messages carried in front
-    /// of it, serving it would skip them.
-    #[tokio::test]
-    async fn fetch_readahead_3_a_batch_built_ahead_is_served_only_with_nothing_carried_before_it() {
-        let gateway = gateway_with(1, 4 << 20).await;
-        let session = gateway.default_session.clone();
-        let ahead = &gateway.read_ahead;
-        let pending_built_from = |offset: u64| {
-            let messages = hundred_byte_messages(3, offset);
-            let built = fetched_batch::build(&messages, 1 << 20, &|| "test".to_string());
-            ahead
-                .spawn_read(
-                    &session,
-                    ReadAhead::key(&session, STREAM, TOPIC, 0, offset),
-                    limits(1 << 20),
-                )
-                .map(|mut pending| {
-                    pending.task.abort();
-                    pending.task = tokio::spawn(std::future::ready(ReadAheadResult {
-                        marks: marks(),
-                        read: Ok(messages),
-                        built: Some(built),
-                    }));
-                    pending
-                })
-                .expect("room to read ahead")
-        };
-        ahead.keep(pending_built_from(10), 10, Vec::new());
-        let taken = ahead.take(&session, STREAM, TOPIC, 0, 10).await.expect("held");
-        assert_eq!(taken.built.expect("nothing carried: the batch stands").served, 3);
-
-        ahead.keep(pending_built_from(20), 18, hundred_byte_messages(2, 18));
-        let taken = ahead.take(&session, STREAM, TOPIC, 0, 18).await.expect("held");
-        assert!(taken.built.is_none(), "two messages are carried in front of the batch");
-        let offsets: Vec<u64> = taken.read.expect("read").iter().map(|m| m.header.offset).collect();
-        assert_eq!(offsets, (18..23).collect::<Vec<_>>());
     }
 
     /// Round 6's bug: a read made ahead was spawned untouched, so its poll left only once the

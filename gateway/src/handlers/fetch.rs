@@ -5,14 +5,15 @@
 //! end is read ahead for the consumer's next Fetch (FETCH-READAHEAD-1, `read_ahead.rs`).
 
 use crate::auth::sessions::Session;
-use crate::backend::{watermarks_and_read, Backend, ReadLimits, Watermarks};
+use crate::backend::{stored_bytes, watermarks_and_read, Backend, ReadLimits, Watermarks};
 use crate::config::IggyTarget;
 use crate::error_map;
-use crate::fetched_batch;
 use crate::gateway::Gateway;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
+use kig_core::fetch_batch::FetchBatchBuilder;
+use kig_core::mapping::{message_to_record, ReadForm};
 use std::time::Duration;
 
 /// The most messages one partition read asks the backend for.
@@ -96,18 +97,13 @@ async fn read_partition<B: Backend>(
             .take(session, stream, topic, partition, slot.offset as u64)
             .await
     };
-    let (marks, read, built) = match ahead {
-        Some(ahead) => (ahead.marks, ahead.read, ahead.built),
+    let (marks, read) = match ahead {
+        Some(ahead) => (ahead.marks, ahead.read),
         None if skip_read => (
             session.backend.watermarks(stream, topic, partition).await,
             Ok(Vec::new()),
-            None,
         ),
-        None => {
-            let (marks, read) =
-                watermarks_and_read(&*session.backend, stream, topic, partition, slot.offset as u64, limits).await;
-            (marks, read, None)
-        }
+        None => watermarks_and_read(&*session.backend, stream, topic, partition, slot.offset as u64, limits).await,
     };
     let mut marks = match marks {
         Ok(marks) => marks,
@@ -158,14 +154,30 @@ async fn read_partition<B: Backend>(
         // now, not after the response is built and written.
         tokio::task::yield_now().await;
     }
-    // FETCH-READAHEAD-3: a read made ahead may have built this very batch already.
-    let built = match built.filter(|b| b.limit_bytes == limit) {
-        Some(built) => built,
-        None => fetched_batch::build(&messages, limit, &context),
-    };
-    let mut served = built.served;
+    // Room for what was read, up to the limit, so the batch is written without regrowing.
+    let stored: usize = messages
+        .iter()
+        .map(|m| RECORD_OVERHEAD_BYTES + stored_bytes(m) as usize)
+        .sum();
+    let mut builder = FetchBatchBuilder::with_capacity(stored.min(limit));
+    let mut served = 0;
+    for message in &messages {
+        let (record, form) = message_to_record(message);
+        if let ReadForm::Malformed(reason) = &form {
+            // MAP-READ-MALFORMED-1
+            tracing::warn!(
+                "{}: offset {} served as a native message: {reason}",
+                context(),
+                message.header.offset
+            );
+        }
+        if !builder.push_within(message.header.offset, &record, limit) {
+            break;
+        }
+        served += 1;
+    }
     // KIP-74: only the response's first batch may exceed the limits.
-    let fits = first_in_response || built.len() <= limit;
+    let fits = first_in_response || builder.encoded_len() <= limit;
     if !fits {
         served = 0;
     }
@@ -180,11 +192,15 @@ async fn read_partition<B: Backend>(
         let carried = messages.split_off(served);
         gateway.read_ahead.keep(pending, next, carried);
     }
-    match built.batch.filter(|_| fits) {
+    match builder.finish().filter(|_| fits) {
         Some(batch) => data.with_records(Some(batch)),
         None => data,
     }
 }
+
+/// A record's encoding beyond its stored payload and headers (length, attributes, deltas, key
+/// and value lengths), about; only sizes the batch buffer.
+const RECORD_OVERHEAD_BYTES: usize = 16;
 
 /// The partitions a Fetch names, each once (LIMIT-FETCH-DUPLICATES-1: a partition named twice
 /// is read and answered once, as Kafka's fetch map keeps one entry per partition), with the
