@@ -139,15 +139,6 @@ pub fn api_versions_request() -> ApiVersionsRequest {
         .with_client_software_version(StrBytes::from_static_str(SOFTWARE_VERSION))
 }
 
-/// Whether Kafka accepts `text` as a client software name or version (KIP-511): a letter or
-/// digit at each end, letters, digits, '-' and '.' between.
-pub fn is_valid_software_text(text: &str) -> bool {
-    let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
-    edge(text.chars().next())
-        && edge(text.chars().last())
-        && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
-}
-
 /// The reason a case skips when the endpoint does not advertise an API it needs; the mock
 /// limitations of the kafka profile's suite match on it.
 pub fn unadvertised(api: ApiKey) -> String {
@@ -247,6 +238,15 @@ pub fn all() -> Vec<Case> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether Kafka accepts `text` as a client software name or version (KIP-511): a letter or
+    /// digit at each end, letters, digits, '-' and '.' between.
+    fn is_valid_software_text(text: &str) -> bool {
+        let edge = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+        edge(text.chars().next())
+            && edge(text.chars().last())
+            && text.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+    }
 
     #[test]
     fn the_suite_names_its_software_as_kafka_accepts() {

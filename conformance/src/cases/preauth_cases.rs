@@ -13,7 +13,7 @@ use kafka_iggy_gateway::auth::settings::{Mechanism, SaslSettings};
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use kafka_iggy_gateway::clock::SystemClock;
 use kafka_iggy_gateway::limits::{LimitSettings, DEFAULT_MAX_UNAUTHENTICATED_FRAME_BYTES};
-use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse};
 use kafka_wire_client::WireClient;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -84,7 +84,7 @@ async fn gateway(
 async fn answers(client: &mut WireClient<TcpStream>) -> anyhow::Result<()> {
     let response: ApiVersionsResponse = timeout(
         WAIT,
-        client.request(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default()),
+        client.request(ApiKey::ApiVersions, 3, &super::api_versions_request()),
     )
     .await
     .context("ApiVersions not answered within 30 s")??;
