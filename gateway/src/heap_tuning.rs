@@ -5,8 +5,9 @@
 //! mapping when it is over the mmap threshold, and trim the heap's top back to the system once
 //! more than the trim threshold is free there, so the next request's buffer faults its pages in
 //! and has them zeroed again. Measured on a fetch of 1 KiB records through the gateway on Iggy,
-//! that was about half of the gateway's CPU (docs/performance.md, "Fetch over ten interleaved
-//! runs"). [`heap_settings`] is the pure decision; [`tune_heap`] the call into glibc.
+//! that was about a third of the gateway's CPU at the median, up to half (docs/performance.md,
+//! "A standalone gateway's CPU"). [`heap_settings`] is the pure decision; [`tune_heap`] the call
+//! into glibc.
 
 /// Allocations at least this large get a mapping of their own and give it back when freed:
 /// above any buffer a default-sized request needs, below what would pin much memory in the heap.
