@@ -15,6 +15,10 @@ pub struct PendingRestores {
     groups: std::sync::Mutex<HashMap<RestoreKey, Pending>>,
     /// Counts reclaims started, to stamp [`Pending::reclaim_started`].
     pub(super) reclaims_started: AtomicU64,
+    /// [`Self::reclaims_started`] when entries were last forgotten (changed under the table's
+    /// lock): the stamp of every group without an entry. It moves only when entries go, so
+    /// another group's reclaim never changes the stamp of a group this gateway has no entry for.
+    forgotten_at: AtomicU64,
     /// Held by whoever deletes, recreates or refills an offsets group, so a store-back never
     /// lands after a newer write or a DeleteGroups.
     pub(super) writing: tokio::sync::Mutex<()>,
@@ -26,9 +30,10 @@ pub struct PendingRestores {
 #[derive(Default)]
 struct Pending {
     offsets: BTreeMap<u32, u64>,
-    /// The count of reclaims started when this group's latest reclaim started, or when the entry
-    /// was made if none has since: never below any stamp the group had before, so forgetting
-    /// and remaking the entry cannot hide a reclaim from a fetch (see [`PendingRestores::snapshot`]).
+    /// The count of reclaims started when this group's latest reclaim started; when none has
+    /// since the entry was made, the stamp the group had without one
+    /// ([`PendingRestores::forgotten_at`]). Forgetting the entry moves that stamp up to the
+    /// count, so it cannot hide a reclaim from a fetch (see [`PendingRestores::snapshot`]).
     reclaim_started: u64,
     copy: CopySeen,
 }
@@ -65,21 +70,24 @@ impl PendingRestores {
     fn entry<'g>(&self, groups: &'g mut HashMap<RestoreKey, Pending>, key: RestoreKey) -> &'g mut Pending {
         if !groups.contains_key(&key) && groups.len() >= MAX_REMEMBERED_GROUPS {
             groups.retain(|_, p| !p.offsets.is_empty() || p.copy == CopySeen::Present);
+            let started = self.reclaims_started.load(Ordering::SeqCst);
+            self.forgotten_at.store(started, Ordering::SeqCst);
         }
         groups.entry(key).or_insert_with(|| Pending {
-            reclaim_started: self.reclaims_started.load(Ordering::SeqCst),
+            reclaim_started: self.forgotten_at.load(Ordering::SeqCst),
             ..Pending::default()
         })
     }
 
     /// The pending values and the group's reclaim stamp. A group with no entry (never seen, or
-    /// forgotten) answers the count of reclaims started, which is at least any stamp it ever
-    /// had, so a reclaim that started between two snapshots always changes the stamp.
+    /// forgotten) answers [`Self::forgotten_at`]: at least any stamp a forgotten entry had, so a
+    /// reclaim of the group that started between two snapshots always changes its stamp, while
+    /// other groups' reclaims leave it as it was.
     pub(super) fn snapshot(&self, t: &IggyTarget, key: &str) -> (BTreeMap<u32, u64>, u64) {
         let groups = self.lock();
         match groups.get(&restore_key(t, key)) {
             Some(p) => (p.offsets.clone(), p.reclaim_started),
-            None => (BTreeMap::new(), self.reclaims_started.load(Ordering::SeqCst)),
+            None => (BTreeMap::new(), self.forgotten_at.load(Ordering::SeqCst)),
         }
     }
 
@@ -196,6 +204,27 @@ mod tests {
             let (_, after) = restores.snapshot(&t, "kafka.cg.g");
             assert_ne!(before, after, "seen before the read: {seen_before}");
         }
+    }
+
+    /// c40588b's stamps: a group without an entry answered the live count of reclaims started,
+    /// so any group's reclaim under an unseen group's read made that fetch read again, eight
+    /// times at most and then an error, as after a gateway restart, when no group has an entry
+    /// and reclaims are most frequent.
+    #[test]
+    fn co_reclaim_2_another_groups_reclaim_leaves_an_unseen_groups_stamp_as_it_was() {
+        let restores = PendingRestores::default();
+        let t = target();
+        let (_, before) = restores.snapshot(&t, "kafka.cg.unseen");
+        restores.start_reclaim(&t, "kafka.cg.other", BTreeMap::from([(0, 3)]));
+        restores.stored(&t, "kafka.cg.other", 0);
+        restores.clear(&t, "kafka.cg.other");
+        assert_eq!(restores.snapshot(&t, "kafka.cg.unseen").1, before);
+        restores.copy_seen(&t, "kafka.cg.unseen", false);
+        assert_eq!(
+            restores.snapshot(&t, "kafka.cg.unseen").1,
+            before,
+            "an entry made without a reclaim keeps the stamp"
+        );
     }
 
     #[test]
