@@ -6,7 +6,7 @@
 //! more than the trim threshold is free there, so the next request's buffer faults its pages in
 //! and has them zeroed again. Measured on a fetch of 1 KiB records through the gateway on Iggy,
 //! that was about a third of the gateway's CPU at the median, up to half (docs/performance.md,
-//! "A standalone gateway's CPU"). [`heap_settings`] is the pure decision; [`tune_heap`] the call
+//! "A standalone gateway's CPU"). [`gateway_sets_thresholds`] is the pure decision; [`tune_heap`] the call
 //! into glibc.
 
 /// Allocations at least this large get a mapping of their own and give it back when freed:
@@ -48,7 +48,7 @@ impl HeapTuning {
 
 /// Whether the gateway sets its thresholds, given the process's `GLIBC_TUNABLES`: not when the
 /// operator's tunables name any malloc parameter.
-pub fn heap_settings(glibc_tunables: Option<&str>) -> bool {
+pub fn gateway_sets_thresholds(glibc_tunables: Option<&str>) -> bool {
     !glibc_tunables.is_some_and(|t| t.split(':').any(|setting| setting.trim().starts_with("glibc.malloc.")))
 }
 
@@ -56,7 +56,7 @@ pub fn heap_settings(glibc_tunables: Option<&str>) -> bool {
 /// `GLIBC_TUNABLES` already sets malloc. Process-wide: a process hosting a gateway (a bench, a
 /// test binary) calls it once, at start.
 pub fn tune_heap() -> HeapTuning {
-    if !heap_settings(std::env::var("GLIBC_TUNABLES").ok().as_deref()) {
+    if !gateway_sets_thresholds(std::env::var("GLIBC_TUNABLES").ok().as_deref()) {
         return HeapTuning::LeftToTunables;
     }
     set_thresholds()
@@ -89,11 +89,13 @@ mod tests {
 
     #[test]
     fn limit_heap_1_the_operators_malloc_tunables_stand() {
-        assert!(heap_settings(None));
-        assert!(heap_settings(Some("")));
-        assert!(heap_settings(Some("glibc.pthread.rseq=0")));
-        assert!(!heap_settings(Some("glibc.malloc.trim_threshold=131072")));
-        assert!(!heap_settings(Some("glibc.pthread.rseq=0:glibc.malloc.arena_max=1")));
+        assert!(gateway_sets_thresholds(None));
+        assert!(gateway_sets_thresholds(Some("")));
+        assert!(gateway_sets_thresholds(Some("glibc.pthread.rseq=0")));
+        assert!(!gateway_sets_thresholds(Some("glibc.malloc.trim_threshold=131072")));
+        assert!(!gateway_sets_thresholds(Some(
+            "glibc.pthread.rseq=0:glibc.malloc.arena_max=1"
+        )));
     }
 
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
