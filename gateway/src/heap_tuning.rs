@@ -6,8 +6,8 @@
 //! more than the trim threshold is free there, so the next request's buffer faults its pages in
 //! and has them zeroed again. Measured on a fetch of 1 KiB records through the gateway on Iggy,
 //! that was about a third of the gateway's CPU at the median, up to half (docs/performance.md,
-//! "A standalone gateway's CPU"). [`gateway_sets_thresholds`] is the pure decision; [`tune_heap`] the call
-//! into glibc.
+//! "A standalone gateway's CPU"). [`gateway_sets_thresholds`] is the pure decision;
+//! [`tune_heap`] the call into glibc.
 
 /// Allocations at least this large get a mapping of their own and give it back when freed:
 /// above any buffer a default-sized request needs, below what would pin much memory in the heap.
