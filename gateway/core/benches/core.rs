@@ -6,7 +6,7 @@ use kig_core::batch::{decode_batches, encode_batch, Record, RecordBatch, RecordH
 use kig_core::budget::DecompressionBudget;
 use kig_core::compression::Compression;
 use kig_core::fetch_batch::FetchBatchBuilder;
-use kig_core::mapping::{message_to_record, record_to_message, KafkaRecord};
+use kig_core::mapping::{read_record, record_to_message, KafkaRecord, ReadScratch};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
@@ -122,9 +122,10 @@ fn main() {
     }
     let fetch = per_second(|| {
         let mut builder = FetchBatchBuilder::new();
+        let mut scratch = ReadScratch::default();
         for m in &messages {
-            let (record, _) = message_to_record(m);
-            builder.push_within(m.header.offset, &record, usize::MAX);
+            let (record, _) = read_record(m, &mut scratch);
+            builder.push_read_within(m.header.offset, &record, usize::MAX);
         }
         black_box(builder.finish());
     });

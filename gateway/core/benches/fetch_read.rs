@@ -10,7 +10,7 @@ use kig_core::batch::{encode_batch, Record, RecordBatch, RecordHeader};
 use kig_core::budget::DecompressionBudget;
 use kig_core::compression::Compression;
 use kig_core::fetch_batch::FetchBatchBuilder;
-use kig_core::mapping::{message_to_record, record_to_message, KafkaRecord};
+use kig_core::mapping::{read_record, record_to_message, KafkaRecord, ReadScratch};
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -62,9 +62,10 @@ fn stored(value_bytes: usize) -> Vec<IggyMessage> {
 /// What one Fetch of a partition does with the messages it read.
 fn read_path(messages: &[IggyMessage]) -> Option<Bytes> {
     let mut builder = FetchBatchBuilder::with_capacity(FETCH_BYTES);
+    let mut scratch = ReadScratch::default();
     for m in messages {
-        let (record, _form) = message_to_record(m);
-        if !builder.push_within(m.header.offset, &record, FETCH_BYTES) {
+        let (record, _form) = read_record(m, &mut scratch);
+        if !builder.push_read_within(m.header.offset, &record, FETCH_BYTES) {
             break;
         }
     }

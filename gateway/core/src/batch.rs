@@ -122,6 +122,41 @@ pub struct RecordHeader {
     pub value: Option<Bytes>,
 }
 
+/// One record header borrowed from the buffer it was read from: what the Fetch path encodes
+/// from a stored message's own bytes, with no reference count or allocation per header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderRef<'a> {
+    pub name: &'a [u8],
+    pub value: Option<&'a [u8]>,
+}
+
+/// A record header's bytes, however it is held: lets one encoder write owned and borrowed
+/// headers alike.
+pub trait HeaderFields {
+    fn name_bytes(&self) -> &[u8];
+    fn value_bytes(&self) -> Option<&[u8]>;
+}
+
+impl HeaderFields for RecordHeader {
+    fn name_bytes(&self) -> &[u8] {
+        &self.name
+    }
+
+    fn value_bytes(&self) -> Option<&[u8]> {
+        self.value.as_deref()
+    }
+}
+
+impl HeaderFields for HeaderRef<'_> {
+    fn name_bytes(&self) -> &[u8] {
+        self.name
+    }
+
+    fn value_bytes(&self) -> Option<&[u8]> {
+        self.value
+    }
+}
+
 /// One record as it sits in a batch, with its deltas relative to the batch header.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Record {
@@ -417,15 +452,16 @@ fn decode_record_body(body: &Bytes) -> Result<Record, DecodeError> {
 }
 
 /// A record's fields, borrowed: what [`encode_record_view`] writes. The Fetch path encodes
-/// records it maps from stored messages without first assembling an owned [`Record`].
+/// records it maps from stored messages without first assembling an owned [`Record`]; its
+/// headers are [`HeaderRef`]s into the stored message, a [`Record`]'s are its own.
 #[derive(Debug, Clone, Copy)]
-pub struct RecordView<'a> {
+pub struct RecordView<'a, H = RecordHeader> {
     pub attributes: i8,
     pub timestamp_delta: i64,
     pub offset_delta: i32,
     pub key: Option<&'a [u8]>,
     pub value: Option<&'a [u8]>,
-    pub headers: &'a [RecordHeader],
+    pub headers: &'a [H],
 }
 
 impl Record {
@@ -448,7 +484,8 @@ fn nullable_len(bytes: Option<&[u8]>) -> usize {
     }
 }
 
-fn record_body_len(record: &RecordView<'_>) -> usize {
+/// The record's encoded size without its length prefix.
+pub fn record_body_len<H: HeaderFields>(record: &RecordView<'_, H>) -> usize {
     1 + varlong_len(record.timestamp_delta)
         + varint_len(record.offset_delta)
         + nullable_len(record.key)
@@ -457,7 +494,7 @@ fn record_body_len(record: &RecordView<'_>) -> usize {
         + record
             .headers
             .iter()
-            .map(|h| varint_len(h.name.len() as i32) + h.name.len() + nullable_len(h.value.as_deref()))
+            .map(|h| varint_len(h.name_bytes().len() as i32) + h.name_bytes().len() + nullable_len(h.value_bytes()))
             .sum::<usize>()
 }
 
@@ -477,8 +514,14 @@ pub fn encode_record(out: &mut BytesMut, record: &Record) {
 }
 
 /// Appends one record given by its borrowed fields (length prefix included) to `out`.
-pub fn encode_record_view(out: &mut BytesMut, record: &RecordView<'_>) {
-    let body_len = record_body_len(record);
+pub fn encode_record_view<H: HeaderFields>(out: &mut BytesMut, record: &RecordView<'_, H>) {
+    encode_record_view_of_len(out, record, record_body_len(record));
+}
+
+/// [`encode_record_view`] for a caller that has just computed the record's
+/// [`record_body_len`] (to check a limit) and need not compute it twice.
+pub fn encode_record_view_of_len<H: HeaderFields>(out: &mut BytesMut, record: &RecordView<'_, H>, body_len: usize) {
+    debug_assert_eq!(body_len, record_body_len(record));
     out.reserve(body_len + 5);
     write_varint(out, body_len as i32);
     out.put_i8(record.attributes);
@@ -488,9 +531,9 @@ pub fn encode_record_view(out: &mut BytesMut, record: &RecordView<'_>) {
     write_nullable(out, record.value);
     write_varint(out, record.headers.len() as i32);
     for header in record.headers {
-        write_varint(out, header.name.len() as i32);
-        out.put_slice(&header.name);
-        write_nullable(out, header.value.as_deref());
+        write_varint(out, header.name_bytes().len() as i32);
+        out.put_slice(header.name_bytes());
+        write_nullable(out, header.value_bytes());
     }
 }
 
@@ -500,7 +543,7 @@ pub fn encoded_record_len(record: &Record) -> usize {
 }
 
 /// The encoded size of a record given by its borrowed fields, length prefix included.
-pub fn encoded_record_view_len(record: &RecordView<'_>) -> usize {
+pub fn encoded_record_view_len<H: HeaderFields>(record: &RecordView<'_, H>) -> usize {
     let body = record_body_len(record);
     varint_len(body as i32) + body
 }

@@ -27,7 +27,7 @@
 //! assert_eq!(record.headers[0].value, None);
 //! ```
 
-use crate::batch::RecordHeader;
+use crate::batch::{HeaderRef, RecordHeader};
 use crate::error::DecodeError;
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -86,11 +86,11 @@ pub fn encode_envelope(key: Option<&[u8]>, value: Option<&[u8]>, headers: &[Reco
 }
 
 struct Reader<'a> {
-    input: &'a Bytes,
+    input: &'a [u8],
     pos: usize,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
     fn need(&self, what: &'static str, n: usize) -> Result<(), DecodeError> {
         let available = self.input.len() - self.pos;
         if n > available {
@@ -116,15 +116,15 @@ impl Reader<'_> {
         Ok(u32::from_le_bytes(bytes) as usize)
     }
 
-    fn bytes(&mut self, what: &'static str, n: usize) -> Result<Bytes, DecodeError> {
+    fn bytes(&mut self, what: &'static str, n: usize) -> Result<&'a [u8], DecodeError> {
         self.need(what, n)?;
         self.pos += n;
-        Ok(self.input.slice(self.pos - n..self.pos))
+        Ok(&self.input[self.pos - n..self.pos])
     }
 
     /// A length-prefixed part whose presence is given separately; an absent part must have
     /// length 0 so that each envelope has exactly one encoding.
-    fn part(&mut self, what: &'static str, present: bool) -> Result<Option<Bytes>, DecodeError> {
+    fn part(&mut self, what: &'static str, present: bool) -> Result<Option<&'a [u8]>, DecodeError> {
         let len = self.u32(what)?;
         if !present {
             if len != 0 {
@@ -139,9 +139,21 @@ impl Reader<'_> {
     }
 }
 
-/// Decodes an envelope payload. Every length is checked against the bytes present before it is
-/// used; the parts are slices of `payload`, so nothing is copied or allocated per part.
-pub fn decode_envelope(payload: &Bytes) -> Result<EnvelopeRecord, DecodeError> {
+/// An envelope's key and value, borrowed from its payload; its headers go to the caller's list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvelopeParts<'p> {
+    pub key: Option<&'p [u8]>,
+    pub value: Option<&'p [u8]>,
+}
+
+/// Decodes an envelope payload, its headers into `headers` (cleared first), every part borrowed
+/// from `payload`. Every length is checked against the bytes present before it is used, and the
+/// header count against the bytes that could hold it before `headers` grows for it.
+pub fn decode_envelope_into<'p>(
+    payload: &'p [u8],
+    headers: &mut Vec<HeaderRef<'p>>,
+) -> Result<EnvelopeParts<'p>, DecodeError> {
+    headers.clear();
     let mut r = Reader { input: payload, pos: 0 };
     let flags = r.u8("envelope flags")?;
     if flags & !(KEY_PRESENT | VALUE_PRESENT) != 0 {
@@ -161,7 +173,7 @@ pub fn decode_envelope(payload: &Bytes) -> Result<EnvelopeRecord, DecodeError> {
             available: payload.len() - r.pos,
         });
     }
-    let mut headers = Vec::with_capacity(count);
+    headers.reserve(count);
     for _ in 0..count {
         let name_len = r.u32("envelope header name")?;
         let name = r.bytes("envelope header name", name_len)?;
@@ -176,14 +188,32 @@ pub fn decode_envelope(payload: &Bytes) -> Result<EnvelopeRecord, DecodeError> {
             }
         };
         let value = r.part("envelope header value", present)?;
-        headers.push(RecordHeader { name, value });
+        headers.push(HeaderRef { name, value });
     }
     if r.pos != payload.len() {
         return Err(DecodeError::TrailingBytes {
             trailing: payload.len() - r.pos,
         });
     }
-    Ok(EnvelopeRecord { key, value, headers })
+    Ok(EnvelopeParts { key, value })
+}
+
+/// Decodes an envelope payload into owned parts, each a slice of `payload` (nothing copied).
+pub fn decode_envelope(payload: &Bytes) -> Result<EnvelopeRecord, DecodeError> {
+    let mut headers = Vec::new();
+    let parts = decode_envelope_into(payload, &mut headers)?;
+    let share = |part: &[u8]| payload.slice_ref(part);
+    Ok(EnvelopeRecord {
+        key: parts.key.map(share),
+        value: parts.value.map(share),
+        headers: headers
+            .iter()
+            .map(|h| RecordHeader {
+                name: share(h.name),
+                value: h.value.map(share),
+            })
+            .collect(),
+    })
 }
 
 #[cfg(test)]

@@ -3,10 +3,12 @@
 //! computed CRC32C. Built one record at a time so the caller can stop at a byte limit.
 
 use crate::batch::{
-    encode_record_view, encoded_record_view_len, seal_batch, BatchAttributes, BatchHeader, RecordView, BATCH_HEADER_LEN,
+    encode_record_view_of_len, record_body_len, seal_batch, BatchAttributes, BatchHeader, HeaderFields, RecordView,
+    BATCH_HEADER_LEN,
 };
 use crate::compression::Compression;
-use crate::mapping::KafkaRecord;
+use crate::mapping::{KafkaRecord, RecordRef};
+use crate::varint::varint_len;
 use bytes::{BufMut, Bytes, BytesMut};
 
 /// No producer, as Kafka writes for a non-idempotent batch.
@@ -71,36 +73,53 @@ impl FetchBatchBuilder {
         }
     }
 
-    fn view<'a>(&self, offset: i64, record: &'a KafkaRecord) -> RecordView<'a> {
-        let (base_offset, base_timestamp) = self.base.unwrap_or((offset, record.timestamp_ms));
-        RecordView {
-            attributes: 0,
-            timestamp_delta: record.timestamp_ms.wrapping_sub(base_timestamp),
-            offset_delta: (offset - base_offset) as i32,
-            key: record.key.as_deref(),
-            value: record.value.as_deref(),
-            headers: &record.headers,
-        }
-    }
-
     /// Adds `record` at `offset` if the batch then stays within `limit_bytes`, or if it is the
     /// first record: the first record is always returned whole (KIP-74, FETCH-LIMIT-1).
     /// Returns whether it was added. Offsets must increase by less than 2^31 within a batch.
     pub fn push_within(&mut self, offset: u64, record: &KafkaRecord, limit_bytes: usize) -> bool {
+        let (key, value) = (record.key.as_deref(), record.value.as_deref());
+        self.push_fields_within(offset, record.timestamp_ms, key, value, &record.headers, limit_bytes)
+    }
+
+    /// [`push_within`](Self::push_within) for a record read borrowed from its stored message
+    /// ([`crate::mapping::read_record`]): the Fetch path's, with nothing owned per record.
+    pub fn push_read_within(&mut self, offset: u64, record: &RecordRef<'_, '_>, limit_bytes: usize) -> bool {
+        let (key, value) = (record.key, record.value);
+        self.push_fields_within(offset, record.timestamp_ms, key, value, record.headers, limit_bytes)
+    }
+
+    fn push_fields_within<H: HeaderFields>(
+        &mut self,
+        offset: u64,
+        timestamp_ms: i64,
+        key: Option<&[u8]>,
+        value: Option<&[u8]>,
+        headers: &[H],
+        limit_bytes: usize,
+    ) -> bool {
         let offset = offset as i64;
-        let view = self.view(offset, record);
-        let new_len = self.batch.len() + encoded_record_view_len(&view);
+        let (base_offset, base_timestamp) = self.base.unwrap_or((offset, timestamp_ms));
+        let view = RecordView {
+            attributes: 0,
+            timestamp_delta: timestamp_ms.wrapping_sub(base_timestamp),
+            offset_delta: (offset - base_offset) as i32,
+            key,
+            value,
+            headers,
+        };
+        let body_len = record_body_len(&view);
+        let new_len = self.batch.len() + varint_len(body_len as i32) + body_len;
         if !self.is_empty() && new_len > limit_bytes {
             return false;
         }
         if self.base.is_none() {
-            self.base = Some((offset, record.timestamp_ms));
-            self.max_timestamp = record.timestamp_ms;
+            self.base = Some((offset, timestamp_ms));
+            self.max_timestamp = timestamp_ms;
         }
-        self.max_timestamp = self.max_timestamp.max(record.timestamp_ms);
+        self.max_timestamp = self.max_timestamp.max(timestamp_ms);
         self.last_offset_delta = view.offset_delta;
         self.count += 1;
-        encode_record_view(&mut self.batch, &view);
+        encode_record_view_of_len(&mut self.batch, &view, body_len);
         true
     }
 

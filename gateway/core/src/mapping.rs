@@ -7,8 +7,8 @@
 //! before anything is built, and the headers are written in the builder's wire form
 //! (`header_writer`).
 
-use crate::batch::RecordHeader;
-use crate::envelope::{decode_envelope, encode_envelope, envelope_len, ENVELOPE_VERSION};
+use crate::batch::{HeaderRef, RecordHeader};
+use crate::envelope::{decode_envelope_into, encode_envelope, envelope_len, ENVELOPE_VERSION};
 use bytes::Bytes;
 use header_writer::{write_headers, OutgoingHeader};
 use iggy_common::{IggyMessage, IggyMessageHeader, MAX_PAYLOAD_SIZE, MAX_USER_HEADERS_SIZE};
@@ -299,105 +299,176 @@ pub fn record_timestamp_ms(message: &IggyMessage) -> i64 {
     (us / MICROS_PER_MILLI as u64) as i64
 }
 
-fn native_record(timestamp_ms: i64, message: &IggyMessage, headers: &[StoredHeader]) -> KafkaRecord {
-    KafkaRecord {
-        timestamp_ms,
-        key: None,
-        value: Some(message.payload.clone()),
-        headers: headers
-            .iter()
-            .map(|h| RecordHeader {
-                name: h.name.clone(),
-                value: Some(h.value.clone()),
-            })
-            .collect(),
-    }
+/// What [`read_record`] reuses from one stored message to the next, so that reading a Fetch's
+/// messages allocates nothing per record: the message's stored headers and the record's headers,
+/// both borrowed from the messages.
+#[derive(Debug, Default)]
+pub struct ReadScratch<'m> {
+    stored: Vec<StoredHeader<'m>>,
+    headers: Vec<HeaderRef<'m>>,
+}
+
+/// A stored message's Kafka record as Fetch serves it, borrowed: key, value and header bytes
+/// from the message's own buffers, the list of headers from a [`ReadScratch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecordRef<'m, 's> {
+    /// Milliseconds since the epoch.
+    pub timestamp_ms: i64,
+    pub key: Option<&'m [u8]>,
+    pub value: Option<&'m [u8]>,
+    pub headers: &'s [HeaderRef<'m>],
+}
+
+/// MAP-READ-NATIVE-1: every stored header, in stored order, as a record header.
+fn native_headers<'m>(stored: &[StoredHeader<'m>], headers: &mut Vec<HeaderRef<'m>>) {
+    headers.clear();
+    headers.extend(stored.iter().map(|h| HeaderRef {
+        name: h.name,
+        value: Some(h.value),
+    }));
 }
 
 /// Maps a stored Iggy message to the Kafka record Fetch serves (MAP-READ-ORDER-1): envelope
-/// first, then placeholder, then plain, then native.
-pub fn message_to_record(message: &IggyMessage) -> (KafkaRecord, ReadForm) {
+/// first, then placeholder, then plain, then native. The record borrows from `message` and from
+/// `scratch`, which the next call reuses.
+pub fn read_record<'m, 's>(
+    message: &'m IggyMessage,
+    scratch: &'s mut ReadScratch<'m>,
+) -> (RecordRef<'m, 's>, ReadForm) {
+    let ReadScratch { stored, headers } = scratch;
+    headers.clear();
     let timestamp_ms = record_timestamp_ms(message);
-    let headers = match message.user_headers.as_ref().map(stored_headers) {
-        None => Vec::new(),
-        Some(Ok(headers)) => headers,
-        Some(Err(e)) => {
-            let record = native_record(timestamp_ms, message, &[]);
-            return (record, ReadForm::Malformed(format!("user headers do not parse: {e}")));
+    let payload: &'m [u8] = &message.payload;
+    let native = |headers: &'s [HeaderRef<'m>]| RecordRef {
+        timestamp_ms,
+        key: None,
+        value: Some(payload),
+        headers,
+    };
+    match message.user_headers.as_deref() {
+        None => stored.clear(),
+        Some(raw) => {
+            if let Err(e) = stored_headers(raw, stored) {
+                stored.clear();
+                return (
+                    native(headers),
+                    ReadForm::Malformed(format!("user headers do not parse: {e}")),
+                );
+            }
         }
-    };
-    let find = |name: &str| headers.iter().find(|h| h.is_named(name));
-    let malformed = |reason: String| {
-        (
-            native_record(timestamp_ms, message, &headers),
-            ReadForm::Malformed(reason),
-        )
-    };
+    }
+    let find = |name: &str| stored.iter().find(|h| h.is_named(name));
 
     if let Some(version) = find(ENVELOPE_HEADER) {
-        if version.value != [ENVELOPE_VERSION][..] {
-            return malformed(format!("unknown envelope version {:?}", &version.value[..]));
+        if version.value != [ENVELOPE_VERSION] {
+            let reason = format!("unknown envelope version {:?}", version.value);
+            native_headers(stored, headers);
+            return (native(headers), ReadForm::Malformed(reason));
         }
-        return match decode_envelope(&message.payload) {
-            Ok(env) => (
-                KafkaRecord {
+        return match decode_envelope_into(payload, headers) {
+            Ok(envelope) => (
+                RecordRef {
                     timestamp_ms,
-                    key: env.key,
-                    value: env.value,
-                    headers: env.headers,
+                    key: envelope.key,
+                    value: envelope.value,
+                    headers,
                 },
                 ReadForm::Envelope,
             ),
-            Err(e) => malformed(format!("envelope does not decode: {e}")),
+            Err(e) => {
+                native_headers(stored, headers);
+                (
+                    native(headers),
+                    ReadForm::Malformed(format!("envelope does not decode: {e}")),
+                )
+            }
         };
     }
 
-    let mut record_key = None;
-    let mut value = Some(message.payload.clone());
+    let mut key = None;
+    let mut value = Some(payload);
     let mut form = ReadForm::Native;
-    let mut record_headers = Vec::with_capacity(headers.len());
-    for header in &headers {
+    for header in stored.iter() {
         // Names are matched by their bytes here, whatever their kind; the lookups above and
         // below match string-kind names only, as the SDK's map lookups did.
-        let name = &header.name;
+        let name = header.name;
         if name == KEY_HEADER.as_bytes() {
-            record_key = Some(header.value.clone());
+            key = Some(header.value);
             form = ReadForm::Plain;
-        } else if name.starts_with(HEADER_PREFIX.as_bytes()) {
-            record_headers.push(RecordHeader {
-                name: name.slice(HEADER_PREFIX.len()..),
-                value: Some(header.value.clone()),
+        } else if let Some(kafka_name) = name.strip_prefix(HEADER_PREFIX.as_bytes()) {
+            headers.push(HeaderRef {
+                name: kafka_name,
+                value: Some(header.value),
             });
             form = ReadForm::Plain;
         } else if name != VALUE_HEADER.as_bytes() {
             // Headers outside the Kafka mapping are kept under their own names (MAP-READ-NATIVE-1).
-            record_headers.push(RecordHeader {
-                name: name.clone(),
-                value: Some(header.value.clone()),
+            headers.push(HeaderRef {
+                name,
+                value: Some(header.value),
             });
         }
     }
     if let Some(marker) = find(VALUE_HEADER) {
-        value = match &marker.value[..] {
+        value = match marker.value {
             b"null" => None,
-            b"empty" => Some(Bytes::new()),
-            other => return malformed(format!("unknown kafka.value marker {other:?}")),
+            b"empty" => Some(&[][..]),
+            other => {
+                let reason = format!("unknown kafka.value marker {other:?}");
+                native_headers(stored, headers);
+                return (native(headers), ReadForm::Malformed(reason));
+            }
         };
         form = ReadForm::Placeholder;
     }
     if form == ReadForm::Native {
         // An Iggy-written message keeps every header, in stored order, and a null key.
-        return (native_record(timestamp_ms, message, &headers), ReadForm::Native);
+        native_headers(stored, headers);
+        return (native(headers), ReadForm::Native);
     }
     (
-        KafkaRecord {
+        RecordRef {
             timestamp_ms,
-            key: record_key,
+            key,
             value,
-            headers: record_headers,
+            headers,
         },
         form,
     )
+}
+
+/// [`read_record`]'s record, owned: each part a slice of the message's buffers (nothing copied).
+pub fn message_to_record(message: &IggyMessage) -> (KafkaRecord, ReadForm) {
+    let mut scratch = ReadScratch::default();
+    let (record, form) = read_record(message, &mut scratch);
+    let share = |part: &[u8]| share_part(message, part);
+    let owned = KafkaRecord {
+        timestamp_ms: record.timestamp_ms,
+        key: record.key.map(share),
+        value: record.value.map(share),
+        headers: record
+            .headers
+            .iter()
+            .map(|h| RecordHeader {
+                name: share(h.name),
+                value: h.value.map(share),
+            })
+            .collect(),
+    };
+    (owned, form)
+}
+
+/// `part`, a slice of the message's payload or of its user headers (as every part
+/// [`read_record`] returns is), as a `Bytes` sharing that buffer.
+fn share_part(message: &IggyMessage, part: &[u8]) -> Bytes {
+    if part.is_empty() {
+        return Bytes::new();
+    }
+    let in_payload = message.payload.as_ptr_range().contains(&part.as_ptr());
+    match &message.user_headers {
+        Some(headers) if !in_payload => headers.slice_ref(part),
+        _ => message.payload.slice_ref(part),
+    }
 }
 
 mod header_writer;

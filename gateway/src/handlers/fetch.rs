@@ -13,7 +13,7 @@ use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use kig_core::fetch_batch::FetchBatchBuilder;
-use kig_core::mapping::{message_to_record, ReadForm};
+use kig_core::mapping::{read_record, ReadForm, ReadScratch};
 use std::time::Duration;
 
 /// The most messages one partition read asks the backend for.
@@ -161,8 +161,9 @@ async fn read_partition<B: Backend>(
         .sum();
     let mut builder = FetchBatchBuilder::with_capacity(stored.min(limit));
     let mut served = 0;
+    let mut scratch = ReadScratch::default();
     for message in &messages {
-        let (record, form) = message_to_record(message);
+        let (record, form) = read_record(message, &mut scratch);
         if let ReadForm::Malformed(reason) = &form {
             // MAP-READ-MALFORMED-1
             tracing::warn!(
@@ -171,7 +172,7 @@ async fn read_partition<B: Backend>(
                 message.header.offset
             );
         }
-        if !builder.push_within(message.header.offset, &record, limit) {
+        if !builder.push_read_within(message.header.offset, &record, limit) {
             break;
         }
         served += 1;

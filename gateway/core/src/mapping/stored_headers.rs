@@ -1,7 +1,8 @@
 //! A stored message's user headers, read straight from their wire bytes: the same entries, in
-//! the same order, and the same errors as the Iggy SDK's `IggyMessage::user_headers_map`, but as
-//! slices of the message's own buffer instead of a `BTreeMap` of copies (two allocations and two
-//! copies per header on every record a Fetch serves; docs/performance-history.md, round 7).
+//! the same order, and the same errors as the Iggy SDK's `IggyMessage::user_headers_map`, but
+//! borrowed from the message's own buffer into a list the caller reuses, instead of a `BTreeMap`
+//! of copies (two allocations and two copies per header on every record a Fetch serves;
+//! docs/performance-history.md, rounds 7 and 14).
 //!
 //! The SDK's reading, which this reproduces (the property test in mapping/tests.rs compares the
 //! two on arbitrary bytes):
@@ -12,7 +13,6 @@
 //!   (name first, then value), is an error, the first in stored order;
 //! - entries are ordered by (name kind, name bytes); of two with the same name, the later wins.
 
-use bytes::Bytes;
 use iggy_common::{HeaderKind, IggyError};
 
 /// Iggy's limit on one header field's length, checked by the SDK's structural validation.
@@ -20,16 +20,16 @@ const MAX_FIELD_BYTES: usize = 255;
 /// A field's kind byte and little-endian `u32` length.
 const FIELD_PREFIX_BYTES: usize = 5;
 
-/// One user header of a stored message; `name` and `value` share the message's buffer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct StoredHeader {
+/// One user header of a stored message, borrowed from the message's buffer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct StoredHeader<'m> {
     pub name_kind: u8,
-    pub name: Bytes,
+    pub name: &'m [u8],
     pub value_kind: u8,
-    pub value: Bytes,
+    pub value: &'m [u8],
 }
 
-impl StoredHeader {
+impl StoredHeader<'_> {
     /// A header the gateway writes: a string name, compared as the SDK compares names.
     pub fn is_named(&self, name: &str) -> bool {
         self.name_kind == HeaderKind::String.as_code() && self.name == name.as_bytes()
@@ -37,7 +37,7 @@ impl StoredHeader {
 
     /// What the SDK's map orders and deduplicates headers by.
     fn map_key(&self) -> (u8, &[u8]) {
-        (self.name_kind, &self.name)
+        (self.name_kind, self.name)
     }
 }
 
@@ -79,14 +79,16 @@ fn fixed_len(code: u8) -> Result<Option<usize>, IggyError> {
     })
 }
 
-/// The user headers of a stored message, ordered and deduplicated as the SDK's map would hold
-/// them (MAP-READ-NATIVE-1's stored order); empty when the bytes are not a sequence of whole
-/// name/value fields; the SDK's error for a kind or length it refuses (MAP-READ-MALFORMED-1).
-pub(crate) fn stored_headers(raw: &Bytes) -> Result<Vec<StoredHeader>, IggyError> {
+/// The user headers of a stored message into `headers` (cleared first), ordered and
+/// deduplicated as the SDK's map would hold them (MAP-READ-NATIVE-1's stored order); none when
+/// the bytes are not a sequence of whole name/value fields; the SDK's error for a kind or length
+/// it refuses (MAP-READ-MALFORMED-1), with `headers` then left partly filled.
+pub(crate) fn stored_headers<'m>(raw: &'m [u8], headers: &mut Vec<StoredHeader<'m>>) -> Result<(), IggyError> {
+    headers.clear();
     let Some(field_count) = whole_field_count(raw) else {
-        return Ok(Vec::new());
+        return Ok(());
     };
-    let mut headers = Vec::with_capacity(field_count / 2);
+    headers.reserve(field_count / 2);
     let mut at = 0;
     while let Some((name_kind, name)) = field_at(raw, at) {
         let Some((value_kind, value)) = field_at(raw, name.end) else {
@@ -102,22 +104,22 @@ pub(crate) fn stored_headers(raw: &Bytes) -> Result<Vec<StoredHeader>, IggyError
         }
         headers.push(StoredHeader {
             name_kind,
-            name: raw.slice(name),
+            name: &raw[name],
             value_kind,
-            value: raw.slice(value),
+            value: &raw[value],
         });
     }
     if !headers.windows(2).all(|w| w[0].map_key() < w[1].map_key()) {
-        // Stable, so among equal names the stored order stays and the last one is kept.
+        // Stable, so among equal names the stored order stays; of a run of equal names the
+        // last is kept (swapped into the place of the first, which `dedup_by` keeps).
         headers.sort_by(|a, b| a.map_key().cmp(&b.map_key()));
-        let mut kept: Vec<StoredHeader> = Vec::with_capacity(headers.len());
-        for header in headers {
-            match kept.last_mut() {
-                Some(last) if last.map_key() == header.map_key() => *last = header,
-                _ => kept.push(header),
+        headers.dedup_by(|later, kept| {
+            let same = later.map_key() == kept.map_key();
+            if same {
+                std::mem::swap(later, kept);
             }
-        }
-        headers = kept;
+            same
+        });
     }
-    Ok(headers)
+    Ok(())
 }

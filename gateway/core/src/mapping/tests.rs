@@ -1,7 +1,7 @@
 //! Mapping tests: one per rule and per envelope trigger, then round-trip proptests.
 
 use super::*;
-use crate::envelope::EnvelopeRecord;
+use crate::envelope::{decode_envelope, EnvelopeRecord};
 use iggy_common::{HeaderKey, HeaderKind, HeaderValue};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -626,8 +626,9 @@ fn sdk_entries(m: &IggyMessage) -> Result<Vec<HeaderEntry>, String> {
 }
 
 fn our_entries(raw: &Bytes) -> Result<Vec<HeaderEntry>, String> {
-    super::stored_headers::stored_headers(raw)
-        .map(|headers| {
+    let mut headers = Vec::new();
+    super::stored_headers::stored_headers(raw, &mut headers)
+        .map(|()| {
             headers
                 .iter()
                 .map(|h| (h.name_kind, h.name.to_vec(), h.value_kind, h.value.to_vec()))
@@ -796,5 +797,75 @@ fn map_value_1_map_key_1_written_header_order_edge_cases() {
             message_parts(&built_by_the_sdk(&r, &mapped, form)),
             "{what}"
         );
+    }
+}
+
+// ---- The Fetch path's borrowed reading (FETCH-BATCH-1) -----------------------------------------
+
+/// A stored message of any shape a Fetch may meet: mapped from a Kafka record (plain,
+/// placeholder or enveloped), or written by another Iggy client with arbitrary header bytes
+/// (native, or `kafka.*` headers that do not parse).
+fn arb_stored_message() -> impl Strategy<Value = IggyMessage> {
+    let mapped = (arb_kafka_record(), 1u64..4_000_000_000_000_000)
+        .prop_filter_map("refused by the mapping", |(r, server_us)| {
+            record_to_message(&r).ok().map(|(m, _)| stored(m, server_us))
+        });
+    let written = (
+        proptest::collection::vec(any::<u8>(), 1..64),
+        arb_wire_headers(),
+        any::<u64>(),
+    )
+        .prop_map(|(payload, raw, origin)| {
+            let mut m = with_raw_headers(&raw);
+            m.payload = Bytes::from(payload);
+            m.header.payload_length = m.payload.len() as u32;
+            m.header.origin_timestamp = origin;
+            if raw.is_empty() {
+                m.user_headers = None;
+            }
+            m
+        });
+    prop_oneof![3 => mapped, 2 => written]
+}
+
+proptest! {
+    /// The batch a Fetch builds from records read borrowed, one scratch reused over every
+    /// message, is byte for byte the batch built from each message's owned record: the scratch
+    /// carries nothing from one message to the next, and the borrowed and owned encodings agree.
+    #[test]
+    fn fetch_batch_1_records_read_borrowed_build_the_owned_records_batch(
+        messages in proptest::collection::vec(arb_stored_message(), 1..8),
+        limit_bytes in prop_oneof![Just(usize::MAX), 0usize..4_096],
+    ) {
+        let mut borrowed = crate::fetch_batch::FetchBatchBuilder::new();
+        let mut owned = crate::fetch_batch::FetchBatchBuilder::new();
+        let mut scratch = ReadScratch::default();
+        for (offset, message) in messages.iter().enumerate() {
+            let (record, form) = read_record(message, &mut scratch);
+            let (owned_record, owned_form) = message_to_record(message);
+            prop_assert_eq!(&form, &owned_form);
+            let pushed = borrowed.push_read_within(offset as u64, &record, limit_bytes);
+            prop_assert_eq!(pushed, owned.push_within(offset as u64, &owned_record, limit_bytes));
+        }
+        prop_assert_eq!(borrowed.finish(), owned.finish());
+    }
+
+    /// A record read borrowed holds the bytes of the record read afresh: reading other messages
+    /// with the same scratch first changes nothing.
+    #[test]
+    fn map_read_order_1_a_reused_scratch_reads_as_a_fresh_one(
+        before in proptest::collection::vec(arb_stored_message(), 0..4),
+        message in arb_stored_message(),
+    ) {
+        let mut reused = ReadScratch::default();
+        for m in &before {
+            let _ = read_record(m, &mut reused);
+        }
+        let (again, again_form) = read_record(&message, &mut reused);
+        let (again, again_form) = (again, again_form.clone());
+        let mut fresh_scratch = ReadScratch::default();
+        let (fresh, fresh_form) = read_record(&message, &mut fresh_scratch);
+        prop_assert_eq!(again, fresh);
+        prop_assert_eq!(again_form, fresh_form);
     }
 }
