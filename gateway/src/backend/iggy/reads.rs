@@ -132,17 +132,27 @@ impl ChunkedRead {
         self.kept.last().map_or(first, |m| m.header.offset + 1)
     }
 
-    /// Keeps what fits of a poll that asked for `asked` messages.
-    pub(super) fn take(&mut self, polled: Vec<IggyMessage>, asked: u32) {
+    /// Keeps what fits of a poll that asked for `asked` messages. A read's first poll is
+    /// usually its only one, so its list is kept as it came rather than moved message by
+    /// message into another.
+    pub(super) fn take(&mut self, mut polled: Vec<IggyMessage>, asked: u32) {
         self.done = (polled.len() as u32) < asked;
-        for message in polled {
-            let size = stored_bytes(&message);
-            if !self.kept.is_empty() && self.kept_bytes + size > self.limits.max_bytes {
+        let mut fitting = 0;
+        for message in &polled {
+            let size = stored_bytes(message);
+            let first = self.kept.is_empty() && fitting == 0;
+            if !first && self.kept_bytes + size > self.limits.max_bytes {
                 self.done = true;
-                return;
+                break;
             }
             self.kept_bytes += size;
-            self.kept.push(message);
+            fitting += 1;
+        }
+        polled.truncate(fitting);
+        if self.kept.is_empty() {
+            self.kept = polled;
+        } else {
+            self.kept.append(&mut polled);
         }
     }
 }
