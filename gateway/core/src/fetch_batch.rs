@@ -88,6 +88,7 @@ impl FetchBatchBuilder {
         self.push_fields_within(offset, record.timestamp_ms, key, value, record.headers, limit_bytes)
     }
 
+    /// FETCH-LIMIT-1: the one place a record is measured against the limit and added.
     fn push_fields_within<H: HeaderFields>(
         &mut self,
         offset: u64,
