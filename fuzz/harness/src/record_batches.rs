@@ -7,7 +7,9 @@ use kig_core::batch::{decode_batches, encode_batch, parse_batch, parse_batches, 
 use kig_core::budget::DecompressionBudget;
 use kig_core::compression::Compression;
 use kig_core::fetch_batch::FetchBatchBuilder;
-use kig_core::mapping::{message_to_record, record_to_message, KafkaRecord, ReadForm, StoredForm};
+use kig_core::mapping::{
+    message_to_record, read_record, record_to_message, KafkaRecord, ReadForm, ReadScratch, StoredForm,
+};
 
 /// The first byte is a set of flags:
 ///
@@ -79,18 +81,22 @@ fn batch_round_trip(batch: &RecordBatch) {
 
 /// Each record becomes an Iggy message and back with what the spec preserves (the round trip
 /// of `map_round_trip_record_message_record` in gateway/core/src/mapping/tests.rs), then goes
-/// into a Fetch batch that must decode to the records.
+/// into a Fetch batch that must decode to the records; the batch the Fetch path builds from the
+/// same messages read borrowed, one scratch for all, must be the same bytes.
 fn map_records(batch: &RecordBatch) {
     const SERVER_US: u64 = 1_700_000_000_000_007;
     let mut fetch = FetchBatchBuilder::new();
     let mut served = Vec::new();
+    let mut messages = Vec::new();
     for (i, record) in batch.records.iter().enumerate() {
         let kafka = KafkaRecord::from_batch(batch, record);
         let Ok((mut message, form)) = record_to_message(&kafka) else {
             continue;
         };
         message.header.timestamp = SERVER_US;
+        message.header.offset = i as u64;
         let (back, read) = message_to_record(&message);
+        messages.push(message);
         assert_eq!(back.key, kafka.key, "key survives the mapping");
         assert_eq!(back.value, kafka.value, "value survives the mapping");
         let expected_ts = if kafka.timestamp_ms == -1 {
@@ -114,7 +120,19 @@ fn map_records(batch: &RecordBatch) {
             served.push(back);
         }
     }
-    let Some(encoded) = fetch.finish() else {
+    let mut fetch_path = FetchBatchBuilder::new();
+    let mut scratch = ReadScratch::default();
+    for message in &messages {
+        let (record, _) = read_record(message, &mut scratch);
+        fetch_path.push_read_within(message.header.offset, &record, usize::MAX);
+    }
+    let encoded = fetch.finish();
+    assert_eq!(
+        fetch_path.finish(),
+        encoded,
+        "records read borrowed build the same batch"
+    );
+    let Some(encoded) = encoded else {
         return;
     };
     let mut budget = DecompressionBudget::new(0);
