@@ -300,8 +300,9 @@ pub fn record_timestamp_ms(message: &IggyMessage) -> i64 {
 }
 
 /// What [`read_record`] reuses from one stored message to the next, so that reading a Fetch's
-/// messages allocates nothing per record: the message's stored headers and the record's headers,
-/// both borrowed from the messages.
+/// messages allocates nothing per record once these lists have grown to the most headers one
+/// message has (a malformed message's reason aside): the message's stored headers and the
+/// record's headers, both borrowed from the messages.
 #[derive(Debug, Default)]
 pub struct ReadScratch<'m> {
     stored: Vec<StoredHeader<'m>>,
@@ -309,7 +310,8 @@ pub struct ReadScratch<'m> {
 }
 
 /// A stored message's Kafka record as Fetch serves it, borrowed: key, value and header bytes
-/// from the message's own buffers, the list of headers from a [`ReadScratch`].
+/// from the message's own buffers (an `empty` placeholder's value is a static empty slice), the
+/// list of headers from a [`ReadScratch`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecordRef<'m, 's> {
     /// Milliseconds since the epoch.
@@ -458,8 +460,8 @@ pub fn message_to_record(message: &IggyMessage) -> (KafkaRecord, ReadForm) {
     (owned, form)
 }
 
-/// `part`, a slice of the message's payload or of its user headers (as every part
-/// [`read_record`] returns is), as a `Bytes` sharing that buffer.
+/// `part`, a slice of the message's payload or of its user headers (as every non-empty part
+/// [`read_record`] returns is), as a `Bytes` sharing that buffer; an empty part is `Bytes::new()`.
 fn share_part(message: &IggyMessage, part: &[u8]) -> Bytes {
     if part.is_empty() {
         return Bytes::new();
