@@ -485,7 +485,7 @@ fn nullable_len(bytes: Option<&[u8]>) -> usize {
 }
 
 /// The record's encoded size without its length prefix.
-pub fn record_body_len<H: HeaderFields>(record: &RecordView<'_, H>) -> usize {
+pub(crate) fn record_body_len<H: HeaderFields>(record: &RecordView<'_, H>) -> usize {
     1 + varlong_len(record.timestamp_delta)
         + varint_len(record.offset_delta)
         + nullable_len(record.key)
@@ -520,7 +520,11 @@ pub fn encode_record_view<H: HeaderFields>(out: &mut BytesMut, record: &RecordVi
 
 /// [`encode_record_view`] for a caller that has just computed the record's
 /// [`record_body_len`] (to check a limit) and need not compute it twice.
-pub fn encode_record_view_of_len<H: HeaderFields>(out: &mut BytesMut, record: &RecordView<'_, H>, body_len: usize) {
+pub(crate) fn encode_record_view_of_len<H: HeaderFields>(
+    out: &mut BytesMut,
+    record: &RecordView<'_, H>,
+    body_len: usize,
+) {
     debug_assert_eq!(body_len, record_body_len(record));
     out.reserve(body_len + 5);
     write_varint(out, body_len as i32);

@@ -141,7 +141,7 @@ impl<'a> Reader<'a> {
 
 /// An envelope's key and value, borrowed from its payload; its headers go to the caller's list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct EnvelopeParts<'p> {
+pub(crate) struct EnvelopeParts<'p> {
     pub key: Option<&'p [u8]>,
     pub value: Option<&'p [u8]>,
 }
@@ -149,7 +149,7 @@ pub struct EnvelopeParts<'p> {
 /// Decodes an envelope payload, its headers into `headers` (cleared first), every part borrowed
 /// from `payload`. Every length is checked against the bytes present before it is used, and the
 /// header count against the bytes that could hold it before `headers` grows for it.
-pub fn decode_envelope_into<'p>(
+pub(crate) fn decode_envelope_into<'p>(
     payload: &'p [u8],
     headers: &mut Vec<HeaderRef<'p>>,
 ) -> Result<EnvelopeParts<'p>, DecodeError> {
