@@ -110,7 +110,9 @@ impl ChunkedRead {
             (true, Some(expected)) => expected.max(1),
             (false, _) => self.average(),
         };
-        let fits = self.limits.max_bytes.saturating_sub(self.kept_bytes) / average + 1;
+        // Saturating: a read bounded by count alone asks `u64::MAX` bytes (ListOffsets'
+        // MAX_TIMESTAMP), and an average of 1 byte would overflow the `+ 1`.
+        let fits = (self.limits.max_bytes.saturating_sub(self.kept_bytes) / average).saturating_add(1);
         fits.min(u64::from(left)) as u32
     }
 

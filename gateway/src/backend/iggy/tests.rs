@@ -178,6 +178,30 @@ fn fetch_align_1_a_read_its_count_limit_ends_is_never_aligned() {
     assert!(count < 10_000 && read.may_align(count), "the bytes end this one");
 }
 
+/// Found by the real-Iggy tier's differential (seed 1796418050052960613): after reads of
+/// messages of a byte or none left a remembered size of 1 byte, a read bounded by count alone (`u64::MAX`
+/// bytes, as ListOffsets' MAX_TIMESTAMP asks) overflowed working out how many fit: a panic in a
+/// debug build, and in release a count of 0, so a read that polled nothing.
+#[test]
+fn chunked_read_bounded_by_count_alone_asks_its_count_whatever_the_remembered_size() {
+    for remembered in [None, Some(0), Some(1), Some(1024)] {
+        let read = ChunkedRead::new(limits(1, u64::MAX), remembered);
+        assert_eq!(read.next_count(), 1, "remembered size {remembered:?}");
+        let read = ChunkedRead::new(limits(10_000, u64::MAX), remembered);
+        let expected = if remembered.is_none() {
+            FIRST_POLL_MESSAGES
+        } else {
+            10_000
+        };
+        assert_eq!(read.next_count(), expected, "remembered size {remembered:?}");
+    }
+    let one_byte = |_| msg(b"a");
+    let (kept, _) = drive(ChunkedRead::new(limits(3, u64::MAX), None), 5, one_byte);
+    assert_eq!(kept, [0, 1, 2]);
+    let (kept, _) = drive(ChunkedRead::new(limits(1, u64::MAX), Some(1)), 5, one_byte);
+    assert_eq!(kept, [0]);
+}
+
 #[test]
 fn chunked_read_with_a_known_size_fills_the_limit_in_one_poll() {
     static KIB: [u8; 1024] = [7; 1024];
