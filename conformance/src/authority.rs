@@ -110,6 +110,11 @@ static AUTHORITIES: &[(&str, &str)] = &[
          timestamp is at or after it (UnifiedLog.fetchOffsetByTimestamp)",
     ),
     (
+        "list_offsets_max_timestamp_after_a_fetch_of_one_byte_records",
+        "KIP-734: ListOffsets -3 (MAX_TIMESTAMP, v7) answers the offset and timestamp of the record with the \
+         largest timestamp, whatever was fetched before (UnifiedLog.fetchOffsetByTimestamp)",
+    ),
+    (
         "create_topics_rules",
         "KIP-4 (CreateTopics); a name outside [a-zA-Z0-9._-] or above 249 characters is INVALID_TOPIC_EXCEPTION \
          (17) (Topic.validate, called by ReplicationControlManager.createTopics); an existing name is \

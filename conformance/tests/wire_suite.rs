@@ -61,6 +61,7 @@ in_process!(
     fetch_past_the_high_watermark_is_offset_out_of_range,
     fetch_returns_the_first_record_whole_above_max_bytes,
     list_offsets_earliest_latest_and_timestamps,
+    list_offsets_max_timestamp_after_a_fetch_of_one_byte_records,
     create_topics_rules,
     delete_topics_then_metadata_reports_unknown,
     describe_configs_reports_retention_and_fixed_entries,

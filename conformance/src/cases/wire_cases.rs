@@ -220,6 +220,10 @@ pub fn cases() -> Vec<Case> {
             deviates: ["LISTOFFSETS-TIMESTAMP-1"]
         ),
         case!(
+            list_offsets_max_timestamp_after_a_fetch_of_one_byte_records,
+            ["LISTOFFSETS-TIMESTAMP-1"]
+        ),
+        case!(
             create_topics_rules,
             [
                 "TOPIC-NAME-1",

@@ -86,3 +86,29 @@ pub async fn list_offsets_earliest_latest_and_timestamps(endpoint: Endpoint) -> 
     );
     Ok(Outcome::Passed)
 }
+
+/// MAX_TIMESTAMP after a Fetch of one-byte records: the gateway on real Iggy remembered a size
+/// of 1 byte a message from the Fetch, and its count-bounded read of the last message then
+/// overflowed working out how many would fit, so it polled nothing and answered (-1, -1)
+/// (found by the real-Iggy tier's differential, seed 1796418050052960613).
+pub async fn list_offsets_max_timestamp_after_a_fetch_of_one_byte_records(
+    endpoint: Endpoint,
+) -> anyhow::Result<Outcome> {
+    let mut client = connect(&endpoint).await?;
+    let topic = new_topic(&endpoint, &mut client, "kig-list-offsets-small", 1).await?;
+    let t0 = now_ms()?;
+    produce_ok(&mut client, &topic, 0, values_batch(t0, &[b"a", b"b", b"c"])?).await?;
+    let fetched = fetch(&mut client, &topic, 0, 0).await?;
+    ensure!(
+        fetched.error_code == NONE,
+        "Fetch from 0 answered error {}",
+        fetched.error_code
+    );
+    let (offset, timestamp) = offset_for(&mut client, &topic, 0, MAX_TIMESTAMP).await?;
+    ensure!(
+        (offset, timestamp) == (2, t0 + 2),
+        "MAX_TIMESTAMP answered ({offset}, {timestamp}), expected the last record (2, {})",
+        t0 + 2
+    );
+    Ok(Outcome::Passed)
+}
