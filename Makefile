@@ -166,7 +166,8 @@ compat-quick: setup
 	  --junit $(TARGET_DIR)/compat/quick-junit.xml
 
 # docs/performance.md: the core and Fetch read-path micro benches, then the one table (native
-# Iggy SDK, the native SDK through a byte-copying relay, gateway on real Iggy, gateway embedded,
+# Iggy SDK, the native SDK through a byte-copying relay, gateway on real Iggy (in process, and the
+# release binary in its own process, built first, as the scale and hostile runs use it), gateway embedded,
 # tansu, the fetch bound for any gateway, and the gateway's stored messages read back bare for
 # the bound on the seed's stored form; JSON in $(TARGET_DIR)/bench/table.json; a row without its
 # server or binary says why), the server's cost per 1 MiB read through the SDK
@@ -183,11 +184,11 @@ IGGY_SERVER_ENV_ARGS := $(if $(IGGY_SERVER_ENV),--iggy-server-env $(IGGY_SERVER_
 bench: setup
 	cargo bench -p kig-core --bench core
 	cargo bench -p kig-core --bench fetch_read
+	cargo build --release -p kafka-iggy-gateway
 	cargo bench -p kafka-iggy-conformance --bench table -- $(IGGY_SERVER_ENV_ARGS) $(BENCH_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench iggy_read -- $(IGGY_SERVER_ENV_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench cluster -- $(IGGY_SERVER_ENV_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench gateway
-	cargo build --release -p kafka-iggy-gateway
 	cargo bench -p kafka-iggy-conformance --bench scale
 	cargo bench -p kafka-iggy-conformance --bench groups
 	cargo bench -p kafka-iggy-conformance --bench hostile

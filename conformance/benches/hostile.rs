@@ -84,18 +84,10 @@ async fn time_api_versions(bootstrap: String, log: LatencyLog, stop: Arc<AtomicB
     }
 }
 
-/// Where `cargo build --release -p kafka-iggy-gateway` puts the binary.
-fn gateway_binary() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("release/kafka-iggy-gateway")
-}
-
 /// Starts the gateway on a free loopback port and returns it with that address, once its log
 /// says it listens (killed and reaped if it does not within 10 s).
 fn start_gateway(log_path: &PathBuf) -> (Child, String) {
-    let binary = gateway_binary();
+    let binary = kafka_iggy_conformance::bench::release_gateway_binary();
     assert!(
         binary.exists(),
         "{} is missing: run `cargo build --release -p kafka-iggy-gateway` first",

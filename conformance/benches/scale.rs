@@ -84,13 +84,6 @@ struct Cell {
     incomplete: Option<String>,
 }
 
-fn gateway_binary() -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("release/kafka-iggy-gateway")
-}
-
 fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
@@ -156,7 +149,7 @@ impl Drop for Gateway {
 }
 
 fn start_gateway() -> anyhow::Result<(Gateway, String)> {
-    let binary = gateway_binary();
+    let binary = kafka_iggy_conformance::bench::release_gateway_binary();
     anyhow::ensure!(
         binary.exists(),
         "{} is missing: run `cargo build --release -p kafka-iggy-gateway` first",

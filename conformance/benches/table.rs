@@ -27,7 +27,7 @@ use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,6 +46,9 @@ enum Row {
     /// The native SDK through a relay that only copies bytes: what one hop in the middle costs.
     NativeRelayed,
     GatewayIggy,
+    /// The gateway on the same server as it ships: the release binary in a process of its own,
+    /// not sharing the bench's allocator, runtime and threads with the client.
+    GatewayIggyBinary,
     GatewayEmbedded,
     Tansu,
 }
@@ -56,6 +59,7 @@ impl Row {
             Row::Native => "native Iggy SDK",
             Row::NativeRelayed => "native SDK via relay",
             Row::GatewayIggy => "gateway on real Iggy",
+            Row::GatewayIggyBinary => "gateway binary on Iggy",
             Row::GatewayEmbedded => "gateway, embedded",
             Row::Tansu => "tansu (memory)",
         }
@@ -413,6 +417,7 @@ async fn main() -> anyhow::Result<()> {
             Row::Native,
             Row::NativeRelayed,
             Row::GatewayIggy,
+            Row::GatewayIggyBinary,
             Row::GatewayEmbedded,
             Row::Tansu,
         ]
@@ -452,9 +457,12 @@ async fn main() -> anyhow::Result<()> {
             rate / 1e6
         );
     }
-    let needs_iggy = rows
-        .iter()
-        .any(|r| matches!(r, Row::Native | Row::NativeRelayed | Row::GatewayIggy));
+    let needs_iggy = rows.iter().any(|r| {
+        matches!(
+            r,
+            Row::Native | Row::NativeRelayed | Row::GatewayIggy | Row::GatewayIggyBinary
+        )
+    });
     let server = if needs_iggy {
         match discover_with_env(args.iggy_server_env.clone()).await? {
             Discovery::Found(server) => {
@@ -540,6 +548,10 @@ async fn main() -> anyhow::Result<()> {
                             figures
                         })
                 }
+                Err(why) => Err(anyhow::anyhow!("no Iggy server: {why}")),
+            },
+            Row::GatewayIggyBinary => match &server {
+                Ok(server) => gateway_binary_on_iggy(server, &iggy_address, &workload("iggy-binary", run)).await,
                 Err(why) => Err(anyhow::anyhow!("no Iggy server: {why}")),
             },
             Row::GatewayEmbedded => {

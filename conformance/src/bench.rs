@@ -395,6 +395,15 @@ pub fn load_1m() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// Where `cargo build --release -p kafka-iggy-gateway` puts the gateway binary: the benches that
+/// measure it as it ships run this file (`CARGO_TARGET_DIR`, or the workspace's `target`).
+pub fn release_gateway_binary() -> std::path::PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    target.join("release/kafka-iggy-gateway")
+}
+
 /// The processes this one started that are named `name` (their `comm`), by process id: how a
 /// bench finds the servers a harness started for it, to count their CPU.
 pub fn child_pids(name: &str) -> Vec<u32> {

@@ -1,5 +1,6 @@
 //! The paths the table's rows measure: the native SDK (direct and relayed), the gateway on a real
-//! Iggy server and on its embedded backend, and the tansu peer broker when its binary is found.
+//! Iggy server (in the bench's process, and as its release binary) and on its embedded backend,
+//! and the tansu peer broker when its binary is found.
 
 use super::*;
 
@@ -147,6 +148,96 @@ pub(super) async fn gateway_on_iggy(
     Ok((figures, mapped_poll))
 }
 
+/// A server process the table started on a free loopback port, killed and reaped on drop.
+struct Listening {
+    child: Child,
+    address: String,
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Listening {
+    /// Spawns `command` (which listens on `address`), its output to `log_path`, and returns once
+    /// `address` accepts a connection: 30 s at most, or sooner an error if the process exits.
+    fn spawn(mut command: Command, what: &str, address: String, log_path: &Path) -> anyhow::Result<Listening> {
+        let log = std::fs::File::create(log_path)?;
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("starting {what}"))?;
+        let mut process = Listening { child, address };
+        let start = Instant::now();
+        // Readiness of a process this run started: poll its port, bounded.
+        while std::net::TcpStream::connect(&process.address).is_err() {
+            if let Some(status) = process.child.try_wait()? {
+                bail!(
+                    "{what} exited with {status} before listening (log in {})",
+                    log_path.display()
+                );
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                bail!(
+                    "{what} did not listen on {} within 30 s (log in {})",
+                    process.address,
+                    log_path.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Ok(process)
+    }
+}
+
+/// A free loopback port's `host:port`: the servers started here advertise the address they are
+/// told to listen on, so it is chosen before they start.
+fn free_loopback_address() -> anyhow::Result<String> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.to_string())
+}
+
+/// Starts `binary` on the Iggy server at `address` with `server`'s credentials and the gateway's
+/// default settings (the in-process row's too: a pool of 8 SDK clients).
+fn start_gateway_binary(binary: &Path, server: &IggyServer, address: &str) -> anyhow::Result<Listening> {
+    let listen = free_loopback_address()?;
+    let mut command = Command::new(binary);
+    command
+        .args(["--backend", "iggy", "--iggy-address", address, "--listen", &listen])
+        // Credentials in the environment the gateway reads them from, not on its command line.
+        .env("IGGY_KAFKA_IGGY_USERNAME", &server.username)
+        .env("IGGY_KAFKA_IGGY_PASSWORD", &server.password);
+    let log_path = std::env::temp_dir().join(format!("kig-table-gateway-{}.log", std::process::id()));
+    Listening::spawn(command, &binary.display().to_string(), listen, &log_path)
+}
+
+/// The gateway-on-Iggy workload through the binary as it ships ([`Row::GatewayIggyBinary`]); its
+/// CPU is counted with the server's, by thread kind. A missing binary skips the row.
+pub(super) async fn gateway_binary_on_iggy(
+    server: &IggyServer,
+    address: &str,
+    workload: &Workload,
+) -> anyhow::Result<Figures> {
+    let binary = kafka_iggy_conformance::bench::release_gateway_binary();
+    if !binary.is_file() {
+        bail!(
+            "no gateway binary at {} (`cargo build --release -p kafka-iggy-gateway` builds it; `make bench` does)",
+            binary.display()
+        );
+    }
+    let gateway = start_gateway_binary(&binary, server, address)?;
+    let workload = &Workload {
+        watch_pids: server.pid().into_iter().chain([gateway.child.id()]).collect(),
+        ..workload.clone()
+    };
+    create_topic(&gateway.address, &workload.topic).await?;
+    Ok(run_workload(&gateway.address, workload).await)
+}
+
 /// Reads the first `records` messages the gateway stored in `topic` back with the native row's
 /// poll ([`MappedPoll`]). When the native row ran before (`native_topic`), its plain messages are
 /// read the same way as a control. Each topic is read once through each of two clients opened one
@@ -259,50 +350,27 @@ pub(super) fn find_tansu(args: &Args) -> Option<PathBuf> {
     dirs.into_iter().map(|d| d.join("tansu")).find(|p| p.is_file())
 }
 
-/// A tansu broker with in-memory storage on a free loopback port, killed on drop.
-pub(super) struct Tansu(Child);
-
-impl Drop for Tansu {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-pub(super) fn start_tansu(binary: &PathBuf) -> anyhow::Result<(Tansu, String)> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
-    let address = format!("127.0.0.1:{port}");
+/// A tansu broker with in-memory storage on a free loopback port.
+fn start_tansu(binary: &Path) -> anyhow::Result<Listening> {
+    let address = free_loopback_address()?;
     let url = format!("tcp://{address}");
-    let log = std::fs::File::create(std::env::temp_dir().join(format!("kig-tansu-{port}.log")))?;
-    let child = Command::new(binary)
-        .args(["broker", "--storage-engine", "memory://tansu/"])
-        .args(["--listener-url", &url, "--advertised-listener-url", &url])
-        .stdin(Stdio::null())
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .spawn()
-        .with_context(|| format!("starting {}", binary.display()))?;
-    let mut tansu = Tansu(child);
-    let start = Instant::now();
-    // Readiness of a process this run started: poll its port, bounded.
-    while std::net::TcpStream::connect(&address).is_err() {
-        if let Some(status) = tansu.0.try_wait()? {
-            bail!("tansu exited with {status} before listening (log in /tmp/kig-tansu-{port}.log)");
-        }
-        if start.elapsed() > Duration::from_secs(30) {
-            bail!("tansu did not listen on {address} within 30 s");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok((tansu, address))
+    let mut command = Command::new(binary);
+    command.args(["broker", "--storage-engine", "memory://tansu/"]).args([
+        "--listener-url",
+        &url,
+        "--advertised-listener-url",
+        &url,
+    ]);
+    let log_path = std::env::temp_dir().join(format!("kig-tansu-{}.log", std::process::id()));
+    Listening::spawn(command, "tansu", address, &log_path)
 }
 
-pub(super) async fn tansu(binary: &PathBuf, workload: &Workload) -> anyhow::Result<Figures> {
-    let (tansu, address) = start_tansu(binary)?;
+pub(super) async fn tansu(binary: &Path, workload: &Workload) -> anyhow::Result<Figures> {
+    let tansu = start_tansu(binary)?;
     let workload = &Workload {
-        watch_pids: vec![tansu.0.id()],
+        watch_pids: vec![tansu.child.id()],
         ..workload.clone()
     };
-    create_topic(&address, &workload.topic).await?;
-    Ok(run_workload(&address, workload).await)
+    create_topic(&tansu.address, &workload.topic).await?;
+    Ok(run_workload(&tansu.address, workload).await)
 }

@@ -101,6 +101,7 @@ pub(super) fn summarise_run(report: &mut Report, args: &Args, run: usize, record
     for (over, under) in [
         (Row::NativeRelayed, Row::Native),
         (Row::GatewayIggy, Row::Native),
+        (Row::GatewayIggyBinary, Row::Native),
         (Row::GatewayEmbedded, Row::Tansu),
         (Row::GatewayEmbedded, Row::Native),
     ] {
@@ -214,7 +215,7 @@ pub(super) fn summarise_ratios(report: &mut Report) {
 /// Each gateway row's p99 over the native row's at the same rate, run by run, and over the runs:
 /// the latency target's measure (docs/performance.md).
 pub(super) fn summarise_latency(report: &mut Report, rate: f64) {
-    for row in [Row::GatewayIggy, Row::GatewayEmbedded] {
+    for row in [Row::GatewayIggy, Row::GatewayIggyBinary, Row::GatewayEmbedded] {
         let mut added = Vec::new();
         for m in report.rows.iter().filter(|m| m.row == row) {
             let Some(native) = report.rows.iter().find(|n| n.row == Row::Native && n.run == m.run) else {
