@@ -319,7 +319,7 @@ async fn run(args: Args, binary: PathBuf) -> anyhow::Result<()> {
             } else {
                 m.label.to_string()
             };
-            print_phase_cpu(&label, phase, cpu, rate, records, cores);
+            print_phase_cpu(&label, phase, cpu, rate, records, cores, "servers");
         }
     }
     for run in 1..=usize::from(args.runs) {

@@ -432,16 +432,25 @@ pub fn child_pids(name: &str) -> Vec<u32> {
 }
 
 /// One phase's `cpu` line: µs of CPU a record, the thread kinds that spent it (bench process and
-/// watched servers), cores busy, the CPU-bound ceiling (the rate at which that work would use all
-/// `cores`), time ready with no CPU free, and time taken by the host.
-pub fn print_phase_cpu(label: &str, phase: &str, cpu: &PhaseCpu, rate: f64, records: usize, cores: usize) {
+/// the watched processes, which `watched` names: the server, or the server and a gateway binary),
+/// cores busy, the CPU-bound ceiling (the rate at which that work would use all `cores`), time
+/// ready with no CPU free, and time taken by the host.
+pub fn print_phase_cpu(
+    label: &str,
+    phase: &str,
+    cpu: &PhaseCpu,
+    rate: f64,
+    records: usize,
+    cores: usize,
+    watched: &str,
+) {
     let own = cpu.own.total().as_secs_f64();
     let others = cpu.others.total().as_secs_f64();
     let per_record_us = (own + others) / records as f64 * 1e6;
     let ceiling = cores as f64 / ((own + others) / records as f64);
     let busy = rate * (own + others) / records as f64;
     println!(
-        "cpu {label:<22} {phase:<7}: {per_record_us:>5.2} µs/record (bench process {own:.2} s: {}; server {others:.2} s: {}); cores busy {busy:.2} of {cores}; CPU-bound ceiling {:.3} M rec/s; ready with no CPU free: bench process {:.3} s, server {:.3} s; taken by the host {:.3} s",
+        "cpu {label:<22} {phase:<7}: {per_record_us:>5.2} µs/record (bench process {own:.2} s: {}; {watched} {others:.2} s: {}); cores busy {busy:.2} of {cores}; CPU-bound ceiling {:.3} M rec/s; ready with no CPU free: bench process {:.3} s, {watched} {:.3} s; taken by the host {:.3} s",
         cpu.own.top(4),
         cpu.others.top(3),
         ceiling / 1e6,

@@ -55,11 +55,17 @@ pub(super) fn print_latency_detail(m: &Measured) {
 /// Where one phase's CPU went, per record, and the throughput the machine's cores would allow
 /// if that phase had them all: the ceiling a CPU-bound path cannot pass on this machine.
 pub(super) fn print_cpu(m: &Measured, records: usize, cores: usize) {
+    // The binary row's gateway is a process of its own, counted with the server it reads.
+    let watched = if m.row == Row::GatewayIggyBinary {
+        "server and gateway"
+    } else {
+        "server"
+    };
     for (phase, cpu, rate) in [
         ("produce", &m.produce_cpu, m.produce_records_per_s),
         ("fetch", &m.fetch_cpu, m.fetch_records_per_s),
     ] {
-        print_phase_cpu(m.label, phase, cpu, rate, records, cores);
+        print_phase_cpu(m.label, phase, cpu, rate, records, cores, watched);
     }
 }
 
