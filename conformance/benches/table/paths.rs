@@ -3,6 +3,9 @@
 //! and the tansu peer broker when its binary is found.
 
 use super::*;
+use kafka_iggy_conformance::peers::process::{free_port, PeerProcess};
+use kafka_iggy_conformance::peers::tansu::Tansu as TansuPeer;
+use kafka_iggy_conformance::peers::{Launch, ProcessPeer};
 
 /// The pinned SDK on the same server: sends of `batch` messages, then polls of `batch` by offset.
 pub(super) async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) -> anyhow::Result<Figures> {
@@ -148,71 +151,32 @@ pub(super) async fn gateway_on_iggy(
     Ok((figures, mapped_poll))
 }
 
-/// A server process the table started on a free loopback port, killed and reaped on drop.
-struct Listening {
-    child: Child,
-    address: String,
-}
-
-impl Drop for Listening {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Listening {
-    /// Spawns `command` (which listens on `address`), its output to `log_path`, and returns once
-    /// `address` accepts a connection: 30 s at most, or sooner an error if the process exits.
-    fn spawn(mut command: Command, what: &str, address: String, log_path: &Path) -> anyhow::Result<Listening> {
-        let log = std::fs::File::create(log_path)?;
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .with_context(|| format!("starting {what}"))?;
-        let mut process = Listening { child, address };
-        let start = Instant::now();
-        // Readiness of a process this run started: poll its port, bounded.
-        while std::net::TcpStream::connect(&process.address).is_err() {
-            if let Some(status) = process.child.try_wait()? {
-                bail!(
-                    "{what} exited with {status} before listening (log in {})",
-                    log_path.display()
-                );
-            }
-            if start.elapsed() > Duration::from_secs(30) {
-                bail!(
-                    "{what} did not listen on {} within 30 s (log in {})",
-                    process.address,
-                    log_path.display()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Ok(process)
-    }
-}
-
-/// A free loopback port's `host:port`: the servers started here advertise the address they are
-/// told to listen on, so it is chosen before they start.
-fn free_loopback_address() -> anyhow::Result<String> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.to_string())
+/// Starts `launch` on 127.0.0.1:`port` as a peer process (its own process group, output to a
+/// log in the temp directory, ready once the port accepts, stopped on drop) and returns it with
+/// its address.
+fn start_on_loopback(launch: &Launch, port: u16, what: &str) -> anyhow::Result<(PeerProcess, String)> {
+    let log = std::env::temp_dir().join(format!("kig-table-{what}-{}.log", std::process::id()));
+    let process = PeerProcess::start(launch, port, &log).map_err(|why| anyhow::anyhow!("{what}: {why}"))?;
+    Ok((process, format!("127.0.0.1:{port}")))
 }
 
 /// Starts `binary` on the Iggy server at `address` with `server`'s credentials and the gateway's
 /// default settings (the in-process row's too: a pool of 8 SDK clients).
-fn start_gateway_binary(binary: &Path, server: &IggyServer, address: &str) -> anyhow::Result<Listening> {
-    let listen = free_loopback_address()?;
-    let mut command = Command::new(binary);
-    command
-        .args(["--backend", "iggy", "--iggy-address", address, "--listen", &listen])
+fn start_gateway_binary(binary: &Path, server: &IggyServer, address: &str) -> anyhow::Result<(PeerProcess, String)> {
+    let port = free_port()?;
+    let listen = format!("127.0.0.1:{port}");
+    let launch = Launch {
+        program: binary.to_path_buf(),
+        args: ["--backend", "iggy", "--iggy-address", address, "--listen", &listen]
+            .map(str::to_owned)
+            .to_vec(),
         // Credentials in the environment the gateway reads them from, not on its command line.
-        .env("IGGY_KAFKA_IGGY_USERNAME", &server.username)
-        .env("IGGY_KAFKA_IGGY_PASSWORD", &server.password);
-    let log_path = std::env::temp_dir().join(format!("kig-table-gateway-{}.log", std::process::id()));
-    Listening::spawn(command, &binary.display().to_string(), listen, &log_path)
+        env: vec![
+            ("IGGY_KAFKA_IGGY_USERNAME".to_owned(), server.username.clone()),
+            ("IGGY_KAFKA_IGGY_PASSWORD".to_owned(), server.password.clone()),
+        ],
+    };
+    start_on_loopback(&launch, port, "gateway")
 }
 
 /// The gateway-on-Iggy workload through the binary as it ships ([`Row::GatewayIggyBinary`]); its
@@ -229,13 +193,13 @@ pub(super) async fn gateway_binary_on_iggy(
             binary.display()
         );
     }
-    let gateway = start_gateway_binary(&binary, server, address)?;
+    let (gateway, gateway_address) = start_gateway_binary(&binary, server, address)?;
     let workload = &Workload {
-        watch_pids: server.pid().into_iter().chain([gateway.child.id()]).collect(),
+        watch_pids: server.pid().into_iter().chain([gateway.pid()]).collect(),
         ..workload.clone()
     };
-    create_topic(&gateway.address, &workload.topic).await?;
-    Ok(run_workload(&gateway.address, workload).await)
+    create_topic(&gateway_address, &workload.topic).await?;
+    Ok(run_workload(&gateway_address, workload).await)
 }
 
 /// Reads the first `records` messages the gateway stored in `topic` back with the native row's
@@ -350,27 +314,17 @@ pub(super) fn find_tansu(args: &Args) -> Option<PathBuf> {
     dirs.into_iter().map(|d| d.join("tansu")).find(|p| p.is_file())
 }
 
-/// A tansu broker with in-memory storage on a free loopback port.
-fn start_tansu(binary: &Path) -> anyhow::Result<Listening> {
-    let address = free_loopback_address()?;
-    let url = format!("tcp://{address}");
-    let mut command = Command::new(binary);
-    command.args(["broker", "--storage-engine", "memory://tansu/"]).args([
-        "--listener-url",
-        &url,
-        "--advertised-listener-url",
-        &url,
-    ]);
-    let log_path = std::env::temp_dir().join(format!("kig-tansu-{}.log", std::process::id()));
-    Listening::spawn(command, "tansu", address, &log_path)
-}
-
+/// A tansu broker with in-memory storage on a free loopback port, launched as the peers
+/// matrix launches it.
 pub(super) async fn tansu(binary: &Path, workload: &Workload) -> anyhow::Result<Figures> {
-    let tansu = start_tansu(binary)?;
+    let port = free_port()?;
+    let data_dir = std::env::temp_dir();
+    let launch = ProcessPeer::launch(&TansuPeer, binary, port, &data_dir)?;
+    let (tansu, address) = start_on_loopback(&launch, port, "tansu")?;
     let workload = &Workload {
-        watch_pids: vec![tansu.child.id()],
+        watch_pids: vec![tansu.pid()],
         ..workload.clone()
     };
-    create_topic(&tansu.address, &workload.topic).await?;
-    Ok(run_workload(&tansu.address, workload).await)
+    create_topic(&address, &workload.topic).await?;
+    Ok(run_workload(&address, workload).await)
 }

@@ -85,6 +85,11 @@ impl PeerProcess {
         }
     }
 
+    /// Its process id (the leader of its process group): what a bench watches for its CPU.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The exit status, when the peer has gone.
     pub fn exited(&mut self) -> Option<ExitStatus> {
         self.child.try_wait().ok().flatten()
