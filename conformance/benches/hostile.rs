@@ -12,14 +12,15 @@
 //! its own bounds (the whole run takes well under a minute), and by [`CASE_GUARD`] besides.
 //! Build the gateway first: `cargo build --release -p kafka-iggy-gateway` (`make bench` does).
 
+use kafka_iggy_conformance::bench::start_release_gateway;
 use kafka_iggy_conformance::cases::hostile_cases::{self, SUITE_FETCH_MAX_WAIT_MS, SUITE_MAX_CONNECTIONS};
 use kafka_iggy_conformance::cases::Outcome;
 use kafka_iggy_conformance::cases::{answer_bound_cases, group_amplification_cases};
 use kafka_iggy_conformance::endpoint::Endpoint;
+use kafka_iggy_conformance::peers::process::PeerProcess;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_wire_client::WireClient;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -84,52 +85,27 @@ async fn time_api_versions(bootstrap: String, log: LatencyLog, stop: Arc<AtomicB
     }
 }
 
-/// Starts the gateway on a free loopback port and returns it with that address, once its log
-/// says it listens (killed and reaped if it does not within 10 s).
-fn start_gateway(log_path: &PathBuf) -> (Child, String) {
-    let binary = kafka_iggy_conformance::bench::release_gateway_binary();
-    assert!(
-        binary.exists(),
-        "{} is missing: run `cargo build --release -p kafka-iggy-gateway` first",
-        binary.display()
-    );
-    // A port chosen here, not `--listen 127.0.0.1:0`: the gateway advertises its configured
-    // address (Metadata, FindCoordinator), which would then name port 0.
-    let address = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free loopback port")
-        .to_string();
-    let log = std::fs::File::create(log_path).expect("the gateway log file");
-    let mut child = Command::new(&binary)
-        .args(["--listen", &address, "--backend", "embedded"])
-        .args(["--instance-id", &INSTANCE_ID.to_string()])
-        .args(["--max-frame-size", &MAX_FRAME_SIZE.to_string()])
-        .args(["--max-connections", &SUITE_MAX_CONNECTIONS.to_string()])
-        .args(["--fetch-max-wait-ms", &SUITE_FETCH_MAX_WAIT_MS.to_string()])
-        .stdout(log.try_clone().expect("log handle"))
-        .stderr(log)
-        .stdin(Stdio::null())
-        .spawn()
-        .expect("the gateway starts");
-    let started = Instant::now();
-    let listening = loop {
-        if std::fs::read_to_string(log_path).is_ok_and(|text| text.contains("listening on")) {
-            break true;
-        }
-        if started.elapsed() > Duration::from_secs(10) {
-            break false;
-        }
-        std::thread::sleep(SAMPLE_PERIOD);
-    };
-    if !listening {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!(
-            "the gateway did not say it listens within 10 s; see {}",
-            log_path.display()
-        );
-    }
-    (child, address)
+/// Starts the release gateway on a free loopback port with the in-process suite's settings
+/// (ready once the port accepts; killed with its process group if it does not within 30 s, or
+/// on drop) and returns it with that address.
+fn start_gateway(log_path: &Path) -> (PeerProcess, String) {
+    // A log of this run only: the peer appends to it.
+    let _ = std::fs::remove_file(log_path);
+    let (instance, frame) = (INSTANCE_ID.to_string(), MAX_FRAME_SIZE.to_string());
+    let (connections, wait) = (SUITE_MAX_CONNECTIONS.to_string(), SUITE_FETCH_MAX_WAIT_MS.to_string());
+    let args = [
+        "--backend",
+        "embedded",
+        "--instance-id",
+        &instance,
+        "--max-frame-size",
+        &frame,
+        "--max-connections",
+        &connections,
+        "--fetch-max-wait-ms",
+        &wait,
+    ];
+    start_release_gateway(&args, Vec::new(), log_path).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// One row of the table.
@@ -213,14 +189,14 @@ async fn main() {
         "hostile bench: release gateway (pid {}) on {bootstrap}, embedded backend, max_frame_size {MAX_FRAME_SIZE}, \
          max_connections {SUITE_MAX_CONNECTIONS}, fetch_max_wait_ms {SUITE_FETCH_MAX_WAIT_MS}; {cores} cores; \
          RSS and an ApiVersions round trip every {} ms; gateway log {}",
-        gateway.id(),
+        gateway.pid(),
         SAMPLE_PERIOD.as_millis(),
         log_path.display()
     );
     let rss: RssLog = Arc::default();
     let latency: LatencyLog = Arc::default();
     let stop_sampling = Arc::new(AtomicBool::new(false));
-    let sampler = sample_rss(gateway.id(), rss.clone(), stop_sampling.clone());
+    let sampler = sample_rss(gateway.pid(), rss.clone(), stop_sampling.clone());
     let timer = tokio::spawn(time_api_versions(
         bootstrap.clone(),
         latency.clone(),
@@ -260,7 +236,7 @@ async fn main() {
             }
         };
         // One reading at the case's end, so the last value is the end, not up to 50 ms before.
-        if let Some(kib) = rss_kib(gateway.id()) {
+        if let Some(kib) = rss_kib(gateway.pid()) {
             rss.lock().expect("rss log").push((ended, kib));
         }
         windows.push((name, result, started, ended));
@@ -292,18 +268,7 @@ async fn main() {
 
     // SIGTERM, as a container runtime sends it; the gateway drains and exits.
     let terminated = Instant::now();
-    let _ = Command::new("kill").args(["-TERM", &gateway.id().to_string()]).status();
-    let status = loop {
-        if let Some(status) = gateway.try_wait().expect("the gateway's status") {
-            break Some(status);
-        }
-        if terminated.elapsed() > Duration::from_secs(40) {
-            let _ = gateway.kill();
-            break None;
-        }
-        std::thread::sleep(SAMPLE_PERIOD);
-    };
-    match status {
+    match gateway.terminate_within(Duration::from_secs(40)) {
         Some(status) => println!(
             "gateway stopped on SIGTERM in {:.2} s ({status})",
             terminated.elapsed().as_secs_f64()

@@ -12,8 +12,10 @@
 //! JSON; asserts nothing. Build the gateway first: `cargo build --release -p kafka-iggy-gateway`.
 
 use clap::Parser;
+use kafka_iggy_conformance::bench::start_release_gateway;
 use kafka_iggy_conformance::cpu::Processes;
 use kafka_iggy_conformance::ops_scrape;
+use kafka_iggy_conformance::peers::process::PeerProcess;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
 use rdkafka::client::DefaultClientContext;
 use rdkafka::config::ClientConfig;
@@ -22,7 +24,6 @@ use rdkafka::producer::{FutureProducer, FutureRecord, Producer};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::Serialize;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, OnceLock};
 use std::time::{Duration, Instant};
@@ -138,44 +139,24 @@ impl Counted {
     }
 }
 
-/// The gateway process, killed on drop, and its operations listener.
-struct Gateway(Child, std::net::SocketAddr);
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn start_gateway() -> anyhow::Result<(Gateway, String)> {
-    let binary = kafka_iggy_conformance::bench::release_gateway_binary();
-    anyhow::ensure!(
-        binary.exists(),
-        "{} is missing: run `cargo build --release -p kafka-iggy-gateway` first",
-        binary.display()
-    );
-    // A port chosen here: the gateway advertises its configured address.
-    let address = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.to_string();
+/// The release gateway on the embedded backend, as a peer process (stopped with its process
+/// group on drop), with the address of its operations listener; and the address it listens on.
+fn start_gateway() -> anyhow::Result<(PeerProcess, std::net::SocketAddr, String)> {
     let ops = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
     let log_path = std::env::temp_dir().join(format!("kig-scale-{}.log", std::process::id()));
-    let log = std::fs::File::create(&log_path)?;
-    let child = Command::new(&binary)
-        .args(["--listen", &address, "--backend", "embedded", "--instance-id", "7"])
-        .args(["--max-frame-size", "8388608"])
-        .args(["--metrics-listen", &ops.to_string()])
-        .stdout(log.try_clone()?)
-        .stderr(log)
-        .stdin(Stdio::null())
-        .spawn()?;
-    let gateway = Gateway(child, ops);
-    let start = Instant::now();
-    // Readiness of a process this run started: its log line, bounded.
-    while !std::fs::read_to_string(&log_path).is_ok_and(|t| t.contains("listening on")) {
-        anyhow::ensure!(start.elapsed() < Duration::from_secs(10), "the gateway did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Ok((gateway, address))
+    let ops_listen = ops.to_string();
+    let args = [
+        "--backend",
+        "embedded",
+        "--instance-id",
+        "7",
+        "--max-frame-size",
+        "8388608",
+        "--metrics-listen",
+        &ops_listen,
+    ];
+    let (gateway, address) = start_release_gateway(&args, Vec::new(), &log_path)?;
+    Ok((gateway, ops, address))
 }
 
 fn admin(bootstrap: &str) -> anyhow::Result<AdminClient<DefaultClientContext>> {
@@ -520,8 +501,8 @@ async fn cell(
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let (gateway, bootstrap) = start_gateway()?;
-    let (pid, ops) = (gateway.0.id(), gateway.1);
+    let (gateway, ops, bootstrap) = start_gateway()?;
+    let pid = gateway.pid();
     let options = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
     for r in admin(&bootstrap)?
         .create_topics(&[NewTopic::new(WARM_UP_TOPIC, 1, TopicReplication::Fixed(1))], &options)

@@ -404,6 +404,39 @@ pub fn release_gateway_binary() -> std::path::PathBuf {
     target.join("release/kafka-iggy-gateway")
 }
 
+/// Starts the release gateway binary ([`release_gateway_binary`]) with `args`, `env` and
+/// `--listen` on a free loopback port, as a peer process: its own process group, output
+/// appended to `log`, ready once the port accepts, stopped with its group on drop. Returns it
+/// with the address it listens on, which it also advertises (so not port 0). Fails saying how
+/// to build the binary when it is missing.
+pub fn start_release_gateway(
+    args: &[&str],
+    env: Vec<(String, String)>,
+    log: &std::path::Path,
+) -> anyhow::Result<(crate::peers::process::PeerProcess, String)> {
+    let binary = release_gateway_binary();
+    anyhow::ensure!(
+        binary.is_file(),
+        "no gateway binary at {} (`cargo build --release -p kafka-iggy-gateway` builds it; `make bench` does)",
+        binary.display()
+    );
+    let port = crate::peers::process::free_port()?;
+    let listen = format!("127.0.0.1:{port}");
+    let launch = crate::peers::Launch {
+        program: binary,
+        args: args
+            .iter()
+            .copied()
+            .chain(["--listen", &listen])
+            .map(str::to_owned)
+            .collect(),
+        env,
+    };
+    let gateway = crate::peers::process::PeerProcess::start(&launch, port, log)
+        .map_err(|why| anyhow::anyhow!("the gateway binary: {why}"))?;
+    Ok((gateway, listen))
+}
+
 /// The processes this one started that are named `name` (their `comm`), by process id: how a
 /// bench finds the servers a harness started for it, to count their CPU.
 pub fn child_pids(name: &str) -> Vec<u32> {

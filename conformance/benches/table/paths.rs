@@ -3,6 +3,7 @@
 //! and the tansu peer broker when its binary is found.
 
 use super::*;
+use kafka_iggy_conformance::bench::start_release_gateway;
 use kafka_iggy_conformance::peers::process::{free_port, PeerProcess};
 use kafka_iggy_conformance::peers::tansu::Tansu as TansuPeer;
 use kafka_iggy_conformance::peers::{Launch, ProcessPeer};
@@ -160,25 +161,6 @@ fn start_on_loopback(launch: &Launch, port: u16, what: &str) -> anyhow::Result<(
     Ok((process, format!("127.0.0.1:{port}")))
 }
 
-/// Starts `binary` on the Iggy server at `address` with `server`'s credentials and the gateway's
-/// default settings (the in-process row's too: a pool of 8 SDK clients).
-fn start_gateway_binary(binary: &Path, server: &IggyServer, address: &str) -> anyhow::Result<(PeerProcess, String)> {
-    let port = free_port()?;
-    let listen = format!("127.0.0.1:{port}");
-    let launch = Launch {
-        program: binary.to_path_buf(),
-        args: ["--backend", "iggy", "--iggy-address", address, "--listen", &listen]
-            .map(str::to_owned)
-            .to_vec(),
-        // Credentials in the environment the gateway reads them from, not on its command line.
-        env: vec![
-            ("IGGY_KAFKA_IGGY_USERNAME".to_owned(), server.username.clone()),
-            ("IGGY_KAFKA_IGGY_PASSWORD".to_owned(), server.password.clone()),
-        ],
-    };
-    start_on_loopback(&launch, port, "gateway")
-}
-
 /// The gateway-on-Iggy workload through the binary as it ships ([`Row::GatewayIggyBinary`]); its
 /// CPU is counted with the server's, by thread kind. A missing binary skips the row.
 pub(super) async fn gateway_binary_on_iggy(
@@ -186,14 +168,17 @@ pub(super) async fn gateway_binary_on_iggy(
     address: &str,
     workload: &Workload,
 ) -> anyhow::Result<Figures> {
-    let binary = kafka_iggy_conformance::bench::release_gateway_binary();
-    if !binary.is_file() {
-        bail!(
-            "no gateway binary at {} (`cargo build --release -p kafka-iggy-gateway` builds it; `make bench` does)",
-            binary.display()
-        );
-    }
-    let (gateway, gateway_address) = start_gateway_binary(&binary, server, address)?;
+    let log = std::env::temp_dir().join(format!("kig-table-gateway-{}.log", std::process::id()));
+    // The default settings, the in-process row's too (a pool of 8 SDK clients); credentials in
+    // the environment the gateway reads them from, not on its command line.
+    let (gateway, gateway_address) = start_release_gateway(
+        &["--backend", "iggy", "--iggy-address", address],
+        vec![
+            ("IGGY_KAFKA_IGGY_USERNAME".to_owned(), server.username.clone()),
+            ("IGGY_KAFKA_IGGY_PASSWORD".to_owned(), server.password.clone()),
+        ],
+        &log,
+    )?;
     let workload = &Workload {
         watch_pids: server.pid().into_iter().chain([gateway.pid()]).collect(),
         ..workload.clone()

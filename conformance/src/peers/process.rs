@@ -97,13 +97,22 @@ impl PeerProcess {
 
     /// Stops the peer's whole process group: SIGTERM, then SIGKILL after [`STOP_TIMEOUT`].
     pub fn stop(&mut self) {
+        self.terminate_within(STOP_TIMEOUT);
+    }
+
+    /// Sends SIGTERM to the peer's process group and waits up to `limit` for the peer to exit;
+    /// its exit status, or `None` when it was still running and was killed (with its group).
+    pub fn terminate_within(&mut self, limit: Duration) -> Option<ExitStatus> {
         signal_group(self.child.id(), "TERM");
-        let deadline = Instant::now() + STOP_TIMEOUT;
-        while self.exited().is_none() && Instant::now() < deadline {
+        let deadline = Instant::now() + limit;
+        let mut status = self.exited();
+        while status.is_none() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
+            status = self.exited();
         }
         signal_group(self.child.id(), "KILL");
         let _ = self.child.wait();
+        status
     }
 }
 
