@@ -6,7 +6,7 @@ use super::*;
 use kafka_iggy_conformance::bench::start_release_gateway;
 use kafka_iggy_conformance::peers::process::{free_port, PeerProcess};
 use kafka_iggy_conformance::peers::tansu::Tansu as TansuPeer;
-use kafka_iggy_conformance::peers::{Launch, ProcessPeer};
+use kafka_iggy_conformance::peers::ProcessPeer;
 
 /// The pinned SDK on the same server: sends of `batch` messages, then polls of `batch` by offset.
 pub(super) async fn native(server: &IggyServer, address: &str, args: &Args, topic: &str) -> anyhow::Result<Figures> {
@@ -150,15 +150,6 @@ pub(super) async fn gateway_on_iggy(
         }
     };
     Ok((figures, mapped_poll))
-}
-
-/// Starts `launch` on 127.0.0.1:`port` as a peer process (its own process group, output to a
-/// log in the temp directory, ready once the port accepts, stopped on drop) and returns it with
-/// its address.
-fn start_on_loopback(launch: &Launch, port: u16, what: &str) -> anyhow::Result<(PeerProcess, String)> {
-    let log = std::env::temp_dir().join(format!("kig-table-{what}-{}.log", std::process::id()));
-    let process = PeerProcess::start(launch, port, &log).map_err(|why| anyhow::anyhow!("{what}: {why}"))?;
-    Ok((process, format!("127.0.0.1:{port}")))
 }
 
 /// The gateway-on-Iggy workload through the binary as it ships ([`Row::GatewayIggyBinary`]); its
@@ -305,7 +296,9 @@ pub(super) async fn tansu(binary: &Path, workload: &Workload) -> anyhow::Result<
     let port = free_port()?;
     let data_dir = std::env::temp_dir();
     let launch = ProcessPeer::launch(&TansuPeer, binary, port, &data_dir)?;
-    let (tansu, address) = start_on_loopback(&launch, port, "tansu")?;
+    let log = std::env::temp_dir().join(format!("kig-table-tansu-{}.log", std::process::id()));
+    let tansu = PeerProcess::start(&launch, port, &log).map_err(|why| anyhow::anyhow!("tansu: {why}"))?;
+    let address = format!("127.0.0.1:{port}");
     let workload = &Workload {
         watch_pids: vec![tansu.pid()],
         ..workload.clone()
