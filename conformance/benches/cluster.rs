@@ -14,8 +14,8 @@ use bytes::Bytes;
 use clap::{Parser, ValueEnum};
 use iggy::prelude::{Client, Identifier, IggyClient, IggyMessage, StreamClient, TopicClient, TopicCreateOptions};
 use kafka_iggy_conformance::bench::{
-    child_pids, load_1m, print_phase_cpu, print_table_header, print_table_row, run_native, run_workload, Figures,
-    NativeWorkload, PhaseCpu, Workload,
+    bench_output, child_pids, load_1m, print_phase_cpu, print_table_header, print_table_row, run_native, run_workload,
+    write_json_report, Figures, NativeWorkload, PhaseCpu, Workload,
 };
 use kafka_iggy_conformance::endpoint::{LocalGateway, LocalOptions};
 use kafka_iggy_conformance::iggy_cluster::{IggyCluster, NODES, START_TIMEOUT};
@@ -71,8 +71,8 @@ struct Args {
     #[arg(long = "iggy-server-env", value_parser = parse_env_pair)]
     iggy_server_env: Vec<(String, String)>,
     /// Where the JSON goes.
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench/cluster.json"))]
-    json: PathBuf,
+    #[arg(long)]
+    json: Option<PathBuf>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -341,10 +341,9 @@ async fn run(args: Args, binary: PathBuf) -> anyhow::Result<()> {
         }
     }
     drop(cluster);
-    if let Some(dir) = args.json.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&args.json, serde_json::to_string_pretty(&report)?)?;
-    println!("JSON: {}", args.json.display());
+    let json = args
+        .json
+        .unwrap_or_else(|| bench_output(env!("CARGO_TARGET_TMPDIR"), "cluster.json"));
+    write_json_report(&json, &report)?;
     Ok(())
 }

@@ -12,7 +12,7 @@
 //! its own bounds (the whole run takes well under a minute), and by [`CASE_GUARD`] besides.
 //! Build the gateway first: `cargo build --release -p kafka-iggy-gateway` (`make bench` does).
 
-use kafka_iggy_conformance::bench::start_release_gateway;
+use kafka_iggy_conformance::bench::{bench_output, start_release_gateway};
 use kafka_iggy_conformance::cases::hostile_cases::{self, SUITE_FETCH_MAX_WAIT_MS, SUITE_MAX_CONNECTIONS};
 use kafka_iggy_conformance::cases::Outcome;
 use kafka_iggy_conformance::cases::{answer_bound_cases, group_amplification_cases};
@@ -20,7 +20,7 @@ use kafka_iggy_conformance::endpoint::Endpoint;
 use kafka_iggy_conformance::peers::process::PeerProcess;
 use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse};
 use kafka_wire_client::WireClient;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -182,7 +182,7 @@ fn print_table(rows: &[Row]) {
 
 #[tokio::main]
 async fn main() {
-    let log_path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/hostile-bench-gateway.log");
+    let log_path = bench_output(env!("CARGO_TARGET_TMPDIR"), "hostile-gateway.log");
     let (mut gateway, bootstrap) = start_gateway(&log_path);
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(

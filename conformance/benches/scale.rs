@@ -12,7 +12,7 @@
 //! JSON; asserts nothing. Build the gateway first: `cargo build --release -p kafka-iggy-gateway`.
 
 use clap::Parser;
-use kafka_iggy_conformance::bench::start_release_gateway;
+use kafka_iggy_conformance::bench::{bench_output, start_release_gateway, write_json_report};
 use kafka_iggy_conformance::cpu::Processes;
 use kafka_iggy_conformance::ops_scrape;
 use kafka_iggy_conformance::peers::process::PeerProcess;
@@ -47,8 +47,9 @@ struct Args {
     /// A cell not done by then is abandoned and reported as such.
     #[arg(long, default_value_t = 60)]
     cell_deadline_s: u64,
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench/scale.json"))]
-    json: PathBuf,
+    /// Where the JSON goes.
+    #[arg(long)]
+    json: Option<PathBuf>,
     /// Passed by `cargo bench`; ignored.
     #[arg(long, hide = true)]
     bench: bool,
@@ -553,10 +554,9 @@ async fn main() -> anyhow::Result<()> {
         }
     }
     drop(gateway);
-    if let Some(dir) = args.json.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&args.json, serde_json::to_string_pretty(&cells)?)?;
-    println!("JSON: {}", args.json.display());
+    let json = args
+        .json
+        .unwrap_or_else(|| bench_output(env!("CARGO_TARGET_TMPDIR"), "scale.json"));
+    write_json_report(&json, &cells)?;
     Ok(())
 }

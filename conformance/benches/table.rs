@@ -9,8 +9,8 @@ use bytes::Bytes;
 use clap::{Parser, ValueEnum};
 use iggy::prelude::{Identifier, IggyClient, IggyMessage, StreamClient, TopicClient, TopicCreateOptions};
 use kafka_iggy_conformance::bench::{
-    load_1m, poll_all, print_phase_cpu, print_table_header, print_table_row, run_native, run_workload, unix_s, Figures,
-    LatencyDetail, NativeWorkload, PhaseCpu, Workload,
+    bench_output, load_1m, poll_all, print_phase_cpu, print_table_header, print_table_row, run_native, run_workload,
+    unix_s, write_json_report, Figures, LatencyDetail, NativeWorkload, PhaseCpu, Workload,
 };
 use kafka_iggy_conformance::cpu::Processes;
 use kafka_iggy_conformance::delay_proxy::DelayProxy;
@@ -100,8 +100,8 @@ struct Args {
     #[arg(long, env = "TANSU_BIN")]
     tansu_bin: Option<PathBuf>,
     /// Where the JSON goes.
-    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench/table.json"))]
-    json: PathBuf,
+    #[arg(long)]
+    json: Option<PathBuf>,
     /// The gateway rows' `fetch_read_ahead_bytes` (FETCH-READAHEAD-1; 0 turns reading ahead
     /// off), to compare the two; the gateway's default when unset.
     #[arg(long)]
@@ -600,10 +600,9 @@ async fn main() -> anyhow::Result<()> {
     if let Some(rate) = args.rate {
         summarise_latency(&mut report, rate);
     }
-    if let Some(dir) = args.json.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&args.json, serde_json::to_string_pretty(&report)?)?;
-    println!("JSON: {}", args.json.display());
+    let json = args
+        .json
+        .unwrap_or_else(|| bench_output(env!("CARGO_TARGET_TMPDIR"), "table.json"));
+    write_json_report(&json, &report)?;
     Ok(())
 }

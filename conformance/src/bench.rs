@@ -395,6 +395,25 @@ pub fn load_1m() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
+/// Where a bench's output named `file` goes unless it is told: `bench/` in the target directory
+/// the bench was built in. Benches pass `env!("CARGO_TARGET_TMPDIR")`, that directory's `tmp`,
+/// which cargo sets when it builds them: so `CARGO_TARGET_DIR` and cargo's own configuration
+/// are followed, as the Makefile's `TARGET_DIR` follows them.
+pub fn bench_output(target_tmpdir: &str, file: &str) -> std::path::PathBuf {
+    let tmp = std::path::Path::new(target_tmpdir);
+    tmp.parent().unwrap_or(tmp).join("bench").join(file)
+}
+
+/// Writes `report` to `path` as pretty JSON, its directory created, and prints where.
+pub fn write_json_report(path: &std::path::Path, report: &impl serde::Serialize) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, serde_json::to_string_pretty(report)?)?;
+    println!("JSON: {}", path.display());
+    Ok(())
+}
+
 /// Where `cargo build --release -p kafka-iggy-gateway` puts the gateway binary: the benches that
 /// measure it as it ships run this file (`CARGO_TARGET_DIR`, or the workspace's `target`).
 pub fn release_gateway_binary() -> std::path::PathBuf {
@@ -641,4 +660,20 @@ pub async fn poll_all(
         next += polled.messages.len() as u64;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bench_output;
+    use std::path::Path;
+
+    /// The benches wrote their JSON under the source tree's `target/` whatever `CARGO_TARGET_DIR`
+    /// said, while the Makefile's comments (and its `TARGET_DIR`) named the target directory.
+    #[test]
+    fn bench_output_goes_to_the_target_directory_the_bench_was_built_in() {
+        assert_eq!(
+            bench_output("/elsewhere/tgt/tmp", "table.json"),
+            Path::new("/elsewhere/tgt/bench/table.json")
+        );
+    }
 }

@@ -92,11 +92,11 @@ fn samples(mut f: impl FnMut()) -> Vec<f64> {
     out
 }
 
+/// `bench/fetch_read.txt` in the target directory this bench was built in (the parent of cargo's
+/// `CARGO_TARGET_TMPDIR`), so `CARGO_TARGET_DIR` is followed.
 fn baseline_path() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../target/bench/fetch_read.txt"
-    ))
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().unwrap_or(&tmp).join("bench/fetch_read.txt")
 }
 
 /// The previous run's medians: `name ns_per_record` lines.
