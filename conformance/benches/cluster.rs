@@ -70,7 +70,7 @@ struct Args {
     /// start, so they inherit it.
     #[arg(long = "iggy-server-env", value_parser = parse_env_pair)]
     iggy_server_env: Vec<(String, String)>,
-    /// Where the JSON goes.
+    /// Where the JSON goes; `bench/cluster.json` in the target directory when unset.
     #[arg(long)]
     json: Option<PathBuf>,
     /// Passed by `cargo bench`; ignored.

@@ -47,7 +47,7 @@ struct Args {
     /// A cell not done by then is abandoned and reported as such.
     #[arg(long, default_value_t = 60)]
     cell_deadline_s: u64,
-    /// Where the JSON goes.
+    /// Where the JSON goes; `bench/scale.json` in the target directory when unset.
     #[arg(long)]
     json: Option<PathBuf>,
     /// Passed by `cargo bench`; ignored.

@@ -99,7 +99,7 @@ struct Args {
     /// The tansu binary; otherwise `tansu` on PATH or in ~/.cargo/bin.
     #[arg(long, env = "TANSU_BIN")]
     tansu_bin: Option<PathBuf>,
-    /// Where the JSON goes.
+    /// Where the JSON goes; `bench/table.json` in the target directory when unset.
     #[arg(long)]
     json: Option<PathBuf>,
     /// The gateway rows' `fetch_read_ahead_bytes` (FETCH-READAHEAD-1; 0 turns reading ahead
