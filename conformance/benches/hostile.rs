@@ -105,7 +105,7 @@ fn start_gateway(log_path: &Path) -> (PeerProcess, String) {
         "--fetch-max-wait-ms",
         &wait,
     ];
-    start_release_gateway(&args, Vec::new(), log_path).unwrap_or_else(|e| panic!("{e:#}"))
+    start_release_gateway(env!("CARGO_TARGET_TMPDIR"), &args, Vec::new(), log_path).unwrap_or_else(|e| panic!("{e:#}"))
 }
 
 /// One row of the table.

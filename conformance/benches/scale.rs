@@ -156,7 +156,7 @@ fn start_gateway() -> anyhow::Result<(PeerProcess, std::net::SocketAddr, String)
         "--metrics-listen",
         &ops_listen,
     ];
-    let (gateway, address) = start_release_gateway(&args, Vec::new(), &log_path)?;
+    let (gateway, address) = start_release_gateway(env!("CARGO_TARGET_TMPDIR"), &args, Vec::new(), &log_path)?;
     Ok((gateway, ops, address))
 }
 

@@ -395,13 +395,25 @@ pub fn load_1m() -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// Where a bench's output named `file` goes unless it is told: `bench/` in the target directory
-/// the bench was built in. Benches pass `env!("CARGO_TARGET_TMPDIR")`, that directory's `tmp`,
-/// which cargo sets when it builds them: so `CARGO_TARGET_DIR` and cargo's own configuration
-/// are followed, as the Makefile's `TARGET_DIR` follows them.
+/// The target directory a bench works in: `CARGO_TARGET_DIR` when this run sets it, otherwise
+/// the one the bench was built in. Benches pass `env!("CARGO_TARGET_TMPDIR")`, which cargo sets
+/// when it builds them to that directory's `tmp`, so cargo's own configuration is followed too,
+/// as the Makefile's `TARGET_DIR` follows it.
+pub fn target_dir(target_tmpdir: &str) -> std::path::PathBuf {
+    target_dir_of(std::env::var_os("CARGO_TARGET_DIR"), target_tmpdir)
+}
+
+fn target_dir_of(run_target_dir: Option<std::ffi::OsString>, target_tmpdir: &str) -> std::path::PathBuf {
+    let built_in = || {
+        let tmp = std::path::Path::new(target_tmpdir);
+        tmp.parent().unwrap_or(tmp).to_path_buf()
+    };
+    run_target_dir.map(std::path::PathBuf::from).unwrap_or_else(built_in)
+}
+
+/// Where a bench's output named `file` goes unless it is told: `bench/` in its [`target_dir`].
 pub fn bench_output(target_tmpdir: &str, file: &str) -> std::path::PathBuf {
-    let tmp = std::path::Path::new(target_tmpdir);
-    tmp.parent().unwrap_or(tmp).join("bench").join(file)
+    target_dir(target_tmpdir).join("bench").join(file)
 }
 
 /// Writes `report` to `path` as pretty JSON, its directory created, and prints where.
@@ -414,26 +426,24 @@ pub fn write_json_report(path: &std::path::Path, report: &impl serde::Serialize)
     Ok(())
 }
 
-/// Where `cargo build --release -p kafka-iggy-gateway` puts the gateway binary: the benches that
-/// measure it as it ships run this file (`CARGO_TARGET_DIR`, or the workspace's `target`).
-pub fn release_gateway_binary() -> std::path::PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("release/kafka-iggy-gateway")
+/// Where `cargo build --release -p kafka-iggy-gateway` puts the gateway binary, in the bench's
+/// [`target_dir`]: the benches that measure it as it ships run this file.
+pub fn release_gateway_binary(target_tmpdir: &str) -> std::path::PathBuf {
+    target_dir(target_tmpdir).join("release/kafka-iggy-gateway")
 }
 
-/// Starts the release gateway binary ([`release_gateway_binary`]) with `args`, `env` and
+/// Starts the release gateway binary ([`release_gateway_binary`] of `target_tmpdir`) with `args`, `env` and
 /// `--listen` on a free loopback port, as a peer process: its own process group, output
 /// appended to `log`, ready once the port accepts, stopped with its group on drop. Returns it
 /// with the address it listens on, which it also advertises (so not port 0). Fails saying how
 /// to build the binary when it is missing.
 pub fn start_release_gateway(
+    target_tmpdir: &str,
     args: &[&str],
     env: Vec<(String, String)>,
     log: &std::path::Path,
 ) -> anyhow::Result<(crate::peers::process::PeerProcess, String)> {
-    let binary = release_gateway_binary();
+    let binary = release_gateway_binary(target_tmpdir);
     anyhow::ensure!(
         binary.is_file(),
         "no gateway binary at {} (`cargo build --release -p kafka-iggy-gateway` builds it; `make bench` does)",
@@ -664,16 +674,18 @@ pub async fn poll_all(
 
 #[cfg(test)]
 mod tests {
-    use super::bench_output;
+    use super::target_dir_of;
     use std::path::Path;
 
     /// The benches wrote their JSON under the source tree's `target/` whatever `CARGO_TARGET_DIR`
-    /// said, while the Makefile's comments (and its `TARGET_DIR`) named the target directory.
+    /// said, while the Makefile's comments (and its `TARGET_DIR`) named the target directory; and
+    /// they looked for the gateway binary by another rule than the one they wrote by.
     #[test]
-    fn bench_output_goes_to_the_target_directory_the_bench_was_built_in() {
+    fn bench_target_dir_is_the_runs_cargo_target_dir_else_the_one_the_bench_was_built_in() {
+        assert_eq!(target_dir_of(None, "/elsewhere/tgt/tmp"), Path::new("/elsewhere/tgt"));
         assert_eq!(
-            bench_output("/elsewhere/tgt/tmp", "table.json"),
-            Path::new("/elsewhere/tgt/bench/table.json")
+            target_dir_of(Some("/run/tgt".into()), "/elsewhere/tgt/tmp"),
+            Path::new("/run/tgt")
         );
     }
 }

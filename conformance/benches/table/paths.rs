@@ -163,6 +163,7 @@ pub(super) async fn gateway_binary_on_iggy(
     // The default settings, the in-process row's too (a pool of 8 SDK clients); credentials in
     // the environment the gateway reads them from, not on its command line.
     let (gateway, gateway_address) = start_release_gateway(
+        env!("CARGO_TARGET_TMPDIR"),
         &["--backend", "iggy", "--iggy-address", address],
         vec![
             ("IGGY_KAFKA_IGGY_USERNAME".to_owned(), server.username.clone()),
