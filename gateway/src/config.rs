@@ -123,6 +123,8 @@ pub struct Args {
     #[command(flatten)]
     pub limits: LimitSettings,
     #[command(flatten)]
+    pub producers: crate::producer_state::settings::ProducerArgs,
+    #[command(flatten)]
     pub sasl: SaslSettings,
     #[command(flatten)]
     pub tls: TlsSettings,
@@ -166,6 +168,9 @@ pub struct FileConfig {
     /// The `[limits]` table (docs/spec/limits.md).
     #[serde(default)]
     pub limits: LimitSettings,
+    /// The `[producers]` table (docs/spec/producer-ids.md).
+    #[serde(default)]
+    pub producers: crate::producer_state::settings::ProducerArgs,
     /// The `[sasl]` table (docs/spec/auth.md).
     #[serde(default)]
     pub sasl: SaslSettings,
@@ -213,6 +218,8 @@ pub struct Config {
     pub topics: TopicMapping,
     pub group_limits: crate::groups::GroupLimits,
     pub limits: Limits,
+    /// Idempotent producers' state (docs/spec/producer-ids.md).
+    pub producers: crate::producer_state::ProducerStateSettings,
     pub sasl: Sasl,
     /// The listener's TLS, built from the `tls` settings at startup; `None` serves plaintext.
     pub tls: Option<Arc<rustls::ServerConfig>>,
@@ -389,6 +396,7 @@ impl Config {
                 }
             },
             limits,
+            producers: crate::producer_state::ProducerStateSettings::resolve(&args.producers.or(file.producers))?,
             sasl: Sasl::resolve(&args.sasl.or(file.sasl))?,
             tls,
             iggy_tls: args.iggy_tls.or(file.iggy_tls),

@@ -109,7 +109,8 @@ impl<B: Backend> Gateway<B> {
                 reply(&handlers::metadata::handle(self, session(), self.decode(&request)?, version).await)
             }
             ApiKey::Produce => {
-                match handlers::produce::handle(self, session(), self.decode(&request)?, version).await {
+                match handlers::produce::handle(self, session(), connection.peer, self.decode(&request)?, version).await
+                {
                     Some(response) => reply(&response),
                     None => Ok(Reply::Nothing),
                 }

@@ -171,6 +171,20 @@ pub fn consumer_offsets_code(e: crate::groups::consumer_protocol::OffsetRefusal)
     })
 }
 
+/// The Kafka code of an idempotent batch the producer state refuses, as Kafka's
+/// ProducerAppendInfo and LogValidator answer it: a stale epoch INVALID_PRODUCER_EPOCH in every
+/// Produce version (PRODUCER-EPOCH-1; never PRODUCER_FENCED, which Produce does not carry), a
+/// sequence that does not follow OUT_OF_ORDER_SEQUENCE_NUMBER (PRODUCER-SEQ-1), a negative
+/// epoch or sequence INVALID_RECORD (PRODUCER-BATCH-1).
+pub fn producer_code(refusal: &crate::producer_state::ProducerRefusal) -> KafkaCode {
+    use crate::producer_state::ProducerRefusal as R;
+    code(match refusal {
+        R::StaleEpoch { .. } => ResponseError::InvalidProducerEpoch,
+        R::OutOfOrder { .. } => ResponseError::OutOfOrderSequenceNumber,
+        R::Invalid { .. } => ResponseError::InvalidRecord,
+    })
+}
+
 pub fn decode_error(e: &DecodeError) -> KafkaCode {
     use ResponseError::*;
     let code = match e {

@@ -32,6 +32,8 @@ pub struct Gateway<B> {
     pub clock: Arc<dyn Clock>,
     pub rng: SharedRng,
     pub producer_ids: ProducerIdAllocator,
+    /// Idempotent producers' state per partition (docs/spec/producer-ids.md).
+    pub producer_states: crate::producer_state::ProducerStates,
     pub groups: GroupCoordinator,
     /// The backend client that stores committed offsets (CO-MEMBER-1).
     pub offsets_client: ClientId,
@@ -60,6 +62,7 @@ pub struct Gateway<B> {
 impl<B: Backend> Gateway<B> {
     pub fn new(config: Arc<Config>, backend: Arc<B>, clock: Arc<dyn Clock>, rng: SharedRng) -> Self {
         let producer_ids = ProducerIdAllocator::new(config.instance_id);
+        let producer_states = crate::producer_state::ProducerStates::new(config.producers.clone());
         let groups = GroupCoordinator::new(config.group_limits.clone(), rng.clone());
         let offsets_client = rng.next_u64();
         let decode_pool = DecodePool::new(config.limits.decode_threads);
@@ -85,6 +88,7 @@ impl<B: Backend> Gateway<B> {
             clock,
             rng,
             producer_ids,
+            producer_states,
             groups,
             offsets_client,
             decode_pool,

@@ -31,6 +31,7 @@ pub mod offset_store;
 pub mod ops_http;
 pub mod peers;
 pub mod producer_id;
+pub mod producer_state;
 pub mod protocol;
 pub mod read_ahead;
 pub mod reply;

@@ -87,6 +87,11 @@ pub struct Metrics {
     backend_duration: Family<OperationLabels, Histogram>,
     backend_errors: Family<OperationLabels, Counter>,
     limits_hit: Family<RuleLabels, Counter>,
+    idempotent_duplicates: Counter,
+    producer_log_reads: Counter,
+    producer_log_read_messages: Counter,
+    producer_log_read_bytes: Counter,
+    producer_states: Gauge,
 }
 
 /// Request and backend latencies from 100 µs to about 52 s, doubling.
@@ -199,6 +204,37 @@ impl Metrics {
             "Times a limit refused, closed, clamped or delayed something, by LIMIT-* rule ID (docs/spec/limits.md)",
             limits_hit.clone(),
         );
+        let idempotent_duplicates = Counter::default();
+        registry.register(
+            "idempotent_duplicates",
+            "Idempotent batches found already written and answered with their first offset, not written again (PRODUCER-DUP-1)",
+            idempotent_duplicates.clone(),
+        );
+        let producer_log_reads = Counter::default();
+        registry.register(
+            "producer_log_reads",
+            "Reads of a partition's log to bring its producer state up to date (PRODUCER-STATE-REBUILD-1, PRODUCER-UNKNOWN-1)",
+            producer_log_reads.clone(),
+        );
+        let producer_log_read_messages = Counter::default();
+        registry.register(
+            "producer_log_read_messages",
+            "Messages those reads went over",
+            producer_log_read_messages.clone(),
+        );
+        let producer_log_read_bytes = Counter::default();
+        registry.register_with_unit(
+            "producer_log_read",
+            "Payload and header bytes those reads went over",
+            Unit::Bytes,
+            producer_log_read_bytes.clone(),
+        );
+        let producer_states = Gauge::default();
+        registry.register(
+            "producer_states",
+            "Producer entries (one per producer and partition) this gateway holds (LIMIT-PRODUCERS-1)",
+            producer_states.clone(),
+        );
         let api_slots = (0..API_KEY_SLOTS as i16)
             .map(|key| {
                 let name = kafka_protocol::messages::ApiKey::try_from(key)
@@ -226,6 +262,11 @@ impl Metrics {
             backend_duration,
             backend_errors,
             limits_hit,
+            idempotent_duplicates,
+            producer_log_reads,
+            producer_log_read_messages,
+            producer_log_read_bytes,
+            producer_states,
         }
     }
 
@@ -315,6 +356,24 @@ impl Metrics {
     /// A limit was hit: `rule` is its LIMIT-* rule ID.
     pub fn limit_hit(&self, rule: &'static str) {
         self.limits_hit.get_or_create(&RuleLabels { rule }).inc();
+    }
+
+    /// PRODUCER-DUP-1: an idempotent batch answered from the state, not written again.
+    pub fn idempotent_duplicate(&self) {
+        self.idempotent_duplicates.inc();
+    }
+
+    /// A read of a partition's log into its producer state, over `messages` stored messages
+    /// holding `bytes` of payload and headers.
+    pub fn producer_log_read(&self, messages: u64, bytes: u64) {
+        self.producer_log_reads.inc();
+        self.producer_log_read_messages.inc_by(messages);
+        self.producer_log_read_bytes.inc_by(bytes);
+    }
+
+    /// The producer-state gauge, set at each scrape from the table's own count.
+    pub fn set_producer_states(&self, entries: usize) {
+        self.producer_states.set(entries as i64);
     }
 
     /// A connection opened; the returned guard counts it closed when dropped.

@@ -87,6 +87,7 @@ impl<B: Backend> OpsSource for GatewayOps<B> {
     fn refresh_gauges(&self) {
         let groups = &self.gateway.groups;
         metrics().set_groups(groups.list().len(), groups.usage().0);
+        metrics().set_producer_states(self.gateway.producer_states.total());
     }
 }
 

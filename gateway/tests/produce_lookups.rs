@@ -58,9 +58,15 @@ async fn produce_code(
     partition: i32,
 ) -> i16 {
     let session = gateway.default_session.clone();
-    let response = produce::handle(gateway, &session, produce_to(partition), 9)
-        .await
-        .expect("acks=all is answered");
+    let response = produce::handle(
+        gateway,
+        &session,
+        std::net::Ipv4Addr::LOCALHOST.into(),
+        produce_to(partition),
+        9,
+    )
+    .await
+    .expect("acks=all is answered");
     response.responses[0].partition_responses[0].error_code
 }
 

@@ -6,6 +6,7 @@
 //! - [`envelope`]: the fallback payload layout for records Iggy cannot hold natively.
 //! - [`fetch_batch`]: the uncompressed batch a Fetch answers with.
 //! - [`timestamps`]: splitting one Kafka batch into Iggy sends that the server accepts.
+//! - [`producer_tag`]: the idempotent producer's id, epoch and sequence in a stored message's id.
 //!
 //! Nothing here opens a socket, reads a clock or spawns a task.
 
@@ -16,5 +17,6 @@ pub mod envelope;
 pub mod error;
 pub mod fetch_batch;
 pub mod mapping;
+pub mod producer_tag;
 pub mod timestamps;
 pub mod varint;

@@ -1,7 +1,9 @@
-//! InitProducerId: allocate-only producer ids (PID-ALLOC-1); transactions refused (PID-TXN-1).
+//! InitProducerId: producer ids unique across instances and restarts (PID-ALLOC-1, PID-ALLOC-2);
+//! transactions refused (PID-TXN-1).
 
 use crate::backend::Backend;
 use crate::gateway::Gateway;
+use crate::producer_id::AllocationRefusal;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse, ProducerId};
 
@@ -17,10 +19,16 @@ pub fn handle<B: Backend>(gateway: &Gateway<B>, request: InitProducerIdRequest) 
         );
         return response.with_error_code(ResponseError::UnsupportedVersion.code());
     }
-    match gateway.producer_ids.allocate() {
-        // PID-ALLOC-1: epoch 0, always; the id is not a deduplication identity (DELIVERY-1).
-        Some(id) => response.with_producer_id(ProducerId(id)).with_producer_epoch(0),
-        None => {
+    match gateway.producer_ids.allocate(gateway.clock.now_us()) {
+        // PID-ALLOC-1: epoch 0, always; Kafka gives a producer without a transactional id a new
+        // id each time and ignores the id and epoch the request carries.
+        Ok(id) => response.with_producer_id(ProducerId(id)).with_producer_epoch(0),
+        Err(AllocationRefusal::Busy) => {
+            // PID-ALLOC-2: retriable; both clients try InitProducerId again.
+            tracing::warn!("InitProducerId: this second's 65,536 producer ids are spent; the client retries");
+            response.with_error_code(ResponseError::CoordinatorLoadInProgress.code())
+        }
+        Err(AllocationRefusal::Exhausted) => {
             tracing::error!(
                 "InitProducerId: instance {} has allocated all 2^47 producer ids",
                 gateway.config.instance_id

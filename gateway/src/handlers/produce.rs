@@ -4,8 +4,9 @@
 //! APPEND-PARTS-1).
 //!
 //! A partition's data is decoded and mapped whole before anything is sent, so a bad record
-//! rejects its partition and writes nothing (PRODUCE-ATOMIC-1). Producer id, epoch and sequence
-//! are accepted and ignored (PID-IGNORE-1): this handler never answers 45 or 46.
+//! rejects its partition and writes nothing (PRODUCE-ATOMIC-1). A batch with a producer id is
+//! checked against that producer's state and written at most once (docs/spec/producer-ids.md,
+//! [`crate::producer_state`]); one without (-1) is written as it comes.
 
 use super::resolve_topic;
 use crate::auth::sessions::Session;
@@ -13,6 +14,7 @@ use crate::backend::{Backend, TopicInfo};
 use crate::config::IggyTarget;
 use crate::error_map;
 use crate::gateway::Gateway;
+use crate::producer_state::{log_read, Owner, PartitionKey, Verdict};
 use bytes::Bytes;
 use iggy_common::IggyMessage;
 use kafka_protocol::error::ResponseError;
@@ -22,13 +24,22 @@ use kafka_protocol::protocol::StrBytes;
 use kig_core::batch::parse_batches;
 use kig_core::budget::DecompressionBudget;
 use kig_core::mapping::{record_to_message, KafkaRecord};
+use kig_core::producer_tag::{increment_sequence, BatchIdentity};
 use kig_core::timestamps::send_runs;
+use std::net::IpAddr;
 
 /// A partition's outcome: a Kafka error code and a message for the client, or the base offset.
 type PartitionResult = Result<i64, (i16, String)>;
 
-/// A partition's records mapped to Iggy messages, or why they were refused.
-type Mapped = Result<Vec<IggyMessage>, (i16, String)>;
+/// A partition's records mapped to Iggy messages, with the producer that sent them when it is
+/// idempotent.
+struct MappedPartition {
+    messages: Vec<IggyMessage>,
+    batch: Option<BatchIdentity>,
+}
+
+/// A partition's records mapped, or why they were refused.
+type Mapped = Result<MappedPartition, (i16, String)>;
 
 fn refused(code: ResponseError, message: impl Into<String>) -> (i16, String) {
     (code.code(), message.into())
@@ -39,6 +50,14 @@ fn refused(code: ResponseError, message: impl Into<String>) -> (i16, String) {
 fn map_records(records: Option<&Bytes>, budget: &mut DecompressionBudget) -> Mapped {
     let records = records.ok_or_else(|| refused(ResponseError::CorruptMessage, "no records"))?;
     let batches = parse_batches(records).map_err(|e| (error_map::decode_error(&e), e.to_string()))?;
+    let idempotent = batches.iter().find_map(|raw| BatchIdentity::of(&raw.header));
+    if idempotent.is_some() && batches.len() > 1 {
+        // PRODUCER-BATCH-1: Kafka takes one batch per partition (ProduceRequest.validateRecords).
+        return Err(refused(
+            ResponseError::InvalidRecord,
+            "a partition's records from an idempotent producer must be one batch",
+        ));
+    }
     let mut messages = Vec::new();
     for raw in &batches {
         let attributes = raw.header.attributes;
@@ -53,25 +72,56 @@ fn map_records(records: Option<&Bytes>, budget: &mut DecompressionBudget) -> Map
             .decode(budget)
             .map_err(|e| (error_map::decode_error(&e), e.to_string()))?;
         messages.reserve(batch.records.len());
-        for kafka in KafkaRecord::all_from_batch(batch) {
-            let (message, _form) = record_to_message(&kafka).map_err(|e| (error_map::map_error(&e), e.to_string()))?;
+        for (i, kafka) in KafkaRecord::all_from_batch(batch).enumerate() {
+            let (mut message, _form) =
+                record_to_message(&kafka).map_err(|e| (error_map::map_error(&e), e.to_string()))?;
+            if let Some(identity) = &idempotent {
+                // PRODUCER-TAG-1: who wrote the record, in the id the mapping leaves at 0. The
+                // record's sequence is the batch's base plus its place in the batch.
+                message.header.id = identity.tag_of(i as i32).to_id();
+            }
             messages.push(message);
         }
     }
     if messages.is_empty() {
         return Err(refused(ResponseError::CorruptMessage, "the records hold no record"));
     }
-    Ok(messages)
+    if let Some(identity) = &idempotent {
+        // PRODUCER-BATCH-1: Kafka's LogValidator requires the record count to match the offset
+        // deltas, so the last sequence names the last record.
+        let expected = increment_sequence(identity.first_sequence, messages.len() as i32 - 1);
+        if expected != identity.last_sequence {
+            return Err(refused(
+                ResponseError::InvalidRecord,
+                format!(
+                    "the batch holds {} records but its last offset delta counts {}",
+                    messages.len(),
+                    u64::from(crate::producer_state::partition::sequence_distance(
+                        identity.first_sequence,
+                        identity.last_sequence
+                    )) + 1
+                ),
+            ));
+        }
+    }
+    Ok(MappedPartition {
+        messages,
+        batch: idempotent,
+    })
 }
 
-/// Appends `messages` in consecutive sends; the base offset is the first send's confirmation.
-async fn append<B: Backend>(
+/// Sends `messages` in consecutive sends, the fewest Iggy accepts (MAP-TS-SPLIT-1), and tells
+/// `sent` of each one written: where it starts in `messages`, how many it holds, and its base
+/// offset (`None` when the server sent no confirmation). Returns the first send's base offset,
+/// or -1 when the server sent none (OFFSET-BASE-1).
+async fn send_in_runs<B: Backend>(
     session: &Session<B>,
     stream: &str,
     topic: &str,
     partition: u32,
     mut messages: Vec<IggyMessage>,
     context: &str,
+    mut sent: impl FnMut(usize, usize, Option<u64>),
 ) -> PartitionResult {
     let origins: Vec<u64> = messages.iter().map(|m| m.header.origin_timestamp).collect();
     let runs = send_runs(&origins);
@@ -80,15 +130,19 @@ async fn append<B: Backend>(
     let mut sends: Vec<Vec<IggyMessage>> = runs.iter().rev().map(|run| messages.split_off(run.start)).collect();
     sends.reverse();
     // DELIVERY-ORDER-1: each send is awaited before the next, so the runs land in batch order.
-    for (i, send) in sends.into_iter().enumerate() {
+    for (i, (send, run)) in sends.into_iter().zip(&runs).enumerate() {
+        let count = send.len();
         match session.backend.append(stream, topic, partition, send).await {
-            // OFFSET-BASE-1: the first send's confirmation, or -1 when the server sent none.
-            Ok(confirmed) if i == 0 => base_offset = confirmed,
-            Ok(_) => {}
+            Ok(confirmed) => {
+                if i == 0 {
+                    base_offset = confirmed;
+                }
+                sent(run.start, count, confirmed);
+            }
             Err(e) => {
                 if i > 0 {
                     tracing::warn!(
-                        "{context}: send {} of a split batch failed after earlier sends were written (DELIVERY-1)",
+                        "{context}: send {} of a split batch failed after earlier sends were written",
                         i + 1
                     );
                 }
@@ -97,6 +151,112 @@ async fn append<B: Backend>(
         }
     }
     Ok(base_offset.map_or(-1, |o| o as i64))
+}
+
+/// Appends a batch of a producer that is not idempotent (producer id -1): written as it comes,
+/// at least once (PRODUCER-NONE-1).
+async fn append<B: Backend>(
+    session: &Session<B>,
+    stream: &str,
+    topic: &str,
+    partition: u32,
+    messages: Vec<IggyMessage>,
+    context: &str,
+) -> PartitionResult {
+    send_in_runs(session, stream, topic, partition, messages, context, |_, _, _| {}).await
+}
+
+/// Appends an idempotent producer's batch at most once (docs/spec/producer-ids.md): the
+/// partition's producer state is brought up to date from the log when it is not
+/// (PRODUCER-STATE-REBUILD-1, PRODUCER-UNKNOWN-1), the batch checked against it (PRODUCER-SEQ-1,
+/// PRODUCER-EPOCH-1), a batch already written answered with its first offset (PRODUCER-DUP-1),
+/// the rest of one written in part written (PRODUCER-DUP-2), and what was written recorded.
+#[allow(clippy::too_many_arguments)]
+async fn append_idempotent<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    owner: &Owner,
+    target: &IggyTarget,
+    partition: u32,
+    batch: BatchIdentity,
+    mut messages: Vec<IggyMessage>,
+    context: &str,
+) -> PartitionResult {
+    let states = &gateway.producer_states;
+    states.expire_when_due(gateway.now_ms());
+    let key = PartitionKey {
+        stream: target.stream.as_str().into(),
+        topic: target.topic.as_str().into(),
+        partition,
+    };
+    let slot = states.slot(&key);
+    // PRODUCER-SEQ-1: one idempotent append to a partition at a time in this gateway, from its
+    // check to its record, so two attempts of one batch cannot both pass the check.
+    let _turn = slot.appends.lock().await;
+    let now_ms = gateway.now_ms();
+    log_read::bring_up_to_date(&*gateway.backend, &key, &slot, states, now_ms)
+        .await
+        .map_err(|e| {
+            (
+                error_map::backend_error(&e, context),
+                format!("reading the partition's log for its producer state: {e}"),
+            )
+        })?;
+    let verdict = slot.state().check(&batch);
+    let (skip, answered_offset) = match verdict {
+        Verdict::Append => (0, None),
+        Verdict::Duplicate { first_offset } => {
+            slot.state().touch(batch.producer_id, now_ms);
+            crate::metrics::metrics().idempotent_duplicate();
+            tracing::debug!(
+                "{context}: producer {} epoch {} sequences {}..={} already written from offset {first_offset}; answered, not written again (PRODUCER-DUP-1)",
+                batch.producer_id,
+                batch.producer_epoch,
+                batch.first_sequence,
+                batch.last_sequence
+            );
+            return Ok(first_offset as i64);
+        }
+        Verdict::Partial { written, first_offset } => (written as usize, Some(first_offset)),
+        Verdict::Refuse(refusal) => return Err((error_map::producer_code(&refusal), refusal.to_string())),
+    };
+    if slot.state().is_new(batch.producer_id) {
+        states.make_room(owner, now_ms);
+    }
+    let rest = messages.split_off(skip);
+    let first_sequence = increment_sequence(batch.first_sequence, skip as i32);
+    let result = send_in_runs(
+        session,
+        &target.stream,
+        &target.topic,
+        partition,
+        rest,
+        context,
+        |start, count, base| {
+            let mut state = slot.state();
+            match base {
+                Some(base) => {
+                    let first = increment_sequence(first_sequence, start as i32);
+                    let last = increment_sequence(first, count as i32 - 1);
+                    if state.record(&batch, first, last, base, owner, now_ms) {
+                        states.created(owner, 1);
+                    }
+                }
+                // Stored, at an offset the server did not tell: read back before the next check.
+                None => state.outcome_unknown(),
+            }
+        },
+    )
+    .await;
+    match result {
+        Ok(first_base) => Ok(answered_offset.map_or(first_base, |o| o as i64)),
+        Err(refusal) => {
+            // PRODUCER-UNKNOWN-1: whether it was stored is read from the log before the next
+            // check; the retry is then answered or written as the log says.
+            slot.state().outcome_unknown();
+            Err(refusal)
+        }
+    }
 }
 
 /// One partition's part of the request, with what was resolved for its topic.
@@ -158,9 +318,12 @@ async fn look_up<B: Backend>(
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
+    peer: IpAddr,
     request: ProduceRequest,
     _version: i16,
 ) -> Option<ProduceResponse> {
+    // LIMIT-PRODUCERS-1: whom a new producer entry counts against.
+    let owner: Owner = super::group_authz::owner(session, peer);
     let acks = request.acks;
     let request_refusal = if !(-1..=1).contains(&acks) {
         Some(refused(ResponseError::InvalidRequiredAcks, format!("acks {acks}")))
@@ -267,9 +430,34 @@ pub async fn handle<B: Backend>(
         for (input, messages) in partitions {
             let index = input.index;
             let result: PartitionResult = match (input.target, messages) {
-                (Ok(target), Ok(messages)) => {
+                (Ok(target), Ok(mapped)) => {
                     let context = format!("Produce to {kafka_topic}-{index}");
-                    append(session, &target.stream, &target.topic, index as u32, messages, &context).await
+                    match mapped.batch {
+                        None => {
+                            append(
+                                session,
+                                &target.stream,
+                                &target.topic,
+                                index as u32,
+                                mapped.messages,
+                                &context,
+                            )
+                            .await
+                        }
+                        Some(batch) => {
+                            append_idempotent(
+                                gateway,
+                                session,
+                                &owner,
+                                &target,
+                                index as u32,
+                                batch,
+                                mapped.messages,
+                                &context,
+                            )
+                            .await
+                        }
+                    }
                 }
                 (_, Err(refusal)) => Err(refusal),
                 (Err(refusal), _) => Err(refusal),
@@ -313,6 +501,9 @@ mod tests {
     use kafka_protocol::messages::TopicName;
     use kig_core::batch::{encode_batch, Record, RecordBatch};
     use kig_core::compression::Compression;
+    use std::sync::Arc;
+
+    const LOCALHOST: IpAddr = IpAddr::V4(std::net::Ipv4Addr::LOCALHOST);
 
     /// One batch of `count` records of `value_bytes` each.
     fn batch(count: usize, value_bytes: usize) -> Bytes {
@@ -342,6 +533,158 @@ mod tests {
                 .with_records(Some(records))])
     }
 
+    /// One batch of `count` one-byte records from producer `pid` at `epoch`, from `sequence`.
+    fn idempotent_batch(pid: i64, epoch: i16, sequence: i32, count: usize) -> Bytes {
+        let mut batch = RecordBatch::from_producer(
+            Compression::None,
+            1_700_000_000_000,
+            (0..count)
+                .map(|i| Record {
+                    attributes: 0,
+                    timestamp_delta: 0,
+                    offset_delta: 0,
+                    key: None,
+                    value: Some(Bytes::from(vec![b'a' + (i % 26) as u8])),
+                    headers: vec![],
+                })
+                .collect(),
+        );
+        batch.header.producer_id = pid;
+        batch.header.producer_epoch = epoch;
+        batch.header.base_sequence = sequence;
+        encode_batch(&batch).expect("encoded")
+    }
+
+    /// Produces `records` to partition 0 of "t" and returns the partition's error code and base
+    /// offset.
+    async fn produce<B: Backend>(gateway: &Gateway<B>, records: Bytes) -> (i16, i64) {
+        let request = ProduceRequest::default()
+            .with_acks(-1)
+            .with_topic_data(vec![topic("t", records)]);
+        let response = handle(gateway, &gateway.default_session, LOCALHOST, request, 9)
+            .await
+            .expect("acks=-1 answers");
+        let partition = &response.responses[0].partition_responses[0];
+        (partition.error_code, partition.base_offset)
+    }
+
+    /// The ids of every message stored in partition 0 of "t".
+    async fn stored_ids<B: Backend>(gateway: &Gateway<B>) -> Vec<u128> {
+        let target = gateway.config.topics.resolve("t");
+        let limits = crate::backend::ReadLimits {
+            max_messages: 10_000,
+            max_bytes: u64::MAX,
+        };
+        gateway
+            .backend
+            .read(&target.stream, &target.topic, 0, 0, limits)
+            .await
+            .expect("read")
+            .iter()
+            .map(|m| m.header.id)
+            .collect()
+    }
+
+    const PID: i64 = (3 << 47) | 77;
+
+    #[tokio::test]
+    async fn producer_dup_1_a_retried_batch_is_answered_with_its_first_offset_and_written_once() {
+        let gateway = gateway_with_topic(FileConfig::default(), "t").await;
+        assert_eq!(produce(&gateway, idempotent_batch(PID, 0, 0, 3)).await, (0, 0));
+        assert_eq!(produce(&gateway, batch(2, 8)).await, (0, 3), "a producer without an id");
+        assert_eq!(produce(&gateway, idempotent_batch(PID, 0, 3, 2)).await, (0, 5));
+        // Both batches again, as a producer retries after losing the answers.
+        assert_eq!(produce(&gateway, idempotent_batch(PID, 0, 0, 3)).await, (0, 0));
+        assert_eq!(produce(&gateway, idempotent_batch(PID, 0, 3, 2)).await, (0, 5));
+        let ids = stored_ids(&gateway).await;
+        assert_eq!(ids.len(), 7, "written once each");
+        // PRODUCER-TAG-1: each record's id names its producer, epoch and sequence; the
+        // producer without an id leaves the id at 0.
+        let tags: Vec<Option<i32>> = ids
+            .iter()
+            .map(|id| kig_core::producer_tag::ProducerTag::from_id(*id).map(|t| t.sequence))
+            .collect();
+        assert_eq!(tags, vec![Some(0), Some(1), Some(2), None, None, Some(3), Some(4)]);
+    }
+
+    #[tokio::test]
+    async fn producer_seq_1_producer_epoch_1_a_gap_and_a_stale_epoch_are_refused_and_write_nothing() {
+        let gateway = gateway_with_topic(FileConfig::default(), "t").await;
+        assert_eq!(produce(&gateway, idempotent_batch(PID, 2, 0, 3)).await, (0, 0));
+        let gap = produce(&gateway, idempotent_batch(PID, 2, 4, 1)).await;
+        assert_eq!(gap.0, ResponseError::OutOfOrderSequenceNumber.code());
+        let stale = produce(&gateway, idempotent_batch(PID, 1, 3, 1)).await;
+        assert_eq!(stale.0, ResponseError::InvalidProducerEpoch.code());
+        let new_epoch_not_at_zero = produce(&gateway, idempotent_batch(PID, 3, 3, 1)).await;
+        assert_eq!(new_epoch_not_at_zero.0, ResponseError::OutOfOrderSequenceNumber.code());
+        assert_eq!(produce(&gateway, idempotent_batch(PID, 3, 0, 1)).await, (0, 3));
+        assert_eq!(stored_ids(&gateway).await.len(), 4);
+    }
+
+    #[tokio::test]
+    async fn producer_batch_1_two_batches_of_an_idempotent_producer_in_one_partition_are_refused() {
+        let gateway = gateway_with_topic(FileConfig::default(), "t").await;
+        let mut two = idempotent_batch(PID, 0, 0, 1).to_vec();
+        two.extend_from_slice(&idempotent_batch(PID, 0, 1, 1));
+        let (code, _) = produce(&gateway, Bytes::from(two)).await;
+        assert_eq!(code, ResponseError::InvalidRecord.code());
+        assert!(stored_ids(&gateway).await.is_empty());
+    }
+
+    #[tokio::test]
+    async fn producer_state_rebuild_1_a_retry_after_a_gateway_restart_is_answered_from_the_log() {
+        let first = gateway_with_topic(FileConfig::default(), "t").await;
+        assert_eq!(produce(&first, idempotent_batch(PID, 0, 0, 4)).await, (0, 0));
+        assert_eq!(produce(&first, idempotent_batch(PID, 0, 4, 4)).await, (0, 4));
+        // A new gateway process on the same Iggy: no state in memory.
+        let restarted = Gateway::new(
+            first.config.clone(),
+            first.backend.clone(),
+            first.clock.clone(),
+            crate::clock::SharedRng::seeded(2),
+        );
+        assert_eq!(produce(&restarted, idempotent_batch(PID, 0, 4, 4)).await, (0, 4));
+        let gap = produce(&restarted, idempotent_batch(PID, 0, 9, 1)).await;
+        assert_eq!(gap.0, ResponseError::OutOfOrderSequenceNumber.code());
+        assert_eq!(produce(&restarted, idempotent_batch(PID, 0, 8, 1)).await, (0, 8));
+        assert_eq!(stored_ids(&restarted).await.len(), 9);
+    }
+
+    #[tokio::test]
+    async fn producer_unknown_1_a_batch_stored_without_an_answer_is_found_by_the_retry() {
+        // Sends stored and answered with no confirmation: the offset is unknown to the gateway.
+        let config =
+            crate::config::Config::resolve(crate::config::Args::default(), FileConfig::default()).expect("config");
+        let backend = crate::backend::embedded::EmbeddedBackend::new(
+            Arc::new(crate::clock::TokioClock::new(0)),
+            crate::backend::embedded::EmbeddedConfig {
+                send_confirmations: false,
+                ..Default::default()
+            },
+        );
+        let target = config.topics.resolve("t");
+        backend.ensure_stream(&target.stream).await.expect("stream");
+        let spec = crate::backend::TopicSpec {
+            partitions: 1,
+            message_expiry_us: None,
+        };
+        backend
+            .create_topic(&target.stream, &target.topic, spec)
+            .await
+            .expect("topic");
+        let gateway = Gateway::new(
+            Arc::new(config),
+            Arc::new(backend),
+            Arc::new(crate::clock::TokioClock::new(0)),
+            crate::clock::SharedRng::seeded(1),
+        );
+        assert_eq!(produce(&gateway, idempotent_batch(PID, 0, 0, 2)).await, (0, -1));
+        assert_eq!(produce(&gateway, batch(3, 4)).await.0, 0);
+        assert_eq!(produce(&gateway, idempotent_batch(PID, 0, 0, 2)).await, (0, 0));
+        assert_eq!(produce(&gateway, idempotent_batch(PID, 0, 2, 1)).await, (0, -1));
+        assert_eq!(stored_ids(&gateway).await.len(), 6);
+    }
+
     #[tokio::test]
     async fn produce_resolve_1_a_refused_topic_is_not_decoded_and_spends_none_of_the_budget() {
         // A budget of 60 records: the unknown topic's 40 and the known topic's 40 do not both
@@ -363,7 +706,9 @@ mod tests {
             topic("unknown-and-corrupt", Bytes::from(corrupt)),
             topic("known", batch(40, 1024)),
         ]);
-        let response = handle(&gateway, &session, request, 9).await.expect("acks=-1 answers");
+        let response = handle(&gateway, &session, LOCALHOST, request, 9)
+            .await
+            .expect("acks=-1 answers");
         let codes: Vec<i16> = response
             .responses
             .iter()
