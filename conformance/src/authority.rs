@@ -168,9 +168,24 @@ static AUTHORITIES: &[(&str, &str)] = &[
     ),
     ("negative_timestamp_is_invalid_timestamp", GATEWAY_ONLY),
     (
-        "init_producer_id_and_idempotent_fields_are_ignored",
-        "KIP-98 (idempotent producer: a duplicate sequence is not written twice, an out-of-order one is \
-         OUT_OF_ORDER_SEQUENCE_NUMBER, ProducerAppendInfo.checkSequence)",
+        "idempotent_retry_is_answered_with_its_first_offset",
+        "KIP-98 (idempotent producer: a retried batch is not written twice and is answered with its \
+         first offset, ProducerStateEntry.findDuplicateBatch, UnifiedLog.analyzeAndValidateProducerState)",
+    ),
+    (
+        "idempotent_sequence_gap_is_out_of_order",
+        "KIP-98 (a sequence that does not follow is OUT_OF_ORDER_SEQUENCE_NUMBER, \
+         ProducerAppendInfo.checkSequence)",
+    ),
+    (
+        "idempotent_stale_epoch_is_invalid_producer_epoch",
+        "KIP-98, KIP-588 (an older epoch is INVALID_PRODUCER_EPOCH in every Produce version, \
+         ProducerAppendInfo.checkProducerEpoch; a newer epoch starts at sequence 0, checkSequence)",
+    ),
+    (
+        "plain_retry_is_stored_again",
+        "protocol guide, Produce: a batch without a producer id carries nothing to deduplicate by, \
+         so a resend is appended again (UnifiedLog.analyzeAndValidateProducerState skips it)",
     ),
     (
         "huge_array_count_in_a_request_body_closes_the_connection",

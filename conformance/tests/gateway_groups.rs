@@ -29,4 +29,5 @@ embedded_tests!(
     group_over_two_gateways_sees_one_coordinator_and_agrees_on_offsets,
     shutdown_answers_a_join_waiting_for_a_rebalance,
     group_moves_to_a_surviving_gateway_and_back,
+    idempotent_retry_after_a_gateway_restart_is_answered_from_the_log,
 );

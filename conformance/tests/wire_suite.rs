@@ -73,7 +73,10 @@ in_process!(
     pipelined_requests_are_answered_in_order,
     fetch_long_poll_returns_when_data_arrives,
     negative_timestamp_is_invalid_timestamp,
-    init_producer_id_and_idempotent_fields_are_ignored,
+    idempotent_retry_is_answered_with_its_first_offset,
+    idempotent_sequence_gap_is_out_of_order,
+    idempotent_stale_epoch_is_invalid_producer_epoch,
+    plain_retry_is_stored_again,
 );
 
 isolated!(huge_array_count_in_a_request_body_closes_the_connection);

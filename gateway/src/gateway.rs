@@ -172,4 +172,15 @@ impl<B: Backend> Gateway<B> {
     pub fn is_coordinator(&self, group_id: &str) -> bool {
         self.coordinator(group_id).id == self.config.advertised.id
     }
+
+    /// The gateway that leads a partition of Kafka topic `kafka_topic` (PRODUCER-LEADER-1):
+    /// Metadata names it, and only it writes the partition's idempotent batches.
+    pub fn partition_leader(&self, kafka_topic: &str, partition: i32) -> &Node {
+        self.peer_health.partition_leader(kafka_topic, partition)
+    }
+
+    /// Whether this gateway leads the partition.
+    pub fn leads_partition(&self, kafka_topic: &str, partition: i32) -> bool {
+        self.partition_leader(kafka_topic, partition).id == self.config.advertised.id
+    }
 }

@@ -62,6 +62,9 @@ pub struct PeerHealth {
     standings: Mutex<Vec<Standing>>,
     /// Probe rounds still to run before this gateway counts itself up (GROUP-COORDINATOR-4).
     warm_up_rounds: std::sync::atomic::AtomicU32,
+    /// Moves whenever a standing changes or the warm-up ends: whatever was decided on who leads
+    /// what is stale once it moves (PRODUCER-LEADER-1).
+    generation: std::sync::atomic::AtomicU64,
 }
 
 /// A peer whose standing changed with the last round of probes.
@@ -83,6 +86,7 @@ impl PeerHealth {
             me,
             standings: Mutex::new(standings),
             warm_up_rounds: std::sync::atomic::AtomicU32::new(warm_up),
+            generation: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -92,9 +96,24 @@ impl PeerHealth {
 
     /// The gateway that coordinates `group_id` now (GROUP-COORDINATOR-1).
     pub fn coordinator(&self, group_id: &str) -> &Node {
+        self.first_up_from(hashed_index(group_id, self.nodes.len()))
+    }
+
+    /// The gateway that leads partition `partition` of Kafka topic `topic` now
+    /// (PRODUCER-LEADER-1): a topic's partitions go round the gateways from the one its name
+    /// hashes to, and a partition whose gateway is down goes to the next one up, as a group does
+    /// (GROUP-COORDINATOR-2, GROUP-COORDINATOR-4).
+    pub fn partition_leader(&self, topic: &str, partition: i32) -> &Node {
+        let n = self.nodes.len().max(1);
+        let first = (hashed_index(topic, n) + partition.rem_euclid(n as i32) as usize) % n;
+        self.first_up_from(first)
+    }
+
+    /// The node at index `first`, or the next one up after it, wrapping.
+    fn first_up_from(&self, first: usize) -> &Node {
         let standings = self.lock();
         let warm = self.is_warm();
-        let index = coordinator_among(group_id, &self.nodes, |i| {
+        let index = first_up_among(first, &self.nodes, |i| {
             if self.nodes[i].id == self.me {
                 warm
             } else {
@@ -102,6 +121,12 @@ impl PeerHealth {
             }
         });
         &self.nodes[index]
+    }
+
+    /// A count that moves whenever who leads or coordinates what may have changed
+    /// (PRODUCER-LEADER-1).
+    pub fn generation(&self) -> u64 {
+        self.generation.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Whether this gateway has run its warm-up probe rounds and coordinates its own groups
@@ -135,11 +160,11 @@ impl PeerHealth {
     /// peers whose standing changed (GROUP-COORDINATOR-2).
     pub fn record(&self, answered: &[bool], down_after: u32) -> Vec<Change> {
         // GROUP-COORDINATOR-4: one warm-up round fewer, whatever the probes said.
-        let _ = self.warm_up_rounds.fetch_update(
+        let warmed_up = self.warm_up_rounds.fetch_update(
             std::sync::atomic::Ordering::AcqRel,
             std::sync::atomic::Ordering::Acquire,
             |r| r.checked_sub(1),
-        );
+        ) == Ok(1);
         let mut standings = self.lock();
         let mut outcomes = answered.iter();
         let mut changes = Vec::new();
@@ -151,6 +176,9 @@ impl PeerHealth {
             if let Some(up) = standing.observe(answered, down_after) {
                 changes.push(Change { node: node.clone(), up });
             }
+        }
+        if warmed_up || !changes.is_empty() {
+            self.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         }
         changes
     }
@@ -170,8 +198,13 @@ pub fn hashed_index(group_id: &str, nodes: usize) -> usize {
 /// when `up`, else the next one up, wrapping; the hashed one when none is
 /// (GROUP-COORDINATOR-2).
 pub fn coordinator_among(group_id: &str, nodes: &[Node], up: impl Fn(usize) -> bool) -> usize {
+    first_up_among(hashed_index(group_id, nodes.len()), nodes, up)
+}
+
+/// The index `first` among `nodes` when `up`, else the next one up, wrapping; `first` when none
+/// is.
+pub fn first_up_among(first: usize, nodes: &[Node], up: impl Fn(usize) -> bool) -> usize {
     let n = nodes.len().max(1);
-    let first = hashed_index(group_id, n);
     (0..n).map(|step| (first + step) % n).find(|&i| up(i)).unwrap_or(first)
 }
 
@@ -279,6 +312,33 @@ mod tests {
         let health = PeerHealth::new(nodes, me);
         health.warm_up_rounds.store(0, std::sync::atomic::Ordering::Release);
         health
+    }
+
+    #[test]
+    fn producer_leader_1_a_topics_partitions_go_round_the_gateways_and_a_down_ones_to_the_next() {
+        let health = warm(nodes(3), 0);
+        let leaders: Vec<i32> = (0..6).map(|p| health.partition_leader("orders", p).id).collect();
+        let first = hashed_index("orders", 3) as i32;
+        let expected: Vec<i32> = (0..6).map(|p| nodes(3)[((first + p) % 3) as usize].id).collect();
+        assert_eq!(leaders, expected, "round the gateways from the hashed one");
+        let generation = health.generation();
+        // The second node goes down: its partitions go to the next node up, the others stay.
+        for _ in 0..3 {
+            health.record(&[false, true], 3);
+        }
+        assert!(
+            health.generation() > generation,
+            "a standing change moves the generation"
+        );
+        let down = nodes(3)[1].id;
+        for (p, before) in leaders.iter().enumerate() {
+            let now = health.partition_leader("orders", p as i32).id;
+            if *before == down {
+                assert_eq!(now, nodes(3)[2].id);
+            } else {
+                assert_eq!(now, *before);
+            }
+        }
     }
 
     #[test]

@@ -283,7 +283,7 @@ mod tests {
             name: name.into(),
             listener: Listener::Plain,
             quick,
-            rules: vec!["DELIVERY-1".into()],
+            rules: vec!["DELIVERY-2".into()],
         }
     }
 

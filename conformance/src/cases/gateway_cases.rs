@@ -75,6 +75,7 @@ gateway_cases!(
     group_over_two_gateways_sees_one_coordinator_and_agrees_on_offsets: ["GROUP-COORDINATOR-1", "CO-MEMBER-1"],
     shutdown_answers_a_join_waiting_for_a_rebalance: ["PROTO-SHUTDOWN-1", "GROUP-TIMEOUT-1"],
     group_moves_to_a_surviving_gateway_and_back: ["GROUP-COORDINATOR-2", "GROUP-COORDINATOR-3", "CO-MEMBER-1"],
+    idempotent_retry_after_a_gateway_restart_is_answered_from_the_log: ["PRODUCER-STATE-REBUILD-1", "DELIVERY-3"],
 );
 
 /// The probe period of the cases with peers that come and go: short, so a dead peer's groups
@@ -575,5 +576,132 @@ pub async fn shutdown_answers_a_join_waiting_for_a_rebalance<S: BackendSource>(s
         "B's JoinGroup parked at shutdown: error {}, expected NOT_COORDINATOR ({NOT_COORDINATOR}) or COORDINATOR_NOT_AVAILABLE ({COORDINATOR_NOT_AVAILABLE})",
         answered.error_code
     );
+    Ok(())
+}
+
+/// One batch of `count` records of idempotent producer `pid` at epoch 0 from `sequence`, Produced
+/// (v9, acks -1) to partition 0 of `topic`: the answer's error code and base offset.
+async fn produce_idempotent(
+    client: &mut Client,
+    topic: &str,
+    pid: i64,
+    sequence: i32,
+    count: usize,
+) -> anyhow::Result<(i16, i64)> {
+    use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+    use kafka_protocol::messages::{ApiKey, ProduceRequest, ProduceResponse, TopicName};
+    use kafka_protocol::protocol::StrBytes;
+    use kig_core::batch::{encode_batch, Record, RecordBatch};
+    let records = (0..count)
+        .map(|i| Record {
+            attributes: 0,
+            timestamp_delta: 0,
+            offset_delta: i as i32,
+            key: None,
+            value: Some(bytes::Bytes::from(format!("{pid}-{}", sequence as usize + i))),
+            headers: vec![],
+        })
+        .collect();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis() as i64;
+    let mut batch = RecordBatch::from_producer(kig_core::compression::Compression::None, now_ms, records);
+    batch.header.producer_id = pid;
+    batch.header.producer_epoch = 0;
+    batch.header.base_sequence = sequence;
+    let request = ProduceRequest::default()
+        .with_acks(-1)
+        .with_timeout_ms(30_000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(TopicName(StrBytes::from_string(topic.to_string())))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(0)
+                .with_records(Some(encode_batch(&batch)?))])]);
+    let response: ProduceResponse = client.request(ApiKey::Produce, 9, &request).await?;
+    let partition = response
+        .responses
+        .first()
+        .and_then(|t| t.partition_responses.first())
+        .context("a Produce answer without its partition")?;
+    Ok((partition.error_code, partition.base_offset))
+}
+
+/// PRODUCER-STATE-REBUILD-1, DELIVERY-3: an idempotent producer whose answers were lost retries
+/// on a restarted gateway, which has no producer state in memory: the retries are answered with
+/// the offsets of the first writes, read back from the log, and nothing is stored twice; the
+/// producer then goes on in sequence, and a gap is still refused.
+pub async fn idempotent_retry_after_a_gateway_restart_is_answered_from_the_log<S: BackendSource>(
+    source: &S,
+) -> anyhow::Result<()> {
+    let address = free_addresses(1)[0];
+    let options = LocalOptions {
+        listen: Some(address),
+        ..LocalOptions::default()
+    };
+    let gateway = LocalGateway::serve(source.backend_for_new_gateway().await?, options.clone()).await?;
+    let endpoint: Endpoint = gateway.endpoint.clone();
+    let topic = endpoint.unique_topic("idempotent-restart");
+    create_topic(&endpoint, &topic, 1).await?;
+    let pid = {
+        use kafka_protocol::messages::{ApiKey, InitProducerIdRequest, InitProducerIdResponse};
+        let mut client = Client::connect(&endpoint.bootstrap).await?;
+        let request = InitProducerIdRequest::default()
+            .with_transactional_id(None)
+            .with_transaction_timeout_ms(60_000);
+        let response: InitProducerIdResponse = client.request(ApiKey::InitProducerId, 4, &request).await?;
+        ensure!(
+            response.error_code == 0,
+            "InitProducerId: error {}",
+            response.error_code
+        );
+        response.producer_id.0
+    };
+    let mut client = Client::connect(&endpoint.bootstrap).await?;
+    let first = [(0, 4, 0), (4, 4, 4), (8, 2, 8)];
+    for (sequence, count, offset) in first {
+        let answer = produce_idempotent(&mut client, &topic, pid, sequence, count).await?;
+        ensure!(
+            answer == (0, offset),
+            "sequence {sequence} before the restart: {answer:?}, expected (0, {offset})"
+        );
+    }
+    gateway.stop().await;
+    // A new gateway process over the same store: it must read the producer's state back.
+    let gateway = LocalGateway::serve(source.backend_for_new_gateway().await?, options).await?;
+    let mut client = Client::connect(&endpoint.bootstrap).await?;
+    // The answers the producer lost: every one of its last batches, resent.
+    for (sequence, count, offset) in first {
+        let answer = produce_idempotent(&mut client, &topic, pid, sequence, count).await?;
+        ensure!(
+            answer == (0, offset),
+            "the retry of sequence {sequence} after the restart: {answer:?}, expected (0, {offset}) without a write"
+        );
+    }
+    let gap = produce_idempotent(&mut client, &topic, pid, 11, 1).await?;
+    ensure!(gap.0 == 45, "sequence 11 after 9 (a gap): {gap:?}, expected error 45");
+    let next = produce_idempotent(&mut client, &topic, pid, 10, 1).await?;
+    ensure!(
+        next == (0, 10),
+        "sequence 10, which follows: {next:?}, expected (0, 10)"
+    );
+    let end = {
+        use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
+        use kafka_protocol::messages::{ApiKey, ListOffsetsRequest, ListOffsetsResponse, TopicName};
+        use kafka_protocol::protocol::StrBytes;
+        let request = ListOffsetsRequest::default()
+            .with_replica_id((-1).into())
+            .with_topics(vec![ListOffsetsTopic::default()
+                .with_name(TopicName(StrBytes::from_string(topic.clone())))
+                .with_partitions(vec![ListOffsetsPartition::default()
+                    .with_partition_index(0)
+                    .with_timestamp(-1)])]);
+        let response: ListOffsetsResponse = client.request(ApiKey::ListOffsets, 5, &request).await?;
+        response.topics[0].partitions[0].offset
+    };
+    ensure!(
+        end == 11,
+        "the partition ends at {end}, expected 11: a retry was stored twice"
+    );
+    gateway.stop().await;
     Ok(())
 }

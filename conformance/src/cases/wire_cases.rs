@@ -89,7 +89,7 @@ const INVALID_CONFIG: i16 = 40;
 const INVALID_REQUEST: i16 = 42;
 const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
 const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
-const DUPLICATE_SEQUENCE_NUMBER: i16 = 46;
+const INVALID_PRODUCER_EPOCH: i16 = 47;
 const INVALID_RECORD: i16 = 87;
 const UNKNOWN_TOPIC_ID: i16 = 100;
 
@@ -287,10 +287,12 @@ pub fn cases() -> Vec<Case> {
             ["MAP-TS-4", "MAP-TS-SPLIT-1", "MAP-TS-2", "MAP-TS-3", "PRODUCE-ATOMIC-1"]
         ),
         case!(
-            init_producer_id_and_idempotent_fields_are_ignored,
-            ["PID-IGNORE-1", "DELIVERY-1", "PID-ALLOC-1"],
-            deviates: ["PID-IGNORE-1", "DELIVERY-1"]
+            idempotent_retry_is_answered_with_its_first_offset,
+            ["PRODUCER-DUP-1", "DELIVERY-3", "PID-ALLOC-1"]
         ),
+        case!(idempotent_sequence_gap_is_out_of_order, ["PRODUCER-SEQ-1"]),
+        case!(idempotent_stale_epoch_is_invalid_producer_epoch, ["PRODUCER-EPOCH-1"]),
+        case!(plain_retry_is_stored_again, ["PRODUCER-NONE-1", "DELIVERY-2"]),
         // Last: a gateway that aborts on it takes every later case down with it.
         case!(
             huge_array_count_in_a_request_body_closes_the_connection,

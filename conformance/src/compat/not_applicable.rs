@@ -48,13 +48,6 @@ pub const LIST: &[NotApplicable] = &[
         source: "PROTO-VERSION-1",
     },
     NotApplicable {
-        test: "0090_idempotence",
-        reason: "makes the client resend batches and expects the broker to drop the duplicates by \
-                 producer sequence; the gateway allocates producer ids but does not deduplicate \
-                 (at-least-once)",
-        source: "PID-IGNORE-1, DELIVERY-1",
-    },
-    NotApplicable {
         test: "0092_mixed_msgver",
         reason: "produces MessageSet v0/v1 (magic 0 and 1); the gateway stores only magic-2 batches",
         source: "BATCH-MAGIC-1, PROTO-VERSION-2",

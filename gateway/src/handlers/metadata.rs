@@ -1,5 +1,5 @@
-//! Metadata (METADATA-1): the configured gateways as brokers, every partition led by the gateway
-//! that answers, unknown topics reported (or created when auto-create is on). A topic named more
+//! Metadata (METADATA-1): the configured gateways as brokers, each partition led by the gateway
+//! PRODUCER-LEADER-1 names (the answering one when it has no peers), unknown topics reported (or created when auto-create is on). A topic named more
 //! than once is answered once (LIMIT-METADATA-DUPLICATES-1), and the partitions answered fit
 //! `max_response_bytes` (LIMIT-RESPONSE-BYTES-1).
 
@@ -26,7 +26,7 @@ pub(crate) fn controller_id(config: &crate::config::Config) -> i32 {
     config.peers.first().map_or(config.advertised.id, |p| p.id)
 }
 
-fn topic_entry(name: &str, partitions: u32, leader: i32) -> MetadataResponseTopic {
+fn topic_entry(name: &str, partitions: u32, leader: &dyn Fn(i32) -> i32) -> MetadataResponseTopic {
     MetadataResponseTopic::default()
         .with_name(Some(TopicName(StrBytes::from_string(name.to_string()))))
         // GROUP-CONSUMER-TOPIC-ID-1: clients map KIP-848 assignments to topics by id.
@@ -34,6 +34,7 @@ fn topic_entry(name: &str, partitions: u32, leader: i32) -> MetadataResponseTopi
         .with_partitions(
             (0..partitions as i32)
                 .map(|p| {
+                    let leader = leader(p);
                     MetadataResponsePartition::default()
                         .with_partition_index(p)
                         .with_leader_id(BrokerId(leader))
@@ -59,7 +60,7 @@ fn budgeted_topic_entry(
     budget: &mut ResponseBudget,
     name: &str,
     partitions: u32,
-    leader: i32,
+    leader: &dyn Fn(i32) -> i32,
 ) -> MetadataResponseTopic {
     let bytes = TOPIC_ENTRY_BYTES + string_bytes(name.len()) + partitions as usize * PARTITION_ENTRY_BYTES;
     match budget.charge(bytes) {
@@ -87,7 +88,6 @@ pub async fn handle<B: Backend>(
     version: i16,
 ) -> MetadataResponse {
     let config = &gateway.config;
-    let me = config.advertised.id;
     let brokers = config
         .peers
         .iter()
@@ -128,7 +128,9 @@ pub async fn handle<B: Backend>(
                         }
                     };
                     topics.push(match found {
-                        Some((kafka, partitions)) => budgeted_topic_entry(&mut budget, &kafka, partitions, me),
+                        Some((kafka, partitions)) => budgeted_topic_entry(&mut budget, &kafka, partitions, &|p| {
+                            gateway.partition_leader(&kafka, p).id
+                        }),
                         None => MetadataResponseTopic::default()
                             .with_topic_id(t.topic_id)
                             .with_error_code(ResponseError::UnknownTopicId.code()),
@@ -140,7 +142,9 @@ pub async fn handle<B: Backend>(
                 }
                 let name = name.0.as_str().to_string();
                 topics.push(match describe_topic(gateway, session, &name, auto_create).await {
-                    Ok(partitions) => budgeted_topic_entry(&mut budget, &name, partitions, me),
+                    Ok(partitions) => budgeted_topic_entry(&mut budget, &name, partitions, &|p| {
+                        gateway.partition_leader(&name, p).id
+                    }),
                     Err(code) => error_entry(&name, code),
                 });
             }
@@ -162,7 +166,9 @@ pub async fn handle<B: Backend>(
                         topic: info.name.clone(),
                     };
                     if let Some(kafka) = config.topics.reverse(&target) {
-                        topics.push(budgeted_topic_entry(&mut budget, &kafka, info.partitions, me));
+                        topics.push(budgeted_topic_entry(&mut budget, &kafka, info.partitions, &|p| {
+                            gateway.partition_leader(&kafka, p).id
+                        }));
                     }
                 }
             }

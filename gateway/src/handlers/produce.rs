@@ -153,8 +153,9 @@ async fn send_in_runs<B: Backend>(
     Ok(base_offset.map_or(-1, |o| o as i64))
 }
 
-/// Appends a batch of a producer that is not idempotent (producer id -1): written as it comes,
-/// at least once (PRODUCER-NONE-1).
+/// Appends a batch of a producer that is not idempotent (producer id -1): written as it comes
+/// (PRODUCER-NONE-1). DELIVERY-2: acknowledged only once every send is written, so nothing
+/// acknowledged is lost, and a retry is written again: at least once.
 async fn append<B: Backend>(
     session: &Session<B>,
     stream: &str,
@@ -171,17 +172,31 @@ async fn append<B: Backend>(
 /// (PRODUCER-STATE-REBUILD-1, PRODUCER-UNKNOWN-1), the batch checked against it (PRODUCER-SEQ-1,
 /// PRODUCER-EPOCH-1), a batch already written answered with its first offset (PRODUCER-DUP-1),
 /// the rest of one written in part written (PRODUCER-DUP-2), and what was written recorded.
+/// DELIVERY-3: together, each record of an idempotent producer is stored once in its partition.
 #[allow(clippy::too_many_arguments)]
 async fn append_idempotent<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
     owner: &Owner,
+    kafka_topic: &str,
     target: &IggyTarget,
     partition: u32,
     batch: BatchIdentity,
     mut messages: Vec<IggyMessage>,
     context: &str,
 ) -> PartitionResult {
+    // PRODUCER-LEADER-1: one gateway writes a partition's idempotent batches, so the state
+    // that checks them is whole; the others send the producer to it.
+    let leader = gateway.partition_leader(kafka_topic, partition as i32);
+    if leader.id != gateway.config.advertised.id {
+        return Err((
+            ResponseError::NotLeaderOrFollower.code(),
+            format!(
+                "gateway {} leads this partition for idempotent producers (PRODUCER-LEADER-1)",
+                leader.id
+            ),
+        ));
+    }
     let states = &gateway.producer_states;
     states.expire_when_due(gateway.now_ms());
     let key = PartitionKey {
@@ -194,6 +209,8 @@ async fn append_idempotent<B: Backend>(
     // check to its record, so two attempts of one batch cannot both pass the check.
     let _turn = slot.appends.lock().await;
     let now_ms = gateway.now_ms();
+    let forgotten = slot.state().under_generation(gateway.peer_health.generation());
+    states.removed_entries(&forgotten);
     log_read::bring_up_to_date(&*gateway.backend, &key, &slot, states, now_ms)
         .await
         .map_err(|e| {
@@ -449,6 +466,7 @@ pub async fn handle<B: Backend>(
                                 gateway,
                                 session,
                                 &owner,
+                                kafka_topic,
                                 &target,
                                 index as u32,
                                 batch,
@@ -683,6 +701,26 @@ mod tests {
         assert_eq!(produce(&gateway, idempotent_batch(PID, 0, 0, 2)).await, (0, 0));
         assert_eq!(produce(&gateway, idempotent_batch(PID, 0, 2, 1)).await, (0, -1));
         assert_eq!(stored_ids(&gateway).await.len(), 6);
+    }
+
+    #[tokio::test]
+    async fn producer_leader_1_an_idempotent_batch_at_a_gateway_not_leading_its_partition_is_not_leader() {
+        // Two gateways; this one (node 0) is still in its warm-up, so it leads nothing yet.
+        let file = FileConfig {
+            instance_id: Some(0),
+            peers: vec!["1=127.0.0.1:1".into()],
+            ..FileConfig::default()
+        };
+        let gateway = gateway_with_topic(file, "t").await;
+        assert!(!gateway.leads_partition("t", 0));
+        let (code, _) = produce(&gateway, idempotent_batch(PID, 0, 0, 1)).await;
+        assert_eq!(code, ResponseError::NotLeaderOrFollower.code());
+        assert_eq!(
+            produce(&gateway, batch(1, 4)).await,
+            (0, 0),
+            "a producer without an id is written"
+        );
+        assert_eq!(stored_ids(&gateway).await, vec![0]);
     }
 
     #[tokio::test]

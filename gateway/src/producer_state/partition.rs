@@ -184,6 +184,8 @@ pub struct PartitionProducers {
     /// An append's outcome is unknown (CLUSTER-UNKNOWN-1): the log from `applied_end` on is
     /// read before the next check (PRODUCER-UNKNOWN-1).
     needs_read: bool,
+    /// The peers' generation the state was read under (PRODUCER-LEADER-1).
+    leadership_generation: u64,
 }
 
 /// What must be read from the log before a batch can be checked.
@@ -228,6 +230,16 @@ impl PartitionProducers {
         self.applied_end = None;
         self.needs_read = false;
         self.producers.drain().map(|(_, e)| e).collect()
+    }
+
+    /// PRODUCER-LEADER-1: forgets the state when who leads what may have changed since it was
+    /// read (`generation` is the peers' generation now), returning the entries forgotten.
+    pub fn under_generation(&mut self, generation: u64) -> Vec<ProducerEntry> {
+        if self.leadership_generation == generation {
+            return Vec::new();
+        }
+        self.leadership_generation = generation;
+        self.forget()
     }
 
     /// PRODUCER-UNKNOWN-1: an append was sent and its outcome is unknown.

@@ -1,5 +1,6 @@
-//! InitProducerId cases: transactional ids refused, producer ids carrying the gateway's instance
-//! id, and the idempotent fields of Produce accepted and ignored.
+//! InitProducerId and idempotent Produce cases: transactional ids refused, producer ids carrying
+//! the gateway's instance id, an idempotent producer's retry answered from its first write, a gap
+//! and a stale epoch refused, and a plain producer's retry stored again.
 
 use super::*;
 
@@ -92,11 +93,10 @@ pub async fn producer_ids_carry_the_instance_id(endpoint: Endpoint) -> anyhow::R
     Ok(Outcome::Passed)
 }
 
-pub async fn init_producer_id_and_idempotent_fields_are_ignored(endpoint: Endpoint) -> anyhow::Result<Outcome> {
-    let mut client = connect(&endpoint).await?;
-    let topic = new_topic(&endpoint, &mut client, "kig-idempotent", 1).await?;
+/// A producer id from InitProducerId, checked to start at epoch 0.
+async fn new_producer_id(client: &mut Client) -> anyhow::Result<i64> {
     let pid = init_producer_id(
-        &mut client,
+        client,
         &InitProducerIdRequest::default()
             .with_transactional_id(None)
             .with_transaction_timeout_ms(60_000),
@@ -108,74 +108,168 @@ pub async fn init_producer_id_and_idempotent_fields_are_ignored(endpoint: Endpoi
         "InitProducerId: epoch {}, expected 0",
         pid.producer_epoch
     );
+    Ok(pid.producer_id.0)
+}
+
+/// A batch of `count` records from producer `producer_id` at `epoch`, from `base_sequence`
+/// (-1s: a producer that is not idempotent).
+fn batch_of(producer_id: i64, epoch: i16, base_sequence: i32, count: usize) -> anyhow::Result<Bytes> {
     let t = now_ms()?;
-    let idempotent = |producer_id: i64, producer_epoch: i16, base_sequence: i32| -> anyhow::Result<Bytes> {
-        let spec = BatchSpec {
-            producer_id,
-            producer_epoch,
-            base_sequence,
-            ..BatchSpec::plain(Compression::None)
-        };
-        encode(&spec, &[(t, record(Some(b"k"), Some(b"idempotent"), &[]))])
+    let spec = BatchSpec {
+        producer_id,
+        producer_epoch: epoch,
+        base_sequence,
+        ..BatchSpec::plain(Compression::None)
     };
-    let batch = idempotent(pid.producer_id.0, 0, 0)?;
-    // The same batch twice (a retry), the second at Produce v3, then a sequence gap and an id
-    // the gateway never handed out: all stored, with new offsets each time (DELIVERY-1).
-    let sends: Vec<(&str, i16, Bytes)> = vec![
-        ("the first send (sequence 0)", PRODUCE_V, batch.clone()),
-        ("the same batch again at Produce v3 (a retry)", 3, batch),
-        (
-            "a sequence gap (sequence 100)",
-            PRODUCE_V,
-            idempotent(pid.producer_id.0, 0, 100)?,
-        ),
-        (
-            "an unknown producer id and epoch",
-            PRODUCE_V,
-            idempotent(987_654_321, 5, 0)?,
-        ),
-    ];
-    if endpoint.profile.is_kafka() {
-        // DELIVERY-1 and PID-IGNORE-1 (deviations): Kafka recognises the retry and answers it
-        // with the first send's offset without writing it again, and refuses the gap. (What
-        // it does with an unknown producer id depends on the version; no rule to hold it to.)
-        let expected = [(NONE, 0), (NONE, 0), (OUT_OF_ORDER_SEQUENCE_NUMBER, -1)];
-        for ((what, version, records), (code, offset)) in sends.into_iter().zip(expected) {
-            let answer = produce_at(&mut client, version, &topic, 0, records)
-                .await
-                .with_context(|| what.to_string())?;
-            expect_code(&answer, code, what)?;
-            ensure!(
-                code != NONE || answer.base_offset == offset,
-                "{what} landed at {}, expected {offset}",
-                answer.base_offset
-            );
-        }
-        ensure!(
-            latest(&mut client, &topic, 0).await? == 1,
-            "the partition holds more than the first send: the retry or the gap was written"
-        );
-        return Ok(Outcome::Passed);
-    }
-    for (expected_offset, (what, version, records)) in sends.into_iter().enumerate() {
-        let answer = produce_at(&mut client, version, &topic, 0, records)
+    let records: Vec<(i64, Record)> = (0..count)
+        .map(|i| (t, record(Some(b"k"), Some(format!("record {i}").as_bytes()), &[])))
+        .collect();
+    encode(&spec, &records)
+}
+
+/// Sends each of `sends` (what, Produce version, records) to partition 0 of `topic` and checks
+/// its error code and, when 0, its base offset.
+async fn expect_answers(
+    client: &mut Client,
+    topic: &str,
+    sends: Vec<(&str, i16, Bytes, i16, i64)>,
+) -> anyhow::Result<()> {
+    for (what, version, records, code, offset) in sends {
+        let answer = produce_at(client, version, topic, 0, records)
             .await
             .with_context(|| what.to_string())?;
+        expect_code(&answer, code, what)?;
         ensure!(
-            answer.error_code != OUT_OF_ORDER_SEQUENCE_NUMBER && answer.error_code != DUPLICATE_SEQUENCE_NUMBER,
-            "PID-IGNORE-1: {what} answered {}",
-            answer.error_code
-        );
-        expect_code(&answer, NONE, what)?;
-        ensure!(
-            answer.base_offset == expected_offset as i64,
-            "{what} landed at {}, expected {expected_offset}",
+            code != NONE || answer.base_offset == offset,
+            "{what} answered offset {}, expected {offset}",
             answer.base_offset
         );
     }
+    Ok(())
+}
+
+pub async fn idempotent_retry_is_answered_with_its_first_offset(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+    let mut client = connect(&endpoint).await?;
+    let topic = new_topic(&endpoint, &mut client, "kig-idempotent-retry", 1).await?;
+    let pid = new_producer_id(&mut client).await?;
+    let first = batch_of(pid, 0, 0, 3)?;
+    // PRODUCER-DUP-1: the retry, at Produce v9 and again at v3, is answered with the first
+    // send's offset and not written; a producer without an id in between shifts nothing.
+    expect_answers(
+        &mut client,
+        &topic,
+        vec![
+            ("the first send (sequences 0..=2)", PRODUCE_V, first.clone(), NONE, 0),
+            (
+                "a batch of a producer without an id",
+                PRODUCE_V,
+                batch_of(-1, -1, -1, 1)?,
+                NONE,
+                3,
+            ),
+            ("the first batch again (a retry)", PRODUCE_V, first.clone(), NONE, 0),
+            ("the first batch again at Produce v3", 3, first, NONE, 0),
+            (
+                "the next batch (sequence 3)",
+                PRODUCE_V,
+                batch_of(pid, 0, 3, 2)?,
+                NONE,
+                4,
+            ),
+        ],
+    )
+    .await?;
     ensure!(
-        latest(&mut client, &topic, 0).await? == 4,
-        "the partition does not hold all four sends, duplicate included"
+        latest(&mut client, &topic, 0).await? == 6,
+        "the partition holds more than the 6 records sent once: a retry was written again"
     );
+    Ok(Outcome::Passed)
+}
+
+pub async fn idempotent_sequence_gap_is_out_of_order(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+    let mut client = connect(&endpoint).await?;
+    let topic = new_topic(&endpoint, &mut client, "kig-idempotent-gap", 1).await?;
+    let pid = new_producer_id(&mut client).await?;
+    // PRODUCER-SEQ-1: sequence 5 after 0..=1 leaves a gap; nothing of it is written.
+    expect_answers(
+        &mut client,
+        &topic,
+        vec![
+            (
+                "the first send (sequences 0..=1)",
+                PRODUCE_V,
+                batch_of(pid, 0, 0, 2)?,
+                NONE,
+                0,
+            ),
+            (
+                "sequence 5 after 1 (a gap)",
+                PRODUCE_V,
+                batch_of(pid, 0, 5, 1)?,
+                OUT_OF_ORDER_SEQUENCE_NUMBER,
+                -1,
+            ),
+            ("sequence 2, which follows", PRODUCE_V, batch_of(pid, 0, 2, 1)?, NONE, 2),
+        ],
+    )
+    .await?;
+    ensure!(
+        latest(&mut client, &topic, 0).await? == 3,
+        "the partition holds more than the 3 records in sequence: the gap's batch was written"
+    );
+    Ok(Outcome::Passed)
+}
+
+pub async fn idempotent_stale_epoch_is_invalid_producer_epoch(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+    let mut client = connect(&endpoint).await?;
+    let topic = new_topic(&endpoint, &mut client, "kig-idempotent-epoch", 1).await?;
+    let pid = new_producer_id(&mut client).await?;
+    // PRODUCER-EPOCH-1: the epoch bumped by the producer itself (as librdkafka and the Java
+    // client do after an error) starts at sequence 0; the old epoch is refused from then on.
+    expect_answers(
+        &mut client,
+        &topic,
+        vec![
+            ("epoch 0, sequence 0", PRODUCE_V, batch_of(pid, 0, 0, 1)?, NONE, 0),
+            (
+                "epoch 1 not starting at sequence 0",
+                PRODUCE_V,
+                batch_of(pid, 1, 4, 1)?,
+                OUT_OF_ORDER_SEQUENCE_NUMBER,
+                -1,
+            ),
+            ("epoch 1, sequence 0", PRODUCE_V, batch_of(pid, 1, 0, 1)?, NONE, 1),
+            (
+                "epoch 0 again, sequence 1",
+                PRODUCE_V,
+                batch_of(pid, 0, 1, 1)?,
+                INVALID_PRODUCER_EPOCH,
+                -1,
+            ),
+        ],
+    )
+    .await?;
+    ensure!(
+        latest(&mut client, &topic, 0).await? == 2,
+        "the partition holds more than the 2 records accepted"
+    );
+    Ok(Outcome::Passed)
+}
+
+pub async fn plain_retry_is_stored_again(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+    let mut client = connect(&endpoint).await?;
+    let topic = new_topic(&endpoint, &mut client, "kig-plain-retry", 1).await?;
+    let plain = batch_of(-1, -1, -1, 2)?;
+    // PRODUCER-NONE-1, DELIVERY-2: a producer without an id gives nothing to recognise its
+    // retry by; the same batch is stored again, at least once.
+    expect_answers(
+        &mut client,
+        &topic,
+        vec![
+            ("the first send", PRODUCE_V, plain.clone(), NONE, 0),
+            ("the same batch again", PRODUCE_V, plain, NONE, 2),
+        ],
+    )
+    .await?;
     Ok(Outcome::Passed)
 }

@@ -708,7 +708,8 @@ impl Backend for IggyBackend {
             // A client known to be broken is reconnected (through the roster) before anything is
             // sent; the send itself is never repeated. CLUSTER-UNKNOWN-1: a send whose node
             // failed before answering is OutcomeUnknown, answered as a retriable error, and the
-            // producer's retry is what DELIVERY-1 counts as at-least-once.
+            // producer's retry is what DELIVERY-2 counts as at-least-once (an idempotent one's writes only
+            // the parts not stored, PRODUCER-DUP-2).
             let sent = self
                 .inner
                 .once(&conn, |c| {
@@ -754,7 +755,7 @@ impl Backend for IggyBackend {
             };
             if i > 0 {
                 tracing::warn!(
-                    "append to {stream}/{topic}/{partition}: part {} of {parts_count} failed after earlier parts were written (DELIVERY-1): {e}",
+                    "append to {stream}/{topic}/{partition}: part {} of {parts_count} failed after earlier parts were written (DELIVERY-2, PRODUCER-DUP-2): {e}",
                     i + 1
                 );
             }

@@ -42,10 +42,10 @@ final class ConsumerCases {
         JavaCompat.add("consumer_static_membership", false, List.of("GROUP-STATIC-1", "DESCRIBEGROUPS-MEMBERS-1"),
                 ConsumerCases::staticMembership);
         JavaCompat.add("consumer_three_member_rebalance_while_producing", false,
-                List.of("GROUP-JOIN-1", "GROUP-SYNC-1", "GROUP-HEARTBEAT-1", "GROUP-COMMIT-1", "DELIVERY-1"),
+                List.of("GROUP-JOIN-1", "GROUP-SYNC-1", "GROUP-HEARTBEAT-1", "GROUP-COMMIT-1", "DELIVERY-2"),
                 ConsumerCases::rebalanceWhileProducing);
         JavaCompat.add("consumer_cooperative_sticky_rolling_restart_under_load", false,
-                List.of("GROUP-JOIN-1", "GROUP-SYNC-1", "GROUP-LEAVE-1", "GROUP-COMMIT-1", "DELIVERY-1"),
+                List.of("GROUP-JOIN-1", "GROUP-SYNC-1", "GROUP-LEAVE-1", "GROUP-COMMIT-1", "DELIVERY-2"),
                 ConsumerCases::rollingRestart);
         JavaCompat.add("consumer_manual_commit", true, List.of("GROUP-COMMIT-1", "CO-KEY-1", "CO-VERBATIM-1"),
                 ConsumerCases::manualCommit);

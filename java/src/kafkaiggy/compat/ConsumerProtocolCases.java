@@ -38,7 +38,7 @@ final class ConsumerProtocolCases {
                         "GROUP-CONSUMER-COMMIT-1", "GROUP-CONSUMER-LEAVE-1"),
                 ConsumerProtocolCases::splitAndResume);
         JavaCompat.add("consumer_protocol_member_leaves_and_the_survivor_takes_over", false,
-                List.of("GROUP-CONSUMER-REVOKE-1", "GROUP-CONSUMER-LEAVE-1", "GROUP-CONSUMER-COMMIT-1", "DELIVERY-1"),
+                List.of("GROUP-CONSUMER-REVOKE-1", "GROUP-CONSUMER-LEAVE-1", "GROUP-CONSUMER-COMMIT-1", "DELIVERY-2"),
                 ConsumerProtocolCases::survivorTakesOver);
         JavaCompat.add("admin_describe_and_list_consumer_protocol_group", false,
                 List.of("GROUP-CONSUMER-DESCRIBE-1", "GROUP-CONSUMER-ASSIGNOR-1"),

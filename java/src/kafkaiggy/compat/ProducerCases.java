@@ -21,7 +21,7 @@ final class ProducerCases {
 
     static void register() {
         JavaCompat.add("producer_defaults_idempotent_acks_all", true,
-                List.of("PID-ALLOC-1", "PID-IGNORE-1", "PRODUCE-ACKS-1", "DELIVERY-ORDER-1"), ProducerCases::defaults);
+                List.of("PID-ALLOC-1", "DELIVERY-3", "PRODUCE-ACKS-1", "DELIVERY-ORDER-1"), ProducerCases::defaults);
         for (String codec : List.of("gzip", "snappy", "lz4", "zstd")) {
             JavaCompat.add("producer_compression_" + codec, codec.equals("lz4"), List.of("BATCH-COMPRESSION-1", "BATCH-DECODE-1"),
                     ctx -> compression(ctx, codec));
@@ -30,7 +30,7 @@ final class ProducerCases {
         JavaCompat.add("producer_null_keys_and_values", true, List.of("MAP-KEY-1", "MAP-VALUE-1"), ProducerCases::nulls);
         JavaCompat.add("producer_several_partitions", false, List.of("MAP-PARTITION-1", "PRODUCE-RESOLVE-1"),
                 ProducerCases::severalPartitions);
-        JavaCompat.add("producer_max_in_flight_5", false, List.of("DELIVERY-ORDER-1", "PID-IGNORE-1"),
+        JavaCompat.add("producer_max_in_flight_5", false, List.of("DELIVERY-ORDER-1", "PRODUCER-SEQ-1"),
                 ProducerCases::maxInFlight);
         JavaCompat.add("producer_transactional_refused", true, List.of("PID-TXN-1", "GROUP-TXN-COORDINATOR-1"),
                 ProducerCases::transactional);

@@ -26,11 +26,11 @@ final class VerifiableCases {
     static final int PARTITIONS = 3;
 
     static void register() {
-        JavaCompat.add("verifiable_producer_consumer", "plain", true, List.of("DELIVERY-1", "GROUP-COMMIT-1"),
+        JavaCompat.add("verifiable_producer_consumer", "plain", true, List.of("DELIVERY-2", "GROUP-COMMIT-1"),
                 VerifiableCases::run);
         JavaCompat.add("verifiable_producer_consumer_sasl_plain", "sasl_plain", false,
-                List.of("DELIVERY-1", "AUTH-SASL-PLAIN-1"), VerifiableCases::run);
-        JavaCompat.add("verifiable_producer_consumer_tls", "tls", false, List.of("DELIVERY-1", "AUTH-TLS-1"),
+                List.of("DELIVERY-2", "AUTH-SASL-PLAIN-1"), VerifiableCases::run);
+        JavaCompat.add("verifiable_producer_consumer_tls", "tls", false, List.of("DELIVERY-2", "AUTH-TLS-1"),
                 VerifiableCases::run);
     }
 
