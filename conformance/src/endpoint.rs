@@ -93,6 +93,8 @@ pub const TEST_INSTANCE_ID: u16 = 4242;
 pub struct LocalOptions {
     /// Listen here instead of an OS-chosen port (to restart a gateway where clients expect it).
     pub listen: Option<SocketAddr>,
+    /// The address Metadata names for this gateway instead of its own (a proxy in front of it).
+    pub advertised: Option<String>,
     pub instance_id: Option<u16>,
     /// Other gateways, as `id=host:port`.
     pub peers: Vec<String>,
@@ -156,6 +158,7 @@ impl<B: Backend> LocalGateway<B> {
         let instance_id = options.instance_id.unwrap_or(TEST_INSTANCE_ID);
         let args = Args {
             listen: Some(addr),
+            advertised: options.advertised.clone(),
             instance_id: Some(instance_id),
             max_frame_size: Some(TEST_MAX_FRAME_SIZE),
             peers: options.peers.clone(),

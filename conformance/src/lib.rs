@@ -16,6 +16,7 @@
 //! - [`iggy_cluster`]: a three-node Iggy cluster for the cluster tier, nodes killed and restarted.
 //! - [`traceability`]: the spec's rules traced to cases, tests and code; the conformance matrix.
 
+pub mod answer_loss_proxy;
 pub mod authority;
 pub mod bench;
 pub mod cases;

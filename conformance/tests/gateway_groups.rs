@@ -30,4 +30,5 @@ embedded_tests!(
     shutdown_answers_a_join_waiting_for_a_rebalance,
     group_moves_to_a_surviving_gateway_and_back,
     idempotent_retry_after_a_gateway_restart_is_answered_from_the_log,
+    idempotent_producer_whose_answers_are_lost_stores_each_record_once,
 );

@@ -54,6 +54,8 @@ pub const CASES: &[crate::cases::ListedCase] = &[
             "CLUSTER-FAILOVER-2",
             "CLUSTER-UNKNOWN-1",
             "CLUSTER-ROUTE-1",
+            "PRODUCER-UNKNOWN-1",
+            "DELIVERY-3",
         ],
     },
     crate::cases::ListedCase {
@@ -176,7 +178,7 @@ impl BackendSource for IggyCluster {
 /// CLUSTER-FAILOVER-1, CLUSTER-FAILOVER-2, CLUSTER-UNKNOWN-1, CLUSTER-ROUTE-1: an idempotent
 /// producer (acks=all) streams through the gateway; the metadata primary is SIGKILLed; the
 /// gateway moves to the survivors' new primary within its failover bound, the producer's
-/// retried records are stored, and every acknowledged record reads back.
+/// retried records are stored once (PRODUCER-UNKNOWN-1), and every acknowledged record reads back.
 async fn primary_killed_during_an_idempotent_producer_stream_loses_no_acknowledged_record(
     binary: &Path,
 ) -> anyhow::Result<()> {
@@ -595,6 +597,11 @@ async fn primary_killed_again_and_again_gives_the_failover_gap(binary: &Path, ki
         lost.len()
     );
     ensure!(lost.is_empty(), "acknowledged records missing: {lost:?}");
+    // DELIVERY-3: the idempotent producer's retries after each kill are stored once.
+    ensure!(
+        duplicated == 0,
+        "{duplicated} records of the idempotent producer stored more than once"
+    );
     ensure!(
         stalls.is_empty(),
         "kills {stalls:?} of {kills} were followed by no 20 acknowledgements within {FAILOVER_WAIT:?}"

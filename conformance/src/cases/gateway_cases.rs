@@ -76,6 +76,7 @@ gateway_cases!(
     shutdown_answers_a_join_waiting_for_a_rebalance: ["PROTO-SHUTDOWN-1", "GROUP-TIMEOUT-1"],
     group_moves_to_a_surviving_gateway_and_back: ["GROUP-COORDINATOR-2", "GROUP-COORDINATOR-3", "CO-MEMBER-1"],
     idempotent_retry_after_a_gateway_restart_is_answered_from_the_log: ["PRODUCER-STATE-REBUILD-1", "DELIVERY-3"],
+    idempotent_producer_whose_answers_are_lost_stores_each_record_once: ["DELIVERY-3", "PRODUCER-DUP-1"],
 );
 
 /// The probe period of the cases with peers that come and go: short, so a dead peer's groups
@@ -701,6 +702,127 @@ pub async fn idempotent_retry_after_a_gateway_restart_is_answered_from_the_log<S
     ensure!(
         end == 11,
         "the partition ends at {end}, expected 11: a retry was stored twice"
+    );
+    gateway.stop().await;
+    Ok(())
+}
+
+/// Records the answer-losing case sends, and the Produce requests (by ordinal) whose answers the
+/// proxy loses: four, as in issue 51's trial.
+const LOST_ANSWERS_RECORDS: usize = 3_000;
+const LOST_ANSWERS_AT: [usize; 4] = [5, 25, 60, 120];
+
+/// DELIVERY-3, PRODUCER-DUP-1: librdkafka with `enable.idempotence=true` and acks=all produces
+/// 3,000 records to one partition through a proxy that swallows the answers to four Produce
+/// requests and closes those connections; librdkafka retries what it did not hear back about on
+/// a new connection, every record is acknowledged, and the partition holds each record once.
+/// (The same run with idempotence off stores the retried batches twice.)
+pub async fn idempotent_producer_whose_answers_are_lost_stores_each_record_once<S: BackendSource>(
+    source: &S,
+) -> anyhow::Result<()> {
+    use crate::answer_loss_proxy::AnswerLossProxy;
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    use rdkafka::producer::{FutureProducer, FutureRecord};
+    use rdkafka::ClientConfig;
+    use rdkafka::Message;
+    let listen = free_addresses(1)[0];
+    let proxy = AnswerLossProxy::start(listen, LOST_ANSWERS_AT.into_iter().collect()).await?;
+    // Metadata names the proxy, so every connection of the client goes through it.
+    let options = LocalOptions {
+        listen: Some(listen),
+        advertised: Some(proxy.address.to_string()),
+        ..LocalOptions::default()
+    };
+    let gateway = LocalGateway::serve(source.backend_for_new_gateway().await?, options).await?;
+    let topic = gateway.endpoint.unique_topic("idempotent-lost-answers");
+    create_topic(&gateway.endpoint, &topic, 1).await?;
+    let bootstrap = proxy.address.to_string();
+    let producer: FutureProducer = ClientConfig::new()
+        .set("bootstrap.servers", &bootstrap)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("linger.ms", "5")
+        .set("batch.num.messages", "10")
+        .set("message.timeout.ms", WAIT.as_millis().to_string())
+        .create()
+        .context("creating the idempotent producer")?;
+    let mut deliveries = tokio::task::JoinSet::new();
+    for i in 0..LOST_ANSWERS_RECORDS {
+        let (producer, topic) = (producer.clone(), topic.clone());
+        deliveries.spawn(async move {
+            let payload = format!("record-{i}");
+            producer
+                .send(FutureRecord::<(), _>::to(&topic).partition(0).payload(&payload), WAIT)
+                .await
+                .map(|delivery| delivery.offset)
+                .map_err(|(e, _)| anyhow::anyhow!("record {i}: {e}"))
+        });
+    }
+    let mut offsets = Vec::with_capacity(LOST_ANSWERS_RECORDS);
+    while let Some(delivered) = deliveries.join_next().await {
+        offsets.push(delivered.context("a delivery task")??);
+    }
+    drop(producer);
+    ensure!(
+        proxy.answers_lost() == LOST_ANSWERS_AT.len(),
+        "the proxy lost {} answers of {} Produce requests, expected {}: the case did not test retries",
+        proxy.answers_lost(),
+        proxy.produce_requests(),
+        LOST_ANSWERS_AT.len()
+    );
+    let distinct: BTreeSet<i64> = offsets.iter().copied().collect();
+    ensure!(
+        distinct.len() == LOST_ANSWERS_RECORDS,
+        "{} records acknowledged at {} distinct offsets",
+        LOST_ANSWERS_RECORDS,
+        distinct.len()
+    );
+    let (bootstrap, read_topic) = (gateway.endpoint.bootstrap.clone(), topic.clone());
+    let stored: Vec<String> = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<String>> {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &bootstrap)
+            .set("group.id", format!("{read_topic}-reader"))
+            .set("enable.auto.commit", "false")
+            .create()?;
+        let (_, high) = consumer.fetch_watermarks(&read_topic, 0, WAIT)?;
+        let mut list = rdkafka::TopicPartitionList::new();
+        list.add_partition_offset(&read_topic, 0, Offset::Beginning)?;
+        consumer.assign(&list)?;
+        let deadline = std::time::Instant::now() + WAIT;
+        let mut read = Vec::new();
+        let mut next = 0;
+        while next < high {
+            anyhow::ensure!(
+                std::time::Instant::now() < deadline,
+                "read {} of {high} records within {WAIT:?}",
+                read.len()
+            );
+            if let Some(Ok(m)) = consumer.poll(std::time::Duration::from_millis(200)) {
+                next = m.offset() + 1;
+                read.push(String::from_utf8_lossy(m.payload().unwrap_or_default()).into_owned());
+            }
+        }
+        Ok(read)
+    })
+    .await??;
+    let copies: BTreeMap<&str, usize> = stored.iter().fold(BTreeMap::new(), |mut m, v| {
+        *m.entry(v.as_str()).or_default() += 1;
+        m
+    });
+    let duplicated: Vec<&&str> = copies.iter().filter(|(_, n)| **n > 1).map(|(v, _)| v).collect();
+    ensure!(
+        duplicated.is_empty() && stored.len() == LOST_ANSWERS_RECORDS && copies.len() == LOST_ANSWERS_RECORDS,
+        "the partition holds {} records, {} distinct, of {} sent; stored more than once: {:?}",
+        stored.len(),
+        copies.len(),
+        LOST_ANSWERS_RECORDS,
+        &duplicated[..duplicated.len().min(10)]
+    );
+    println!(
+        "gateway: {LOST_ANSWERS_RECORDS} records through {} Produce requests, {} answers lost: {} stored, 0 duplicated",
+        proxy.produce_requests(),
+        proxy.answers_lost(),
+        stored.len()
     );
     gateway.stop().await;
     Ok(())

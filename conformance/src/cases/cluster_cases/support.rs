@@ -317,8 +317,8 @@ pub async fn read_all(bootstrap: &str, topic: &str) -> anyhow::Result<Vec<(i64, 
     .context("the reader")?
 }
 
-/// Figures of one fault: printed, never asserted (but lost must be 0, and every acknowledged
-/// offset must hold its record).
+/// Figures of one fault: printed (but lost must be 0, every acknowledged offset must hold its
+/// record, and the idempotent producer's records must each be stored once).
 pub struct Figures {
     pub acknowledged: usize,
     pub lost: Vec<u64>,
@@ -329,9 +329,16 @@ pub struct Figures {
 }
 
 impl Figures {
-    /// Fails when an acknowledged record is missing or its acknowledged offset holds another.
+    /// Fails when an acknowledged record is missing, its acknowledged offset holds another, or a
+    /// record of the idempotent producer is stored more than once (DELIVERY-3, PRODUCER-UNKNOWN-1:
+    /// its retries after an unknown outcome are answered from the new primary's log).
     pub fn check(&self) -> anyhow::Result<()> {
         ensure!(self.lost.is_empty(), "acknowledged records missing: {:?}", self.lost);
+        ensure!(
+            self.duplicated == 0,
+            "{} records of the idempotent producer stored more than once",
+            self.duplicated
+        );
         ensure!(
             self.misplaced.is_empty(),
             "acknowledged offsets holding another record (record, offset, held): {:?}",
