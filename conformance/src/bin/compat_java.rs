@@ -15,9 +15,13 @@ mod cases;
 use anyhow::Context;
 use cases::{Client, Listener, Listing};
 use clap::{Parser, ValueEnum};
+use kafka_iggy_conformance::answer_loss_proxy::AnswerLossProxy;
 use kafka_iggy_conformance::compat::outcome::{Outcome, Status};
 use kafka_iggy_conformance::compat::report::{self, Totals};
 use kafka_iggy_conformance::endpoint::{shared_backend, LocalGateway, LocalOptions};
+
+/// The Produce requests (by ordinal) whose answers a `lossy_plain` case's proxy loses.
+const LOSSY_ANSWERS_AT: [usize; 4] = [3, 10, 20, 40];
 use kafka_iggy_conformance::real_iggy::{discover, Discovery};
 use kafka_iggy_conformance::tls_fixture::Pki;
 use kafka_iggy_gateway::auth::settings::{Mechanism, SaslSettings};
@@ -223,8 +227,30 @@ async fn run<B: Backend>(
     let mut out = Vec::new();
     for (client, listing) in clients {
         for case in listing {
+            // A proxy losing Produce answers, and a gateway of its own advertising it, per case.
+            let lossy = match case.listener {
+                Listener::LossyPlain => {
+                    let listen = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?;
+                    let proxy = AnswerLossProxy::start(listen, LOSSY_ANSWERS_AT.into_iter().collect()).await?;
+                    let gateway = LocalGateway::serve(
+                        backend.clone(),
+                        LocalOptions {
+                            listen: Some(listen),
+                            advertised: Some(proxy.address.to_string()),
+                            ..LocalOptions::default()
+                        },
+                    )
+                    .await?;
+                    Some((proxy, gateway))
+                }
+                _ => None,
+            };
             let args = match case.listener {
                 Listener::Plain => vec!["--bootstrap".to_string(), plain.endpoint.bootstrap.clone()],
+                Listener::LossyPlain => {
+                    let (proxy, _) = lossy.as_ref().context("the lossy listener")?;
+                    vec!["--bootstrap".to_string(), proxy.address.to_string()]
+                }
                 Listener::SaslPlain => {
                     let gateway = sasl.as_ref().context("the SASL listener")?;
                     vec![
@@ -251,7 +277,24 @@ async fn run<B: Backend>(
                     ]
                 }
             };
-            let result = client.run_case(case, &args, time_limit, &work.join("runs")).await?;
+            let mut result = client.run_case(case, &args, time_limit, &work.join("runs")).await?;
+            if let Some((proxy, gateway)) = lossy {
+                // The case proves nothing unless the answers were really lost.
+                if result.0.status == Status::Passed && proxy.answers_lost() != LOSSY_ANSWERS_AT.len() {
+                    result.0.status = Status::Failed;
+                    result.0.detail = format!(
+                        "the proxy lost {} of the answers to {} Produce requests, expected {}",
+                        proxy.answers_lost(),
+                        proxy.produce_requests(),
+                        LOSSY_ANSWERS_AT.len()
+                    );
+                } else if result.0.status == Status::Passed {
+                    result.0.detail = format!("{} ({} Produce answers lost)", result.0.detail, proxy.answers_lost());
+                }
+                result.1["status"] = result.0.status.label().into();
+                result.1["detail"] = result.0.detail.clone().into();
+                gateway.stop().await;
+            }
             println!(
                 "compat-java: {:<6} {:<52} {:<10} {:>6.1} s {}",
                 client.version,

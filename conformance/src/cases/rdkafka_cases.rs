@@ -72,7 +72,7 @@ pub fn cases() -> Vec<Case> {
     vec![
         case!(
             admin_client_creates_and_deletes_a_topic,
-            ["TOPIC-EXISTS-1", "DELETETOPICS-1", "METADATA-1"]
+            ["TOPIC-EXISTS-1", "DELETETOPICS-1", "METADATA-2"]
         ),
         case!(
             produce_and_consume_every_mapping_case_with_none,
@@ -113,7 +113,7 @@ pub fn cases() -> Vec<Case> {
         ),
         case!(
             rdkafka_metadata_for_all_topics,
-            ["LIMIT-TRAILING-BYTES-1", "METADATA-1"]
+            ["LIMIT-TRAILING-BYTES-1", "METADATA-2"]
         ),
     ]
 }

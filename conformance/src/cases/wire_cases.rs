@@ -238,8 +238,8 @@ pub fn cases() -> Vec<Case> {
         ),
         case!(
             delete_topics_then_metadata_reports_unknown,
-            ["DELETETOPICS-1", "METADATA-1"],
-            deviates: ["METADATA-1"]
+            ["DELETETOPICS-1", "METADATA-2"],
+            deviates: ["METADATA-2"]
         ),
         case!(
             describe_configs_reports_retention_and_fixed_entries,

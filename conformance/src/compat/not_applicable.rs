@@ -75,7 +75,7 @@ pub const LIST: &[NotApplicable] = &[
         reason: "recreates a topic with fewer partitions while producing; librdkafka tells a \
                  recreated topic by its topic id, which the gateway does not assign, so messages \
                  queued for the removed partitions are never delivered",
-        source: "PROTO-VERSION-1 (topic ids not assigned), METADATA-1",
+        source: "PROTO-VERSION-1 (topic ids not assigned), METADATA-2",
     },
     NotApplicable {
         test: "0109_auto_create_topics",

@@ -1,5 +1,5 @@
 //! DescribeCluster (DESCRIBECLUSTER-1, DESCRIBECLUSTER-2): the cluster as Metadata describes it
-//! (METADATA-1): every configured gateway as a broker, the same cluster id and controller, and
+//! (METADATA-2): every configured gateway as a broker, the same cluster id and controller, and
 //! no authorized operations. What `Admin.describeCluster` and the 3.9 tools' broker listings ask.
 
 use super::metadata::{controller_id, CLUSTER_ID};

@@ -1,4 +1,4 @@
-//! Metadata (METADATA-1): the configured gateways as brokers, each partition led by the gateway
+//! Metadata (METADATA-2): the configured gateways as brokers, each partition led by the gateway
 //! PRODUCER-LEADER-1 names (the answering one when it has no peers), unknown topics reported (or created when auto-create is on). A topic named more
 //! than once is answered once (LIMIT-METADATA-DUPLICATES-1), and the partitions answered fit
 //! `max_response_bytes` (LIMIT-RESPONSE-BYTES-1).
@@ -19,7 +19,7 @@ use std::collections::{HashMap, HashSet};
 
 pub const CLUSTER_ID: &str = "kafka-iggy-gateway";
 
-/// METADATA-1: the controller every gateway names, the lowest node id among the gateways
+/// METADATA-2: the controller every gateway names, the lowest node id among the gateways
 /// (the peers, this one included, sorted by id at configuration load). DescribeCluster answers
 /// the same (DESCRIBECLUSTER-1).
 pub(crate) fn controller_id(config: &crate::config::Config) -> i32 {

@@ -18,6 +18,9 @@ pub enum Listener {
     Plain,
     SaslPlain,
     Tls,
+    /// Plaintext through a proxy that loses chosen Produce answers (a gateway of its own per
+    /// case, advertising the proxy): `crate::LOSSY_ANSWERS_AT`.
+    LossyPlain,
 }
 
 /// One line of `--list`.

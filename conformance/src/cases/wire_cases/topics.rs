@@ -291,7 +291,7 @@ pub async fn delete_topics_then_metadata_reports_unknown(endpoint: Endpoint) -> 
                 p.partition_index
             );
         }
-        // METADATA-1 (a deviation): Kafka's leader epochs start at 0.
+        // METADATA-2 (a deviation): Kafka's leader epochs start at 0.
         let epoch_ok = match endpoint.profile {
             Profile::Gateway => p.leader_epoch == -1,
             Profile::Kafka => p.leader_epoch >= 0,

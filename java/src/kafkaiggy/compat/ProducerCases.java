@@ -32,6 +32,8 @@ final class ProducerCases {
                 ProducerCases::severalPartitions);
         JavaCompat.add("producer_max_in_flight_5", false, List.of("DELIVERY-ORDER-1", "PRODUCER-SEQ-1"),
                 ProducerCases::maxInFlight);
+        JavaCompat.add("producer_defaults_through_lost_answers_store_each_record_once", "lossy_plain", true,
+                List.of("DELIVERY-3", "PRODUCER-DUP-1"), ProducerCases::lostAnswers);
         JavaCompat.add("producer_transactional_refused", true, List.of("PID-TXN-1", "GROUP-TXN-COORDINATOR-1"),
                 ProducerCases::transactional);
     }
@@ -54,6 +56,47 @@ final class ProducerCases {
                     + Ctx.text(read.get(i).value()));
         }
         return "enable.idempotence=true acks=" + config.getString("acks") + "; 100 records acknowledged at 0..99 and read back in order";
+    }
+
+    /**
+     * The default producer (idempotence on, acks=all) through a proxy that loses the answers to
+     * four Produce requests and closes those connections: the producer retries what it did not
+     * hear back about, and every record is stored once.
+     */
+    static String lostAnswers(Ctx ctx) throws Exception {
+        String topic = ctx.createTopic("java-lost-answers", 1);
+        Properties props = ctx.producerProps();
+        // Small batches: many Produce requests, so the proxy's chosen ones fall inside the run.
+        props.put("batch.size", "512");
+        int n = 3000;
+        List<ProducerRecord<byte[], byte[]>> records = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            records.add(new ProducerRecord<>(topic, 0, null, Ctx.bytes("r-" + i)));
+        }
+        List<RecordMetadata> acks;
+        try (KafkaProducer<byte[], byte[]> producer = ctx.producer(props)) {
+            Ctx.check(new ProducerConfig(props).getBoolean("enable.idempotence"),
+                    "the client's default enable.idempotence is not true");
+            acks = Ctx.sendAll(producer, records);
+        }
+        java.util.Set<Long> offsets = new java.util.HashSet<>();
+        for (RecordMetadata m : acks) {
+            offsets.add(m.offset());
+        }
+        Ctx.check(offsets.size() == n, n + " records acknowledged at " + offsets.size() + " distinct offsets");
+        List<ConsumerRecord<byte[], byte[]>> read = ctx.readAll(topic, 1, n);
+        Map<String, Integer> copies = new HashMap<>();
+        for (ConsumerRecord<byte[], byte[]> r : read) {
+            copies.merge(Ctx.text(r.value()), 1, Integer::sum);
+        }
+        long end;
+        try (org.apache.kafka.clients.consumer.KafkaConsumer<byte[], byte[]> consumer = ctx.consumer(ctx.consumerProps(null))) {
+            end = consumer.endOffsets(List.of(new TopicPartition(topic, 0))).get(new TopicPartition(topic, 0));
+        }
+        Ctx.check(end == n && copies.size() == n && copies.values().stream().allMatch(c -> c == 1),
+                "the partition ends at " + end + " and holds " + copies.size() + " distinct records of " + n
+                        + " sent once each");
+        return n + " records acknowledged once each and stored once (partition end " + end + ")";
     }
 
     static String compression(Ctx ctx, String codec) throws Exception {
