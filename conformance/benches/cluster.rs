@@ -200,6 +200,7 @@ async fn gateway(cluster: &IggyCluster, pids: &[u32], args: &Args, topic: &str) 
         watch_pids: pids.to_vec(),
         rate_per_s: None,
         cold_fetch: false,
+        idempotent: false,
     };
     let figures = run_workload(&gateway.endpoint.bootstrap, &workload).await;
     gateway.stop().await;

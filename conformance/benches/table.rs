@@ -93,6 +93,11 @@ struct Args {
     /// `native_batch`: how much of the server's cost on the gateway's reads is the mapped form.
     #[arg(long)]
     native_mapped: bool,
+    /// The librdkafka rows' producer sets `enable.idempotence=true`, so the gateway rows check
+    /// and record every batch against its producer's state (docs/spec/producer-ids.md); compare
+    /// with a run without it for what producer state costs.
+    #[arg(long)]
+    idempotent: bool,
     /// Rows to measure (all by default), in the order given.
     #[arg(long, value_enum, value_delimiter = ',')]
     only: Vec<Row>,
@@ -438,12 +443,13 @@ async fn main() -> anyhow::Result<()> {
         rate_per_s: args.rate,
         // A paced run measures latency; the cold reader is a throughput figure.
         cold_fetch: args.rate.is_none(),
+        idempotent: args.idempotent,
     };
     let records = workload("x", 0).records();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
-        "bench table: {records} records of {} B per row, one partition; librdkafka acks=all linger.ms=5, produced then read in {rounds} round(s); native sends and polls of {}; {cores} cores",
-        args.record_bytes, args.native_batch
+        "bench table: {records} records of {} B per row, one partition; librdkafka acks=all linger.ms=5 enable.idempotence={}, produced then read in {rounds} round(s); native sends and polls of {}; {cores} cores",
+        args.record_bytes, args.idempotent, args.native_batch
     );
     if args.native_poll_second_connection {
         println!("native row: polls through a second connection (another server shard than its sends)");

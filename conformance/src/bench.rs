@@ -89,6 +89,9 @@ pub struct Workload {
     /// record, defaults otherwise) reads every record back: a consumer catching up on a backlog,
     /// next to the warm one that was connected before the produce.
     pub cold_fetch: bool,
+    /// The producer sets `enable.idempotence=true`: the gateway checks and records each batch
+    /// against its producer's state (docs/spec/producer-ids.md); off, librdkafka's default.
+    pub idempotent: bool,
 }
 
 impl Workload {
@@ -102,6 +105,7 @@ impl Workload {
             watch_pids: Vec::new(),
             rate_per_s: None,
             cold_fetch: false,
+            idempotent: false,
         }
     }
 
@@ -128,6 +132,7 @@ fn producer_config(bootstrap: &str) -> ClientConfig {
     let mut config = ClientConfig::new();
     config
         .set("bootstrap.servers", bootstrap)
+        .set("enable.idempotence", "false")
         .set("linger.ms", "5")
         .set("queue.buffering.max.messages", "1000000")
         .set("message.timeout.ms", "60000");
@@ -141,8 +146,14 @@ pub fn producer(bootstrap: &str) -> FutureProducer {
 
 /// The same producer keeping librdkafka's statistics in `stats` every [`STATS_INTERVAL_MS`] when
 /// `with_statistics`.
-fn producer_with_stats(bootstrap: &str, with_statistics: bool, stats: ClientStats) -> FutureProducer<ClientStats> {
+fn producer_with_stats(
+    bootstrap: &str,
+    with_statistics: bool,
+    idempotent: bool,
+    stats: ClientStats,
+) -> FutureProducer<ClientStats> {
     let mut config = producer_config(bootstrap);
+    config.set("enable.idempotence", idempotent.to_string());
     if with_statistics {
         config.set("statistics.interval.ms", STATS_INTERVAL_MS.to_string());
     }
@@ -163,7 +174,12 @@ async fn delivered_offset(delivery: rdkafka::producer::DeliveryFuture) -> i64 {
 pub async fn run_workload(bootstrap: &str, workload: &Workload) -> Figures {
     let (topic, rounds, round_records) = (workload.topic.as_str(), workload.rounds, workload.round_records);
     let stats = ClientStats::default();
-    let producer = producer_with_stats(bootstrap, workload.rate_per_s.is_some(), stats.clone());
+    let producer = producer_with_stats(
+        bootstrap,
+        workload.rate_per_s.is_some(),
+        workload.idempotent,
+        stats.clone(),
+    );
     let consumer: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", bootstrap)
         .set("group.id", "bench")
