@@ -181,6 +181,8 @@ pub fn producer_code(refusal: &crate::producer_state::ProducerRefusal) -> KafkaC
     code(match refusal {
         R::StaleEpoch { .. } => ResponseError::InvalidProducerEpoch,
         R::OutOfOrder { .. } => ResponseError::OutOfOrderSequenceNumber,
+        // PRODUCER-UNKNOWN-3: retriable; the client keeps its sequences and sends again.
+        R::LogBehind { .. } => ResponseError::NotLeaderOrFollower,
         R::Invalid { .. } => ResponseError::InvalidRecord,
     })
 }

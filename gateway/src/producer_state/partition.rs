@@ -150,6 +150,15 @@ pub enum ProducerRefusal {
         /// The last sequence stored, or -1 when a new epoch must start at 0.
         expected_after: i32,
     },
+    /// PRODUCER-UNKNOWN-3: a gap against a state read from the log lately: the log may not show
+    /// yet what a new Iggy primary stores, so the batch is retried, not refused for good.
+    #[error("producer {producer_id} epoch {epoch}: sequence {first} does not follow {expected_after} in the log read back; it is read again at the next attempt (the log may lag after a failover)")]
+    LogBehind {
+        producer_id: i64,
+        epoch: i16,
+        first: i32,
+        expected_after: i32,
+    },
     /// PRODUCER-BATCH-1: an idempotent batch with a negative epoch or sequence.
     #[error("producer {producer_id}: epoch {epoch} and base sequence {first} must not be negative")]
     Invalid { producer_id: i64, epoch: i16, first: i32 },
@@ -186,6 +195,10 @@ pub struct PartitionProducers {
     needs_read: bool,
     /// The peers' generation the state was read under (PRODUCER-LEADER-1).
     leadership_generation: u64,
+    /// When the log was first read since the state last matched the log's end (an append of
+    /// this gateway stored right where the read ended): until `settle_ms` after it, a gap may
+    /// be the log lagging (PRODUCER-UNKNOWN-3).
+    unsettled_since_ms: Option<u64>,
 }
 
 /// What must be read from the log before a batch can be checked.
@@ -229,6 +242,7 @@ impl PartitionProducers {
     pub fn forget(&mut self) -> Vec<ProducerEntry> {
         self.applied_end = None;
         self.needs_read = false;
+        self.unsettled_since_ms = None;
         self.producers.drain().map(|(_, e)| e).collect()
     }
 
@@ -247,6 +261,41 @@ impl PartitionProducers {
         if self.applied_end.is_some() {
             self.needs_read = true;
         }
+    }
+
+    /// Checks a batch as [`Self::check`] does, at `now_ms`: a gap found within `settle_ms` of
+    /// the first log read since the state last matched the log's end is
+    /// [`ProducerRefusal::LogBehind`] (PRODUCER-UNKNOWN-3), and the log is read again before the
+    /// next check. Kafka's leader never reads its own log behind; an Iggy node just elected
+    /// primary was seen serving reads without the last records the old one acknowledged.
+    pub fn check_at(&mut self, batch: &BatchIdentity, now_ms: u64, settle_ms: u64) -> Verdict {
+        let verdict = self.check(batch);
+        let Verdict::Refuse(ProducerRefusal::OutOfOrder {
+            producer_id,
+            epoch,
+            first,
+            expected_after,
+        }) = verdict
+        else {
+            return verdict;
+        };
+        let ahead = match self.producers.get(&producer_id) {
+            Some(entry) if epoch > entry.epoch => true,
+            _ => (1..1 << 30).contains(&sequence_distance(expected_after, first)),
+        };
+        let lately = self
+            .unsettled_since_ms
+            .is_some_and(|since| now_ms < since.saturating_add(settle_ms));
+        if !(ahead && lately) {
+            return verdict;
+        }
+        self.needs_read = self.applied_end.is_some();
+        Verdict::Refuse(ProducerRefusal::LogBehind {
+            producer_id,
+            epoch,
+            first,
+            expected_after,
+        })
     }
 
     /// Checks a batch against the producer's state (PRODUCER-SEQ-1, PRODUCER-DUP-1,
@@ -349,6 +398,10 @@ impl PartitionProducers {
         // Messages between the end read and this send are not the tagged records of any
         // producer: this gateway is the partition's one idempotent writer (PRODUCER-LEADER-1).
         if let Some(end) = self.applied_end {
+            if first_offset == end && !self.needs_read {
+                // Stored where the read ended: the log was read whole (PRODUCER-UNKNOWN-3).
+                self.unsettled_since_ms = None;
+            }
             if first_offset >= end {
                 self.applied_end = Some(first_offset + u64::from(sequence_distance(first, last)) + 1);
             }
@@ -397,6 +450,7 @@ impl PartitionProducers {
         }
         self.applied_end = Some(end);
         self.needs_read = false;
+        self.unsettled_since_ms.get_or_insert(now_ms);
         created
     }
 

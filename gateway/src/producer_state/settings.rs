@@ -58,6 +58,8 @@ pub struct ProducerStateSettings {
     /// PRODUCER-STATE-REBUILD-1: how far back the log's tail is read, in messages and in bytes.
     pub rebuild_window_messages: u64,
     pub rebuild_window_bytes: u64,
+    /// PRODUCER-UNKNOWN-3: how long after a log read a gap is taken for the log lagging.
+    pub log_settle_ms: u64,
 }
 
 impl Default for ProducerStateSettings {
@@ -73,6 +75,9 @@ impl Default for ProducerStateSettings {
             // paid once per partition after a start (docs/spec/producer-ids.md).
             rebuild_window_messages: 100_000,
             rebuild_window_bytes: 8 * 1024 * 1024,
+            // Three default failover bounds (CLUSTER-FAILOVER-2): a new primary's reads caught
+            // up within one in the cluster tier; a real gap is refused for good after this.
+            log_settle_ms: 30_000,
         }
     }
 }
@@ -88,6 +93,7 @@ impl ProducerStateSettings {
             producer_id_expiration_ms: args.producer_id_expiration_ms.unwrap_or(d.producer_id_expiration_ms),
             rebuild_window_messages: args.producer_state_read_messages.unwrap_or(d.rebuild_window_messages),
             rebuild_window_bytes: args.producer_state_read_bytes.unwrap_or(d.rebuild_window_bytes),
+            log_settle_ms: d.log_settle_ms,
         };
         for (name, value) in [
             ("max_producer_states", settings.max_producers as u64),

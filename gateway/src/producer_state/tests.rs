@@ -338,3 +338,55 @@ fn producer_leader_1_a_moved_partition_forgets_its_state_and_reads_the_log_again
     assert!(states.slot(&key(1)).state().entry(1).is_some());
     assert_eq!(states.total(), 1);
 }
+
+/// Sequences `0..count` of `PID`, epoch 0, at offsets `0..count`.
+fn tags_up_to(count: i32) -> Vec<(u64, ProducerTag)> {
+    (0..count)
+        .map(|sequence| {
+            (
+                sequence as u64,
+                ProducerTag {
+                    producer_id: PID,
+                    producer_epoch: 0,
+                    sequence,
+                },
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn producer_unknown_3_a_gap_against_a_log_read_lately_is_retried_and_read_again() {
+    // A new Iggy primary serves the log without sequence 21, acknowledged by the old one.
+    let mut state = PartitionProducers::default();
+    state.apply_read(tags_up_to(21), 21, &owner("log"), 1_000);
+    let next = batch(0, 22, 1);
+    assert!(matches!(
+        state.check_at(&next, 2_000, 30_000),
+        Verdict::Refuse(ProducerRefusal::LogBehind { expected_after: 20, .. })
+    ));
+    assert_eq!(state.read_need(), ReadNeed::From(21), "read again before the retry");
+    // The retry's read finds 21: the batch follows.
+    state.apply_read(tags_up_to(22).split_off(21), 22, &owner("log"), 3_000);
+    assert_eq!(state.check_at(&next, 3_000, 30_000), Verdict::Append);
+}
+
+#[test]
+fn producer_unknown_3_a_gap_is_out_of_order_once_settled_or_past_the_window() {
+    let mut read_long_ago = PartitionProducers::default();
+    read_long_ago.apply_read(tags_up_to(21), 21, &owner("log"), 1_000);
+    assert!(matches!(
+        read_long_ago.check_at(&batch(0, 22, 1), 31_000, 30_000),
+        Verdict::Refuse(ProducerRefusal::OutOfOrder { .. })
+    ));
+    // An append stored right where the read ended shows the read was whole.
+    let mut settled = PartitionProducers::default();
+    settled.apply_read(tags_up_to(21), 21, &owner("log"), 1_000);
+    let b = batch(0, 21, 1);
+    assert_eq!(settled.check_at(&b, 1_000, 30_000), Verdict::Append);
+    settled.record(&b, 21, 21, 21, &owner("a"), 1_000);
+    assert!(matches!(
+        settled.check_at(&batch(0, 23, 1), 1_000, 30_000),
+        Verdict::Refuse(ProducerRefusal::OutOfOrder { .. })
+    ));
+}
