@@ -108,6 +108,13 @@ pub struct RosterState {
     leader: Option<Dial>,
     /// Members that were down, or did not answer in time, when last dialled or called.
     down: Vec<bool>,
+    /// When each member last answered a dial: a failure of an attempt that began before it is
+    /// older news and demotes nothing (CLUSTER-FAILOVER-3).
+    answered_at: Vec<Option<Instant>>,
+    /// The leader last found down while it led: other nodes naming it again say nothing new
+    /// (they have not noticed yet), unlike their naming another node found down, which the
+    /// cluster may have elected since (CLUSTER-FAILOVER-3).
+    deposed: Option<String>,
     /// Where the next sweep over the members starts, so repeated failovers spread over them.
     start: usize,
     /// CLUSTER-ROSTER-2: whether a leader that is no member may be dialled
@@ -131,6 +138,8 @@ impl RosterState {
             resolved: vec![Vec::new(); n],
             leader: None,
             down: vec![false; n],
+            answered_at: vec![None; n],
+            deposed: None,
             start: 0,
             follow_unlisted: false,
             refused_unlisted: None,
@@ -234,7 +243,7 @@ impl RosterState {
             self.leader = Some(leader.clone());
             return if leader.address == from.address {
                 Route::Here
-            } else if self.down[i] {
+            } else if self.down[i] && self.deposed.as_deref() == Some(leader.address.as_str()) {
                 Route::Later(leader.address)
             } else {
                 Route::To(leader)
@@ -290,14 +299,24 @@ impl RosterState {
         })
     }
 
-    /// CLUSTER-FAILOVER-1, CLUSTER-FAILOVER-3: records `node`'s own answer to a dial or a call.
-    /// Only a node's own answer brings it back up: another node naming it leader does not.
-    pub fn on_answer(&mut self, node: &str, answer: Answer) {
+    /// CLUSTER-FAILOVER-1, CLUSTER-FAILOVER-3: records `node`'s own answer to a dial or a call:
+    /// `at` is when it answered (Connected), or when the attempt that found it down began
+    /// (Down). Only a node's own answer brings it back up: another node naming it leader does
+    /// not. A failure of an attempt that began before the node's last answer is ignored: a
+    /// login sent during an election can time out after another connection has logged in.
+    pub fn on_answer(&mut self, node: &str, answer: Answer, at: Instant) {
         let index = self.index(node);
+        if answer == Answer::Down && index.is_some_and(|i| self.answered_at[i].is_some_and(|answered| answered > at)) {
+            return;
+        }
         match answer {
             Answer::Connected => {
                 if let Some(i) = index {
                     self.down[i] = false;
+                    self.answered_at[i] = Some(at);
+                }
+                if self.deposed.as_deref() == Some(node) {
+                    self.deposed = None;
                 }
                 self.unavailable = None;
             }
@@ -308,6 +327,7 @@ impl RosterState {
                 }
                 if self.leader() == Some(node) {
                     self.leader = None;
+                    self.deposed = Some(node.to_string());
                 }
             }
         }
@@ -380,19 +400,19 @@ mod tests {
         let order = |r: &RosterState| r.candidates().into_iter().map(|d| d.address).collect::<Vec<_>>();
         let mut r = roster(3);
         assert_eq!(route_from(&mut r, &a(0), Some(&a(0))), Route::Here);
-        r.on_answer(&a(0), Answer::Down);
+        r.on_answer(&a(0), Answer::Down, Instant::now());
         assert_eq!(r.leader(), None, "the dead leader is forgotten");
         assert_eq!(order(&r), [a(1), a(2), a(0)], "the survivors first, the dead one last");
-        r.on_answer(&a(1), Answer::Down);
+        r.on_answer(&a(1), Answer::Down, Instant::now());
         assert_eq!(order(&r), [a(2), a(0), a(1)]);
         // The survivors elected a(2); a(0) comes back and is up again once it answers.
         assert_eq!(route_from(&mut r, &a(2), Some(&a(2))), Route::Here);
-        r.on_answer(&a(0), Answer::Connected);
+        r.on_answer(&a(0), Answer::Connected, Instant::now());
         assert_eq!(order(&r), [a(2), a(0), a(1)]);
         // Every node down: every node is still a candidate, once each.
         let mut r = roster(2);
-        r.on_answer(&a(0), Answer::Down);
-        r.on_answer(&a(1), Answer::Down);
+        r.on_answer(&a(0), Answer::Down, Instant::now());
+        r.on_answer(&a(1), Answer::Down, Instant::now());
         assert_eq!(order(&r), [a(0), a(1)]);
     }
 
@@ -413,14 +433,40 @@ mod tests {
         let mut r = roster(3);
         assert_eq!(route_from(&mut r, &a(0), Some(&a(0))), Route::Here);
         // a(0) took the login, then a call got no answer in time: it is demoted.
-        r.on_answer(&a(0), Answer::Down);
+        r.on_answer(&a(0), Answer::Down, Instant::now());
         // a(1) has not noticed yet and still names a(0) its leader: not moved to now.
         assert_eq!(route_from(&mut r, &a(1), Some(&a(0))), Route::Later(a(0)));
         assert_eq!(order(&r), [a(1), a(2), a(0)], "tried last, still tried");
         assert!(r.is_down(&a(0)) && !r.is_down(&a(1)), "connections on it leave it");
         // Its own answer brings it back first.
-        r.on_answer(&a(0), Answer::Connected);
+        r.on_answer(&a(0), Answer::Connected, Instant::now());
         assert_eq!(order(&r), [a(0), a(1), a(2)]);
+    }
+
+    #[test]
+    fn cluster_failover_3_a_failure_older_than_the_nodes_last_answer_demotes_nothing() {
+        let t0 = Instant::now();
+        let mut r = roster(2);
+        // A dial began at t0 and timed out; meanwhile another connection logged in at t0 + 1 s.
+        r.on_answer(&a(0), Answer::Connected, t0 + Duration::from_secs(1));
+        r.on_answer(&a(0), Answer::Down, t0);
+        assert!(!r.is_down(&a(0)));
+        // A call that began after that answer and failed does demote it.
+        r.on_answer(&a(0), Answer::Down, t0 + Duration::from_secs(2));
+        assert!(r.is_down(&a(0)));
+    }
+
+    /// Seen in the cluster tier: during the election that replaced a stalled leader, a login at
+    /// a(1) went unanswered (logins wait for a primary), so a(1) was demoted too; once the
+    /// cluster elects a(1), a node naming it is followed at once.
+    #[test]
+    fn cluster_failover_3_a_node_found_down_that_the_cluster_then_elects_is_followed() {
+        let mut r = roster(3);
+        route_from(&mut r, &a(0), Some(&a(0)));
+        r.on_answer(&a(0), Answer::Down, Instant::now());
+        r.on_answer(&a(1), Answer::Down, Instant::now());
+        assert_eq!(route_from(&mut r, &a(2), Some(&a(0))), Route::Later(a(0)), "not news");
+        assert_eq!(route_from(&mut r, &a(2), Some(&a(1))), Route::To(Dial::member(&a(1))));
     }
 
     #[test]

@@ -39,9 +39,9 @@ impl Target {
     }
 
     /// CLUSTER-FAILOVER-1, CLUSTER-FAILOVER-3: records that `node` refused, broke or did not
-    /// answer in time.
-    pub(super) fn demote(&self, node: &str) {
-        self.roster().on_answer(node, Answer::Down);
+    /// answer in time, in an attempt that began at `since`.
+    pub(super) fn demote(&self, node: &str, since: Instant) {
+        self.roster().on_answer(node, Answer::Down, since.into_std());
         self.demotions.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -370,21 +370,34 @@ impl Conn {
             // Only refusals and dropped connections: the SDK's error says it all.
             let mut only_refused = true;
             let mut unlisted = false;
-            let mut queue: std::collections::VecDeque<Dial> = self.target.roster().candidates().into();
+            // Each node once per sweep, and once more when a node that answers names it the
+            // leader after its try: it may have been elected since (a login sent during an
+            // election goes unanswered).
+            let mut queue: std::collections::VecDeque<(Dial, bool)> = self
+                .target
+                .roster()
+                .candidates()
+                .into_iter()
+                .map(|d| (d, false))
+                .collect();
             let mut tried: Vec<String> = Vec::new();
-            while let Some(dial) = queue.pop_front() {
-                if tried.contains(&dial.address) {
+            while let Some((dial, named)) = queue.pop_front() {
+                let tries = tried.iter().filter(|t| **t == dial.address).count();
+                if tries > usize::from(named) {
                     continue;
                 }
                 if Instant::now() >= deadline {
                     return Err(no_primary(why.join("; ")));
                 }
                 tried.push(dial.address.clone());
-                let until = (Instant::now() + bound).min(deadline);
+                let dialled_at = Instant::now();
+                let until = (dialled_at + bound).min(deadline);
                 let address = dial.address.clone();
                 match self.dial(&dial, until).await? {
                     Dialled::Up(client, leader) => {
-                        self.target.roster().on_answer(&address, Answer::Connected);
+                        self.target
+                            .roster()
+                            .on_answer(&address, Answer::Connected, std::time::Instant::now());
                         tracing::debug!("Iggy cluster metadata from {address}: leader {leader:?}");
                         match self.route_or_watch(&dial, &client, leader, until).await {
                             Route::Here => {
@@ -396,7 +409,7 @@ impl Conn {
                             Route::To(next) => {
                                 retire(client);
                                 why.push(format!("{address}: names {} the leader", next.address));
-                                queue.push_front(next);
+                                queue.push_front((next, true));
                             }
                             Route::Later(leader) => {
                                 retire(client);
@@ -425,7 +438,7 @@ impl Conn {
                     }
                     Dialled::Down(e) => {
                         tracing::warn!("Iggy at {address} did not take the connection: {e}");
-                        self.target.demote(&address);
+                        self.target.demote(&address, dialled_at);
                         why.push(format!("{address}: {e}"));
                         last = e;
                     }
@@ -433,12 +446,20 @@ impl Conn {
                         tracing::warn!("Iggy at {address} did not take the login: {e}");
                         why.push(format!("{address}: login: {e}"));
                         only_refused = false;
+                        // It answers: most likely an election is ending (logins then fail), so
+                        // it is asked once more first, after a pause, rather than after every
+                        // other node's bound.
+                        let again = Instant::now() + ELECTION_POLL;
+                        if tries == 0 && again < deadline {
+                            tokio::time::sleep_until(again).await;
+                            queue.push_front((dial, true));
+                        }
                     }
                     Dialled::Silent => {
                         tracing::warn!(
                             "Iggy at {address} did not answer the connection, login and cluster metadata within {bound:?}: tried after the other nodes from now on (CLUSTER-FAILOVER-3)"
                         );
-                        self.target.demote(&address);
+                        self.target.demote(&address, dialled_at);
                         why.push(format!("{address}: no answer within {} ms", bound.as_millis()));
                         only_refused = false;
                     }
@@ -468,14 +489,17 @@ impl Conn {
     /// Replaces the client after a failure whose outcome is unknown or a node that stopped
     /// answering, so that the next call reconnects (through the roster) before sending.
     /// CLUSTER-FAILOVER-3: with `demote`, the node the client was on is also marked down, so
-    /// the next dials try it after every other member; `demote` says why, for the log.
-    pub(super) async fn mark_broken(&self, seen: u64, demote: Option<&str>) {
+    /// the next dials try it after every other member.
+    pub(super) async fn mark_broken(&self, seen: u64, demote: Option<Demotion<'_>>) {
         let _guard = self.reconnecting.lock().await;
         if self.epoch.load(Ordering::Acquire) == seen {
             let node = self.node.lock().unwrap_or_else(|e| e.into_inner()).take();
-            if let (Some(node), Some(why)) = (node, demote) {
-                tracing::warn!("Iggy at {node} {why}: tried after the other nodes from now on (CLUSTER-FAILOVER-3)");
-                self.target.demote(&node);
+            if let (Some(node), Some(demotion)) = (node, demote) {
+                tracing::warn!(
+                    "Iggy at {node} {}: tried after the other nodes from now on (CLUSTER-FAILOVER-3)",
+                    demotion.why
+                );
+                self.target.demote(&node, demotion.since);
             }
             if let Ok(fresh) = self.target.client() {
                 self.install(Arc::new(fresh), None);
@@ -483,6 +507,12 @@ impl Conn {
             self.epoch.fetch_add(1, Ordering::AcqRel);
         }
     }
+}
+
+/// Why a failed call demotes its node, and when the call began (CLUSTER-FAILOVER-3).
+pub(super) struct Demotion<'a> {
+    pub(super) why: &'a str,
+    pub(super) since: Instant,
 }
 
 /// What one dial of one node ended in.

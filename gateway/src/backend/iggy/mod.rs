@@ -177,12 +177,14 @@ impl Inner {
         let mut last = None;
         for _ in 0..RETRY_ATTEMPTS {
             let epoch = conn.ensure_connected(deadline).await?;
-            let until = (Instant::now() + bound).min(deadline);
+            let since = Instant::now();
+            let until = (since + bound).min(deadline);
             match tokio::time::timeout_at(until, op(conn.client())).await {
                 Ok(Err(e)) if is_connection_error(&e) => {
                     tracing::debug!("Iggy call failed on the connection ({e}); moving and retrying");
-                    let demote = (classify(&e) == Failure::Unknown).then(|| format!("failed a call ({e})"));
-                    conn.mark_broken(epoch, demote.as_deref()).await;
+                    let why = format!("failed a call ({e})");
+                    let demote = (classify(&e) == Failure::Unknown).then_some(Demotion { why: &why, since });
+                    conn.mark_broken(epoch, demote).await;
                     last = Some(e.to_string());
                 }
                 Ok(other) => return other.map_err(BackendError::from),
@@ -190,7 +192,7 @@ impl Inner {
                     // CLUSTER-FAILOVER-3: a node that stalls is left for the others, within the
                     // same failover bound.
                     let why = format!("did not answer a call within {} ms", bound.as_millis());
-                    conn.mark_broken(epoch, Some(&why)).await;
+                    conn.mark_broken(epoch, Some(Demotion { why: &why, since })).await;
                     last = Some(format!("the Iggy node {why}"));
                 }
             }
@@ -220,13 +222,14 @@ impl Inner {
         let started = Instant::now();
         let epoch = conn.ensure_connected(deadline).await?;
         let bound = self.target.node_bound();
-        let until = (Instant::now() + bound).min(deadline);
+        let since = Instant::now();
+        let until = (since + bound).min(deadline);
         let e = match tokio::time::timeout_at(until, call(conn.client())).await {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(e)) => e,
             Err(_) => {
                 let why = format!("did not answer a call within {} ms", bound.as_millis());
-                conn.mark_broken(epoch, Some(&why)).await;
+                conn.mark_broken(epoch, Some(Demotion { why: &why, since })).await;
                 return Err(BackendError::OutcomeUnknown(format!("the Iggy node {why}")));
             }
         };
@@ -240,7 +243,8 @@ impl Inner {
                 })
             }
             Failure::Unknown => {
-                conn.mark_broken(epoch, Some(&format!("failed a call ({e})"))).await;
+                let why = format!("failed a call ({e})");
+                conn.mark_broken(epoch, Some(Demotion { why: &why, since })).await;
                 Err(BackendError::OutcomeUnknown(e.to_string()))
             }
         }
