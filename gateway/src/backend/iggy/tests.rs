@@ -605,7 +605,7 @@ async fn cluster_failover_3_a_login_error_moves_the_dial_on_and_demotes_nothing(
     let t = Target {
         credentials: GatewayCredentials {
             kind: SecretKind::PersonalAccessToken,
-            ..GatewayCredentials::password("iggy", &"t".repeat(256))
+            ..GatewayCredentials::password("iggy", "t".repeat(256))
         },
         ..target(&untouched.address)
     };
