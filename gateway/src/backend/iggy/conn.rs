@@ -94,18 +94,22 @@ impl Target {
         self.client_for(&first.unwrap_or_else(|| Dial::member("")))
     }
 
+    /// The SDK's own refusal of credentials no node could take: a token the wire cannot carry
+    /// (empty, or over 255 bytes) is InvalidFormat, which a node also answers during an election,
+    /// so it is told apart before any node is dialled.
+    pub(super) fn malformed_credentials(&self) -> Option<IggyError> {
+        let carried = 1..=iggy_binary_protocol::MAX_WIRE_NAME_LENGTH;
+        let token = self.credentials.secret.expose();
+        (self.credentials.kind == SecretKind::PersonalAccessToken && !carried.contains(&token.len()))
+            .then_some(IggyError::InvalidFormat)
+    }
+
     /// Logs `client` in with the connection's credentials, through the transport's own login,
     /// which follows no redirect (CLUSTER-ROSTER-2).
     pub(super) async fn login(&self, client: &IggyClient) -> Result<(), IggyError> {
         let wrapper = client.client();
         let transport = wrapper.read().await;
         let secret = self.credentials.secret.expose();
-        // The SDK refuses a token the wire cannot carry with InvalidFormat, which a node also
-        // answers transiently: said here as what it is, a token no node can take.
-        let carried = 1..=iggy_binary_protocol::MAX_WIRE_NAME_LENGTH;
-        if self.credentials.kind == SecretKind::PersonalAccessToken && !carried.contains(&secret.len()) {
-            return Err(IggyError::InvalidPersonalAccessToken);
-        }
         match self.credentials.kind {
             SecretKind::Password => transport.login_user(&self.credentials.username, secret).await?,
             SecretKind::PersonalAccessToken => transport.login_with_personal_access_token(secret).await?,
@@ -268,6 +272,9 @@ impl Conn {
     /// (CLUSTER-FAILOVER-3: a node that takes the login and then stalls is as silent as one
     /// that never answers).
     async fn dial(&self, dial: &Dial, until: Instant) -> Result<Dialled, IggyError> {
+        if let Some(e) = self.target.malformed_credentials() {
+            return Ok(Dialled::Refused(e));
+        }
         let client = Arc::new(self.target.client_for(dial)?);
         let steps = async {
             // The connection's own configuration (TLS above all) is the same for every node.
@@ -433,7 +440,7 @@ impl Conn {
                         only_refused = false;
                     }
                     Dialled::Refused(e) => {
-                        tracing::warn!("Iggy at {address} refused the login: {e}");
+                        tracing::warn!("Iggy at {address} refused the connection's configuration or credentials: {e}");
                         return Err(e.into());
                     }
                     Dialled::Down(e) => {
