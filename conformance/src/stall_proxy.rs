@@ -58,6 +58,8 @@ impl StallProxy {
             async move {
                 let mut relays = tokio::task::JoinSet::new();
                 while let Ok((client, _)) = listener.accept().await {
+                    // The relays that ended, so the set holds the open ones only.
+                    while relays.try_join_next().is_some() {}
                     connections.fetch_add(1, Ordering::SeqCst);
                     let opened_in = *watching.borrow();
                     relays.spawn(relay(client, upstream, opened_in, watching.clone()));

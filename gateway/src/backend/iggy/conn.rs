@@ -118,6 +118,217 @@ impl Target {
     }
 }
 
+impl Target {
+    /// One node's try within a sweep, run as a task of its own (CLUSTER-FAILOVER-3): dial it,
+    /// then go where its metadata says (CLUSTER-ROUTE-1, CLUSTER-ROSTER-2), within `until`.
+    /// `began` is when the try began, the time a failure it finds is dated by.
+    pub(super) async fn try_node(self, dial: Dial, began: Instant, until: Instant) -> Result<Tried, IggyError> {
+        let mut dialled = self.dial(&dial, until).await?;
+        if let Dialled::Failed(_) = dialled {
+            // It answers: most likely an election is ending (logins then fail), so it is asked
+            // once more after a pause rather than left for a whole sweep.
+            let again = Instant::now() + ELECTION_POLL;
+            if again < until {
+                tokio::time::sleep_until(again).await;
+                dialled = self.dial(&dial, until).await?;
+            }
+        }
+        Ok(match dialled {
+            Dialled::Up(client, leader) => {
+                self.roster()
+                    .on_answer(&dial.address, Answer::Connected, std::time::Instant::now());
+                tracing::debug!("Iggy cluster metadata from {}: leader {leader:?}", dial.address);
+                let route = self.route_or_watch(&dial, &client, leader, until).await;
+                match route {
+                    Route::Here => return Ok(Tried::Here(client)),
+                    Route::To(next) => Tried::To(next),
+                    Route::Later(leader) => Tried::Later(leader),
+                    Route::Unlisted { address, first } => Tried::Unlisted { leader: address, first },
+                }
+                .retiring(client)
+            }
+            Dialled::Refused(e) => Tried::Refused(e),
+            Dialled::Down(e) => {
+                self.demote(&dial.address, began);
+                Tried::Down(e)
+            }
+            Dialled::Failed(e) => Tried::Failed(e),
+            Dialled::Silent => {
+                // Silent for as long as the sweep could wait: connections still on it leave it
+                // too (an overtaken try only put it last, see `Conn::sweep`).
+                self.demote(&dial.address, began);
+                Tried::Silent
+            }
+        })
+    }
+
+    /// Dials one node: connects, logs in and reads the cluster's metadata, all within `until`
+    /// (CLUSTER-FAILOVER-3: a node that takes the login and then stalls is as silent as one
+    /// that never answers).
+    async fn dial(&self, dial: &Dial, until: Instant) -> Result<Dialled, IggyError> {
+        if let Some(e) = self.malformed_credentials() {
+            return Ok(Dialled::Refused(e));
+        }
+        let client = Arc::new(self.client_for(dial)?);
+        let steps = async {
+            // The connection's own configuration (TLS above all) is the same for every node.
+            client.connect().await.map_err(|e| {
+                if classify(&e) == Failure::Refused {
+                    Dialled::Refused(e)
+                } else {
+                    Dialled::Down(e)
+                }
+            })?;
+            // Only a refusal of the credentials is the same on every node. Anything else a node
+            // answers a login with (seen during an election: InvalidFormat; an evicted session:
+            // Disconnected) fails this dial only, and says nothing against the node: what a
+            // principal sends must not demote a node for every connection.
+            self.login(&client).await.map_err(|e| {
+                if refuses_the_credentials(&e) {
+                    Dialled::Refused(e)
+                } else {
+                    Dialled::Failed(e)
+                }
+            })?;
+            Ok::<_, Dialled>(client.get_cluster_metadata().await)
+        };
+        let dialled = match tokio::time::timeout_at(until, steps).await {
+            Ok(Ok(Ok(metadata))) => return Ok(Dialled::Up(client, leader_address(&metadata))),
+            // A node that refuses to describe its cluster names no leader: stay on it.
+            Ok(Ok(Err(e))) if classify(&e) == Failure::Refused => return Ok(Dialled::Up(client, None)),
+            Ok(Ok(Err(e))) => Dialled::Down(e),
+            Ok(Err(failed)) => failed,
+            Err(_) => Dialled::Silent,
+        };
+        retire(client);
+        Ok(dialled)
+    }
+
+    /// CLUSTER-ROSTER-2: where `dial` sends the connection after it named `leader`. A leader not
+    /// in the roster as written is looked for among the members' resolved addresses first.
+    async fn route(&self, dial: &Dial, leader: Option<String>, until: Instant) -> Route {
+        if let Some(named) = leader.as_deref().filter(|l| !self.roster().lists(l)) {
+            let members = self.roster().members().to_vec();
+            let mut resolved = Vec::with_capacity(members.len());
+            for member in &members {
+                resolved.push(
+                    match tokio::time::timeout_at(until, tokio::net::lookup_host(member.as_str())).await {
+                        Ok(Ok(addrs)) => addrs.collect(),
+                        _ => Vec::new(),
+                    },
+                );
+            }
+            tracing::debug!(
+                "Iggy leader {named} is not a roster member as written; the members resolve to {resolved:?}"
+            );
+            self.roster().on_resolved(resolved);
+        }
+        self.roster().on_metadata(dial, leader)
+    }
+
+    /// [`Target::route`], and while `dial`, a node that answers, names a leader that was found
+    /// down, its metadata again every [`ELECTION_POLL`] until `until`: such a leader is most
+    /// likely being replaced, and this node names the new one as soon as it is elected, which
+    /// is sooner than a dial of the node found down would end (CLUSTER-FAILOVER-3).
+    async fn route_or_watch(
+        &self,
+        dial: &Dial,
+        client: &IggyClient,
+        mut leader: Option<String>,
+        until: Instant,
+    ) -> Route {
+        loop {
+            let route = self.route(dial, leader, until).await;
+            let next_ask = Instant::now() + ELECTION_POLL;
+            if !matches!(route, Route::Later(_)) || next_ask >= until {
+                return route;
+            }
+            tokio::time::sleep_until(next_ask).await;
+            match tokio::time::timeout_at(until, client.get_cluster_metadata()).await {
+                Ok(Ok(metadata)) => leader = leader_address(&metadata),
+                _ => return route,
+            }
+        }
+    }
+}
+
+/// A try of a sweep under way (CLUSTER-FAILOVER-3).
+struct Pending {
+    address: String,
+    began: Instant,
+    /// Whether the next candidate's try started beside it, its bound being up.
+    overtaken: bool,
+}
+
+/// How one node's try within a sweep ended (CLUSTER-FAILOVER-3).
+pub(super) enum Tried {
+    /// Logged in on the leader (or on a node of a cluster naming none): install it.
+    Here(Arc<IggyClient>),
+    /// It names another node the leader, to try next.
+    To(Dial),
+    /// It names the leader that was found down, and named no other before `until`.
+    Later(String),
+    /// It names a leader that may not be dialled (CLUSTER-ROSTER-2).
+    Unlisted { leader: String, first: bool },
+    /// The connection's configuration or the credentials were refused: the same on every node.
+    Refused(IggyError),
+    /// The connection was refused or broke (the node is demoted).
+    Down(IggyError),
+    /// The login failed twice for another reason than the credentials.
+    Failed(IggyError),
+    /// No answer within `until` (the node is demoted).
+    Silent,
+}
+
+impl Tried {
+    /// This outcome, `client` shut down: it stays with no connection.
+    fn retiring(self, client: Arc<IggyClient>) -> Self {
+        retire(client);
+        self
+    }
+}
+
+/// The order of one sweep's tries: the roster's candidates, each once, and once more when a node
+/// that answers names it the leader after its try (it may have been elected since; a login sent
+/// during an election goes unanswered).
+struct Sweep {
+    queue: std::collections::VecDeque<(Dial, bool)>,
+    tried: Vec<String>,
+}
+
+impl Sweep {
+    fn new(candidates: Vec<Dial>) -> Self {
+        Sweep {
+            queue: candidates.into_iter().map(|d| (d, false)).collect(),
+            tried: Vec::new(),
+        }
+    }
+
+    fn eligible(&self, dial: &Dial, named: bool) -> bool {
+        let tries = self.tried.iter().filter(|t| **t == dial.address).count();
+        tries <= usize::from(named)
+    }
+
+    fn has_next(&self) -> bool {
+        self.queue.iter().any(|(d, named)| self.eligible(d, *named))
+    }
+
+    fn next(&mut self) -> Option<Dial> {
+        while let Some((dial, named)) = self.queue.pop_front() {
+            if self.eligible(&dial, named) {
+                self.tried.push(dial.address.clone());
+                return Some(dial);
+            }
+        }
+        None
+    }
+
+    /// `dial`, named the leader by a node that answers, goes first.
+    fn first(&mut self, dial: Dial) {
+        self.queue.push_front((dial, true));
+    }
+}
+
 /// How long a reconnect that found every roster member down waits before sweeping the roster
 /// again, while the failover timeout allows: about the cluster's election time, so a sweep
 /// does not spin while the survivors elect a primary.
@@ -268,98 +479,14 @@ impl Conn {
         result
     }
 
-    /// Dials one node: connects, logs in and reads the cluster's metadata, all within `until`
-    /// (CLUSTER-FAILOVER-3: a node that takes the login and then stalls is as silent as one
-    /// that never answers).
-    async fn dial(&self, dial: &Dial, until: Instant) -> Result<Dialled, IggyError> {
-        if let Some(e) = self.target.malformed_credentials() {
-            return Ok(Dialled::Refused(e));
-        }
-        let client = Arc::new(self.target.client_for(dial)?);
-        let steps = async {
-            // The connection's own configuration (TLS above all) is the same for every node.
-            client.connect().await.map_err(|e| {
-                if classify(&e) == Failure::Refused {
-                    Dialled::Refused(e)
-                } else {
-                    Dialled::Down(e)
-                }
-            })?;
-            // Only a refusal of the credentials is the same on every node. Anything else a node
-            // answers a login with (seen during an election: InvalidFormat; an evicted session:
-            // Disconnected) fails this dial only, and says nothing against the node: what a
-            // principal sends must not demote a node for every connection.
-            self.target.login(&client).await.map_err(|e| {
-                if refuses_the_credentials(&e) {
-                    Dialled::Refused(e)
-                } else {
-                    Dialled::Failed(e)
-                }
-            })?;
-            Ok::<_, Dialled>(client.get_cluster_metadata().await)
-        };
-        let dialled = match tokio::time::timeout_at(until, steps).await {
-            Ok(Ok(Ok(metadata))) => return Ok(Dialled::Up(client, leader_address(&metadata))),
-            // A node that refuses to describe its cluster names no leader: stay on it.
-            Ok(Ok(Err(e))) if classify(&e) == Failure::Refused => return Ok(Dialled::Up(client, None)),
-            Ok(Ok(Err(e))) => Dialled::Down(e),
-            Ok(Err(failed)) => failed,
-            Err(_) => Dialled::Silent,
-        };
-        retire(client);
-        Ok(dialled)
-    }
-
-    /// CLUSTER-ROSTER-2: where `dial` sends the connection after it named `leader`. A leader not
-    /// in the roster as written is looked for among the members' resolved addresses first.
-    async fn route(&self, dial: &Dial, leader: Option<String>, until: Instant) -> Route {
-        if let Some(named) = leader.as_deref().filter(|l| !self.target.roster().lists(l)) {
-            let members = self.target.roster().members().to_vec();
-            let mut resolved = Vec::with_capacity(members.len());
-            for member in &members {
-                resolved.push(
-                    match tokio::time::timeout_at(until, tokio::net::lookup_host(member.as_str())).await {
-                        Ok(Ok(addrs)) => addrs.collect(),
-                        _ => Vec::new(),
-                    },
-                );
-            }
-            tracing::debug!(
-                "Iggy leader {named} is not a roster member as written; the members resolve to {resolved:?}"
-            );
-            self.target.roster().on_resolved(resolved);
-        }
-        self.target.roster().on_metadata(dial, leader)
-    }
-
-    /// [`Conn::route`], and while `dial`, a node that answers, names a leader that was found
-    /// down, its metadata again every [`ELECTION_POLL`] until `until`: such a leader is most
-    /// likely being replaced, and this node names the new one as soon as it is elected, which
-    /// is sooner than a dial of the node found down would end (CLUSTER-FAILOVER-3).
-    async fn route_or_watch(
-        &self,
-        dial: &Dial,
-        client: &IggyClient,
-        mut leader: Option<String>,
-        until: Instant,
-    ) -> Route {
-        loop {
-            let route = self.route(dial, leader, until).await;
-            let next_ask = Instant::now() + ELECTION_POLL;
-            if !matches!(route, Route::Later(_)) || next_ask >= until {
-                return route;
-            }
-            tokio::time::sleep_until(next_ask).await;
-            match tokio::time::timeout_at(until, client.get_cluster_metadata()).await {
-                Ok(Ok(metadata)) => leader = leader_address(&metadata),
-                _ => return route,
-            }
-        }
-    }
-
     /// [`Conn::reconnect`]'s sweeps over the roster, under its lock. CLUSTER-FAILOVER-3: every
-    /// candidate is tried, each within the node bound; a node that does not answer ends its own
-    /// try, never the sweep.
+    /// candidate is tried, in the roster's order, each try a task of its own. A try still under
+    /// way when its node bound is up is overtaken, not abandoned: the next candidate's try
+    /// starts beside it and the slow node is put last for later sweeps, so a node that stalls
+    /// costs one bound while a node that is only slow (logins on a loaded host) can still win.
+    /// A try that ends without a connection lets the next start at once. The first try that
+    /// reaches the leader is installed; the others finish in the background by the deadline,
+    /// and whatever they reach is shut down.
     pub(super) async fn sweep(
         &self,
         seen: u64,
@@ -372,124 +499,167 @@ impl Conn {
         }
         let bound = self.target.node_bound();
         let mut last = IggyError::CannotEstablishConnection;
-        let mut why = Vec::new();
-        loop {
-            // Only refusals and dropped connections: the SDK's error says it all.
-            let mut only_refused = true;
-            let mut unlisted = false;
-            // Each node once per sweep, and once more when a node that answers names it the
-            // leader after its try: it may have been elected since (a login sent during an
-            // election goes unanswered).
-            let mut queue: std::collections::VecDeque<(Dial, bool)> = self
-                .target
-                .roster()
-                .candidates()
-                .into_iter()
-                .map(|d| (d, false))
-                .collect();
-            let mut tried: Vec<String> = Vec::new();
-            while let Some((dial, named)) = queue.pop_front() {
-                let tries = tried.iter().filter(|t| **t == dial.address).count();
-                if tries > usize::from(named) {
+        let mut why: Vec<String> = Vec::new();
+        // Only refusals and dropped connections so far: the SDK's error says it all.
+        let mut only_refused = true;
+        let mut unlisted = false;
+        let mut tries = tokio::task::JoinSet::new();
+        let mut pending: HashMap<tokio::task::Id, Pending> = HashMap::new();
+        let mut sweep = Sweep::new(self.target.roster().candidates());
+        // A node that answers named another the leader: that one is dialled without waiting.
+        let mut start_now = true;
+        let result = loop {
+            let now = Instant::now();
+            if now >= deadline {
+                break Err(no_primary(why.join("; ")));
+            }
+            let within_bound = pending.values().map(|p| p.began + bound).filter(|end| *end > now).min();
+            if sweep.has_next() && (start_now || within_bound.is_none()) {
+                for p in pending.values_mut().filter(|p| !p.overtaken && p.began + bound <= now) {
+                    self.overtake(p, bound, &mut why);
+                }
+                if let Some(dial) = sweep.next() {
+                    let address = dial.address.clone();
+                    let task = tries.spawn(self.target.clone().try_node(dial, now, deadline));
+                    pending.insert(
+                        task.id(),
+                        Pending {
+                            address,
+                            began: now,
+                            overtaken: false,
+                        },
+                    );
+                    start_now = false;
                     continue;
                 }
-                if Instant::now() >= deadline {
-                    return Err(no_primary(why.join("; ")));
+            }
+            if pending.is_empty() {
+                // The sweep is over and reached no leader.
+                if unlisted {
+                    // A leader the roster may not reach is a configuration matter: sweeping
+                    // again until the deadline would only log in everywhere again.
+                    break Err(no_primary(why.join("; ")));
                 }
-                tried.push(dial.address.clone());
-                let dialled_at = Instant::now();
-                let until = (dialled_at + bound).min(deadline);
-                let address = dial.address.clone();
-                match self.dial(&dial, until).await? {
-                    Dialled::Up(client, leader) => {
-                        self.target
-                            .roster()
-                            .on_answer(&address, Answer::Connected, std::time::Instant::now());
-                        tracing::debug!("Iggy cluster metadata from {address}: leader {leader:?}");
-                        match self.route_or_watch(&dial, &client, leader, until).await {
-                            Route::Here => {
-                                tracing::info!("connected to Iggy at {address}");
-                                self.install(client, Some(address));
-                                self.epoch.fetch_add(1, Ordering::AcqRel);
-                                return Ok(());
-                            }
-                            Route::To(next) => {
-                                retire(client);
-                                why.push(format!("{address}: names {} the leader", next.address));
-                                queue.push_front((next, true));
-                            }
-                            Route::Later(leader) => {
-                                retire(client);
-                                why.push(format!(
-                                    "{address}: names {leader} the leader, which did not answer when last tried"
-                                ));
-                            }
-                            Route::Unlisted { address: leader, first } => {
-                                retire(client);
-                                let reason = format!(
-                                    "{address}: names {leader} the leader, which is not in iggy_address \
-                                     (CLUSTER-ROSTER-2: add it to the roster, or set iggy_follow_unlisted_leader)"
-                                );
-                                if first {
-                                    tracing::error!("{reason}");
-                                }
-                                why.push(reason);
-                                unlisted = true;
-                            }
-                        }
-                        only_refused = false;
+                if !until_deadline {
+                    break Err(if only_refused {
+                        last.into()
+                    } else {
+                        no_primary(why.join("; "))
+                    });
+                }
+                let pause = now + SWEEP_PAUSE;
+                if pause >= deadline {
+                    break Err(no_primary(why.join("; ")));
+                }
+                tokio::time::sleep_until(pause).await;
+                sweep = Sweep::new(self.target.roster().candidates());
+                start_now = true;
+                why.clear();
+                continue;
+            }
+            let wake = match within_bound {
+                Some(end) if sweep.has_next() => end.min(deadline),
+                _ => deadline,
+            };
+            let joined = tokio::select! {
+                joined = tries.join_next_with_id() => joined,
+                _ = tokio::time::sleep_until(wake) => continue,
+            };
+            let (id, tried) = match joined {
+                Some(Ok((id, tried))) => (id, tried),
+                // A try that panicked is a try that reached nothing.
+                Some(Err(e)) => (e.id(), Ok(Tried::Silent)),
+                None => continue,
+            };
+            let Some(Pending { address, overtaken, .. }) = pending.remove(&id) else {
+                continue;
+            };
+            match tried {
+                Err(e) => break Err(e.into()),
+                Ok(Tried::Here(client)) => {
+                    tracing::info!("connected to Iggy at {address}");
+                    self.install(client, Some(address));
+                    self.epoch.fetch_add(1, Ordering::AcqRel);
+                    break Ok(());
+                }
+                Ok(Tried::To(next)) => {
+                    why.push(format!("{address}: names {} the leader", next.address));
+                    sweep.first(next);
+                    start_now = true;
+                    only_refused = false;
+                }
+                Ok(Tried::Later(leader)) => {
+                    why.push(format!(
+                        "{address}: names {leader} the leader, which did not answer when last tried"
+                    ));
+                    only_refused = false;
+                }
+                Ok(Tried::Unlisted { leader, first }) => {
+                    let reason = format!(
+                        "{address}: names {leader} the leader, which is not in iggy_address \
+                         (CLUSTER-ROSTER-2: add it to the roster, or set iggy_follow_unlisted_leader)"
+                    );
+                    if first {
+                        tracing::error!("{reason}");
                     }
-                    Dialled::Refused(e) => {
-                        tracing::warn!("Iggy at {address} refused the connection's configuration or credentials: {e}");
-                        return Err(e.into());
-                    }
-                    Dialled::Down(e) => {
-                        tracing::warn!("Iggy at {address} did not take the connection: {e}");
-                        self.target.demote(&address, dialled_at);
-                        why.push(format!("{address}: {e}"));
-                        last = e;
-                    }
-                    Dialled::Failed(e) => {
-                        tracing::warn!("Iggy at {address} did not take the login: {e}");
-                        why.push(format!("{address}: login: {e}"));
-                        only_refused = false;
-                        // It answers: most likely an election is ending (logins then fail), so
-                        // it is asked once more first, after a pause, rather than after every
-                        // other node's bound.
-                        let again = Instant::now() + ELECTION_POLL;
-                        if tries == 0 && again < deadline {
-                            tokio::time::sleep_until(again).await;
-                            queue.push_front((dial, true));
-                        }
-                    }
-                    Dialled::Silent => {
+                    why.push(reason);
+                    unlisted = true;
+                    only_refused = false;
+                }
+                Ok(Tried::Refused(e)) => {
+                    tracing::warn!("Iggy at {address} refused the connection's configuration or credentials: {e}");
+                    break Err(e.into());
+                }
+                Ok(Tried::Down(e)) => {
+                    tracing::warn!("Iggy at {address} did not take the connection: {e}");
+                    why.push(format!("{address}: {e}"));
+                    last = e;
+                }
+                Ok(Tried::Failed(e)) => {
+                    tracing::warn!("Iggy at {address} did not take the login: {e}");
+                    why.push(format!("{address}: login: {e}"));
+                    only_refused = false;
+                }
+                Ok(Tried::Silent) => {
+                    if !overtaken {
                         tracing::warn!(
-                            "Iggy at {address} did not answer the connection, login and cluster metadata within {bound:?}: tried after the other nodes from now on (CLUSTER-FAILOVER-3)"
+                            "Iggy at {address} did not answer the connection, login and cluster metadata before the failover deadline: tried after the other nodes from now on (CLUSTER-FAILOVER-3)"
                         );
-                        self.target.demote(&address, dialled_at);
-                        why.push(format!("{address}: no answer within {} ms", bound.as_millis()));
-                        only_refused = false;
+                        why.push(format!("{address}: no answer"));
                     }
+                    only_refused = false;
                 }
             }
-            // A leader the roster may not reach is a configuration matter: sweeping again
-            // until the deadline would only log in everywhere again.
-            if unlisted {
-                return Err(no_primary(why.join("; ")));
-            }
-            if !until_deadline {
-                return Err(if only_refused {
-                    last.into()
-                } else {
-                    no_primary(why.join("; "))
-                });
-            }
-            let pause = Instant::now() + SWEEP_PAUSE;
-            if pause >= deadline {
-                return Err(no_primary(why.join("; ")));
-            }
-            tokio::time::sleep_until(pause).await;
-            why.clear();
+        };
+        // Tries still under way end by the deadline; whatever they reach is shut down.
+        if !tries.is_empty() {
+            tokio::spawn(async move {
+                while let Some(joined) = tries.join_next().await {
+                    if let Ok(Ok(Tried::Here(client))) = joined {
+                        retire(client);
+                    }
+                }
+            });
+        }
+        result
+    }
+
+    /// CLUSTER-FAILOVER-3: `try_`, still under way past the node bound, is overtaken by the
+    /// next candidate's try: its node goes last for later dials. Its connections are not told to
+    /// leave it (a node slow to take logins may still serve); its own answer brings it back, and
+    /// its silence until the deadline demotes it ([`Target::try_node`]).
+    fn overtake(&self, try_: &mut Pending, bound: Duration, why: &mut Vec<String>) {
+        try_.overtaken = true;
+        let mut roster = self.target.roster();
+        roster.on_answer(&try_.address, Answer::Down, try_.began.into_std());
+        // A node that answered after the try began (a try still following its metadata) is
+        // not held back: the roster ignores the older failure.
+        if roster.is_down(&try_.address) {
+            let address = &try_.address;
+            tracing::warn!(
+                "Iggy at {address} did not answer the connection, login and cluster metadata within {bound:?}: the next node is tried beside it, and it is tried after the others from now on (CLUSTER-FAILOVER-3)"
+            );
+            why.push(format!("{address}: no answer within {} ms", bound.as_millis()));
         }
     }
 

@@ -2,6 +2,7 @@
 //! assembly and watermarks.
 
 use super::*;
+use crate::backend::roster::node_bound;
 
 /// FETCH-READAHEAD-1: the read's own answer gives the high watermark, never below what it
 /// found, and a read that found nothing gives none (a full `watermarks` call is needed).
@@ -300,6 +301,8 @@ struct Script {
     logins: bool,
     /// Answers every login with this error instead.
     login_error: Option<IggyError>,
+    /// Answers a login only this long after it came: a node slow under load.
+    login_delay: Option<Duration>,
     /// Its cluster metadata: `None` unanswered; `Some(None)` a cluster of one node (no leader to
     /// follow); `Some(Some(address))` a cluster of two whose healthy leader is `address`
     /// ([`ITSELF`]: this node).
@@ -461,6 +464,9 @@ async fn fake_connection(
             unanswered.fetch_add(1, Ordering::SeqCst);
             continue;
         };
+        if let (true, Some(delay)) = (operation == Operation::Register as u8, script.login_delay) {
+            tokio::time::sleep(delay).await;
+        }
         let mut reply = vec![0u8; HEADER_SIZE];
         reply[offset_of!(ReplyHeader, command)] = Command::Reply as u8;
         let size_at = offset_of!(ReplyHeader, size);
@@ -557,6 +563,29 @@ async fn cluster_failover_3_every_connection_on_a_demoted_node_leaves_it() {
         "another connection sent a call to the node already found stalled"
     );
     assert_eq!(answers.logins(), 3, "every connection moved");
+}
+
+/// CLUSTER-FAILOVER-3: a node slower than its bound (logins under load) is overtaken, not
+/// abandoned: the next node's try starts beside it, and whichever reaches the leader first
+/// serves. Seen in the cluster tier on a loaded machine: with tries cut at the bound, no login
+/// took and every request answered "no primary".
+#[tokio::test]
+async fn cluster_failover_3_a_node_slower_than_its_bound_still_serves() {
+    let failover = Duration::from_secs(3);
+    let slow = FakeNode::start(Script {
+        logins: true,
+        login_delay: Some(node_bound(failover, 2) * 3 / 2),
+        metadata: Some(None),
+        calls: true,
+        ..Script::default()
+    })
+    .await;
+    let silent = FakeNode::start(Script::default()).await;
+    let b = backend_on(&format!("{},{}", slow.address, silent.address), failover)
+        .await
+        .expect("the slow node serves");
+    assert_eq!(silent.connections(), 1, "the next node was tried beside the slow one");
+    b.inner.pooled(some_call).await.expect("answered");
 }
 
 /// CLUSTER-FAILOVER-3: a node that answers a login with an error other than a refusal of the
