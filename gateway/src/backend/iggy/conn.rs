@@ -514,6 +514,8 @@ impl Conn {
                 break Err(no_primary(why.join("; ")));
             }
             let within_bound = pending.values().map(|p| p.began + bound).filter(|end| *end > now).min();
+            // The next try starts when no try is within its bound, or at once after a node that
+            // answers named the leader.
             if sweep.has_next() && (start_now || within_bound.is_none()) {
                 for p in pending.values_mut().filter(|p| !p.overtaken && p.began + bound <= now) {
                     self.overtake(p, bound, &mut why);
@@ -529,38 +531,45 @@ impl Conn {
                             overtaken: false,
                         },
                     );
-                    start_now = false;
-                    continue;
                 }
+                start_now = false;
+                continue;
             }
-            if pending.is_empty() {
-                // The sweep is over and reached no leader.
+            start_now = false;
+            if within_bound.is_none() {
+                // Every candidate of this round was tried and no try is within its bound.
                 if unlisted {
                     // A leader the roster may not reach is a configuration matter: sweeping
                     // again until the deadline would only log in everywhere again.
                     break Err(no_primary(why.join("; ")));
                 }
-                if !until_deadline {
+                if until_deadline {
+                    if pending.is_empty() {
+                        // Every try ended without a leader: pause (the cluster may be electing
+                        // one) rather than spin.
+                        let pause = now + SWEEP_PAUSE;
+                        if pause >= deadline {
+                            break Err(no_primary(why.join("; ")));
+                        }
+                        tokio::time::sleep_until(pause).await;
+                    }
+                    // Another round, beside the tries still under way: a login sent during an
+                    // election may never be answered, while one sent after it is at once
+                    // (DIFF-18).
+                    sweep = Sweep::new(self.target.roster().candidates());
+                    start_now = true;
+                    why.clear();
+                    continue;
+                }
+                if pending.is_empty() {
                     break Err(if only_refused {
                         last.into()
                     } else {
                         no_primary(why.join("; "))
                     });
                 }
-                let pause = now + SWEEP_PAUSE;
-                if pause >= deadline {
-                    break Err(no_primary(why.join("; ")));
-                }
-                tokio::time::sleep_until(pause).await;
-                sweep = Sweep::new(self.target.roster().candidates());
-                start_now = true;
-                why.clear();
-                continue;
             }
-            let wake = match within_bound {
-                Some(end) if sweep.has_next() => end.min(deadline),
-                _ => deadline,
-            };
+            let wake = within_bound.unwrap_or(deadline).min(deadline);
             let joined = tokio::select! {
                 joined = tries.join_next_with_id() => joined,
                 _ = tokio::time::sleep_until(wake) => continue,

@@ -303,6 +303,9 @@ struct Script {
     login_error: Option<IggyError>,
     /// Answers a login only this long after it came: a node slow under load.
     login_delay: Option<Duration>,
+    /// Logins left unanswered before it answers them, over all its connections: logins sent
+    /// during an election (DIFF-18).
+    lost_logins: Arc<AtomicUsize>,
     /// Its cluster metadata: `None` unanswered; `Some(None)` a cluster of one node (no leader to
     /// follow); `Some(Some(address))` a cluster of two whose healthy leader is `address`
     /// ([`ITSELF`]: this node).
@@ -410,7 +413,11 @@ async fn fake_connection(
                 status = e.as_code();
                 Some(Vec::new())
             } else if operation == Operation::Register as u8 {
-                script.logins.then(|| {
+                let lost = script
+                    .lost_logins
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok();
+                (script.logins && !lost).then(|| {
                     logins.fetch_add(1, Ordering::SeqCst);
                     let mut body = result_section.clone();
                     body.extend_from_slice(
@@ -586,6 +593,38 @@ async fn cluster_failover_3_a_node_slower_than_its_bound_still_serves() {
         .expect("the slow node serves");
     assert_eq!(silent.connections(), 1, "the next node was tried beside the slow one");
     b.inner.pooled(some_call).await.expect("answered");
+}
+
+/// CLUSTER-FAILOVER-3: a reconnect does not wait on a login that is never answered (one sent
+/// during an election, DIFF-18): once every member's try is past its bound, another round
+/// starts beside them, and a fresh login is answered. Seen in the cluster tier: the tries of the
+/// first round, their logins lost, held the reconnect until the failover bound.
+#[tokio::test]
+async fn cluster_failover_3_a_login_lost_in_an_election_is_sent_again_within_the_bound() {
+    let node = FakeNode::start(Script {
+        logins: true,
+        lost_logins: Arc::new(AtomicUsize::new(1)),
+        metadata: Some(None),
+        calls: true,
+        ..Script::default()
+    })
+    .await;
+    let failover = Duration::from_secs(3);
+    let conn = Conn::new(Target {
+        failover_timeout: failover,
+        ..target(&node.address)
+    })
+    .unwrap();
+    let started = Instant::now();
+    let result = conn.reconnect(0, Instant::now() + failover, true).await;
+    println!(
+        "a login lost, then answered on a new connection: connected after {:?} (node bound {:?})",
+        started.elapsed(),
+        node_bound(failover, 1)
+    );
+    result.expect("the second login is answered");
+    assert_eq!((node.connections(), node.logins()), (2, 1));
+    assert_eq!(node.unanswered(), 1, "the lost login");
 }
 
 /// CLUSTER-FAILOVER-3: a node that answers a login with an error other than a refusal of the
