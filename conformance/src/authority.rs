@@ -315,8 +315,11 @@ static AUTHORITIES: &[(&str, &str)] = &[
         ROBUSTNESS,
     ),
     (
-        "hostile_create_topic_with_retention_ms_whose_microseconds_overflow",
-        ROBUSTNESS,
+        "hostile_retention_ms_beyond_what_iggy_counts_never_expires",
+        "Kafka's retention.ms is a LONG of at least -1 (TopicConfig.RETENTION_MS_CONFIG, LogConfig's ConfigDef: \
+         a value that is not a long is an InvalidConfigurationException, INVALID_CONFIG), and time retention \
+         deletes a segment only once it is older than that (UnifiedLog.deleteRetentionMsBreachedSegments): \
+         no record written is deleted; DescribeConfigs reports the value set",
     ),
     ("hostile_many_idle_connections", ROBUSTNESS),
     ("hostile_slow_senders_trickle_frames", ROBUSTNESS),

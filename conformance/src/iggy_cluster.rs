@@ -10,15 +10,20 @@
 //! default `heartbeat_timeout` (5 s).
 
 use anyhow::{bail, ensure, Context};
-use iggy::prelude::{Client, IggyClient};
+use iggy::prelude::{
+    AutoLogin, Client, ClientWrapper, IggyClient, TcpClient, TcpClientConfig, TcpClientReconnectionConfig, UserClient,
+};
+use iggy_common::locking::IggyRwLockFn;
 use iggy_common::ClusterClient;
 use iggy_common::{ClusterMetadata, ClusterNodeRole, ClusterNodeStatus};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::time::Instant;
+
+use crate::stall_proxy::StallProxy;
 
 /// Nodes in the cluster: the smallest with a majority after one node dies.
 pub const NODES: usize = 3;
@@ -36,20 +41,37 @@ struct Node {
     replica_id: u32,
     tcp: u16,
     replica: u16,
+    /// The host the cluster's metadata names this node by, when not the one it listens on: a
+    /// [`StallProxy`] in front of it listens there.
+    advertised: Option<&'static str>,
+    /// SIGSTOPped ([`IggyCluster::freeze`]): it answers nothing, so nobody asks it.
+    frozen: bool,
     child: Option<Child>,
 }
 
 impl Node {
+    /// Where the node listens.
     fn address(&self) -> String {
         format!("127.0.0.1:{}", self.tcp)
     }
+
+    /// Where clients reach it: the address the cluster's metadata names.
+    fn client_address(&self) -> String {
+        format!("{}:{}", self.advertised.unwrap_or("127.0.0.1"), self.tcp)
+    }
 }
+
+/// Where the proxy in front of node 0 listens ([`IggyCluster::start_fronted`]): another loopback
+/// address, on node 0's own port (the server advertises a node's host, never another port).
+const FRONT_HOST: &str = "127.0.0.2";
 
 /// A running cluster; dropping it kills every node and removes its directory.
 pub struct IggyCluster {
     binary: PathBuf,
     dir: PathBuf,
     nodes: Mutex<Vec<Node>>,
+    /// The proxy in front of node 0, for a cluster started fronted.
+    front: Option<StallProxy>,
     pub username: String,
     pub password: String,
 }
@@ -96,8 +118,20 @@ impl IggyCluster {
     /// then refused (DIFF-14). Such a cluster is thrown away and another started, on new ports
     /// and data, up to [`START_ATTEMPTS`] times.
     pub async fn start(binary: &Path) -> anyhow::Result<Self> {
+        Self::start_with(binary, false).await
+    }
+
+    /// [`IggyCluster::start`], with a [`StallProxy`] in front of node 0 (the metadata primary):
+    /// the node advertises the proxy's host (`advertised_address`), so the cluster's metadata,
+    /// and [`IggyCluster::roster`], name node 0 at the proxy, and every client reaches it
+    /// through it.
+    pub async fn start_fronted(binary: &Path) -> anyhow::Result<Self> {
+        Self::start_with(binary, true).await
+    }
+
+    async fn start_with(binary: &Path, fronted: bool) -> anyhow::Result<Self> {
         for attempt in 1..=START_ATTEMPTS {
-            let (cluster, leader) = Self::start_once(binary).await?;
+            let (cluster, leader) = Self::start_once(binary, fronted).await?;
             if leader == 0 {
                 return Ok(cluster);
             }
@@ -109,7 +143,7 @@ impl IggyCluster {
     }
 
     /// One start: the cluster and the leader it agreed on.
-    async fn start_once(binary: &Path) -> anyhow::Result<(Self, u32)> {
+    async fn start_once(binary: &Path, fronted: bool) -> anyhow::Result<(Self, u32)> {
         let ports: Vec<u16> = {
             let held: Vec<TcpListener> = (0..2 * NODES)
                 .map(|_| TcpListener::bind("127.0.0.1:0"))
@@ -125,6 +159,8 @@ impl IggyCluster {
                 replica_id: i as u32,
                 tcp: ports[2 * i],
                 replica: ports[2 * i + 1],
+                advertised: (fronted && i == 0).then_some(FRONT_HOST),
+                frozen: false,
                 child: None,
             })
             .collect();
@@ -136,12 +172,25 @@ impl IggyCluster {
                 tcp = node.tcp,
                 replica = node.replica
             ));
+            if let Some(host) = node.advertised {
+                config.push_str(&format!("advertised_address = \"{host}\"\n"));
+            }
         }
+        // Before any node starts: the cluster's own logins follow its metadata to the proxy.
+        let front = match nodes.first().filter(|n| n.advertised.is_some()) {
+            Some(node) => Some(
+                StallProxy::start(node.client_address().parse()?, node.address().parse()?)
+                    .await
+                    .with_context(|| format!("starting the proxy in front of node 0 on {}", node.client_address()))?,
+            ),
+            None => None,
+        };
         std::fs::write(dir.join("config.toml"), config)?;
         let cluster = IggyCluster {
             binary: binary.to_path_buf(),
             dir,
             nodes: Mutex::new(nodes),
+            front,
             username: "iggy".into(),
             password: "iggy".into(),
         };
@@ -236,14 +285,46 @@ impl IggyCluster {
     }
 
     /// Every node's client address, comma separated: the gateway's `--iggy-address` roster
-    /// (CLUSTER-ROSTER-1).
+    /// (CLUSTER-ROSTER-1), each node by the address the cluster's metadata names it.
     pub fn roster(&self) -> String {
-        self.lock().iter().map(Node::address).collect::<Vec<_>>().join(",")
+        self.lock()
+            .iter()
+            .map(Node::client_address)
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
-    /// The client address of node `id`.
+    /// The address node `id` listens on (for a fronted node 0, behind its proxy).
     pub fn address(&self, id: u32) -> String {
         self.lock()[id as usize].address()
+    }
+
+    /// The address clients reach node `id` at, as the roster and the metadata name it.
+    pub fn client_address(&self, id: u32) -> String {
+        self.lock()[id as usize].client_address()
+    }
+
+    /// The proxy in front of node 0, for a cluster [`IggyCluster::start_fronted`].
+    pub fn front(&self) -> Option<&StallProxy> {
+        self.front.as_ref()
+    }
+
+    /// SIGSTOPs node `id`: it keeps its sockets and answers nothing, to clients or to the other
+    /// nodes, which elect another primary. Drop still SIGKILLs it.
+    pub fn freeze(&self, id: u32) -> anyhow::Result<()> {
+        let pid = self.lock()[id as usize]
+            .child
+            .as_ref()
+            .map(Child::id)
+            .with_context(|| format!("Iggy node {id} is not running"))?;
+        let sent = Command::new("kill")
+            .arg("-STOP")
+            .arg(pid.to_string())
+            .status()
+            .context("running kill -STOP")?;
+        ensure!(sent.success(), "kill -STOP {pid} (Iggy node {id}) failed: {sent}");
+        self.lock()[id as usize].frozen = true;
+        Ok(())
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Node>> {
@@ -294,6 +375,7 @@ impl IggyCluster {
             .spawn()
             .with_context(|| format!("starting {} --replica-id {id}", self.binary.display()))?;
         node.child = Some(child);
+        node.frozen = false;
         Ok(())
     }
 
@@ -325,12 +407,28 @@ impl IggyCluster {
             .collect()
     }
 
-    /// A new SDK client logged in at node `id` (the SDK may move it to the leader), bounded.
+    /// A new SDK client logged in at node `id`, bounded. It stays there: the SDK's auto-login
+    /// would follow the cluster's metadata to the leader, and so ask a node other than `id`
+    /// (or stall on a frozen leader's proxy).
     async fn login(&self, id: u32) -> anyhow::Result<IggyClient> {
-        let connection = format!("iggy://{}:{}@{}", self.username, self.password, self.address(id));
-        let client = IggyClient::builder_from_connection_string(&connection)?.build()?;
-        match tokio::time::timeout(ASK_TIMEOUT, client.connect()).await {
-            Ok(Ok(())) => Ok(client),
+        let config = TcpClientConfig {
+            server_address: self.address(id),
+            auto_login: AutoLogin::Disabled,
+            reconnection: TcpClientReconnectionConfig {
+                enabled: false,
+                ..TcpClientReconnectionConfig::default()
+            },
+            ..TcpClientConfig::default()
+        };
+        let client = IggyClient::create(ClientWrapper::Tcp(TcpClient::create(Arc::new(config))?), None, None);
+        let login = async {
+            client.connect().await?;
+            let wrapper = client.client();
+            let transport = wrapper.read().await;
+            transport.login_user(&self.username, &self.password).await
+        };
+        match tokio::time::timeout(ASK_TIMEOUT, login).await {
+            Ok(Ok(_)) => Ok(client),
             Ok(Err(e)) => {
                 let _ = client.shutdown().await;
                 bail!("login at node {id}: {e}")
@@ -413,7 +511,8 @@ impl IggyCluster {
     /// What the running nodes say about the cluster: the first that answers.
     pub async fn view(&self) -> anyhow::Result<View> {
         let mut why = Vec::new();
-        for id in self.running() {
+        let frozen: Vec<u32> = self.lock().iter().filter(|n| n.frozen).map(|n| n.replica_id).collect();
+        for id in self.running().into_iter().filter(|id| !frozen.contains(id)) {
             match self.metadata(id).await {
                 Ok(metadata) => return Ok(self.view_of(&metadata)),
                 Err(e) => why.push(e.to_string()),

@@ -37,6 +37,7 @@ pub mod relay;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod stall_proxy;
 pub mod suite;
 pub mod tls_fixture;
 pub mod traceability;

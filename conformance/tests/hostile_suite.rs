@@ -9,7 +9,7 @@ suite!(
     hostile_join_group_with_200000_protocols,
     hostile_join_group_with_a_32760_byte_client_id,
     hostile_produce_to_a_real_topic_and_a_32767_byte_unknown_one,
-    hostile_create_topic_with_retention_ms_whose_microseconds_overflow,
+    hostile_retention_ms_beyond_what_iggy_counts_never_expires,
     hostile_many_idle_connections,
     hostile_slow_senders_trickle_frames,
     hostile_pipelined_requests_whose_answers_are_not_read,

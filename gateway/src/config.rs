@@ -83,6 +83,10 @@ pub struct Args {
     /// answered with a retriable error (CLUSTER-FAILOVER-2, default 10000).
     #[arg(long, env = "IGGY_KAFKA_IGGY_FAILOVER_TIMEOUT_MS")]
     pub iggy_failover_timeout_ms: Option<u64>,
+    /// Also dial a cluster leader that no `iggy_address` entry names, when a listed node names
+    /// it, with that node's TLS name (CLUSTER-ROSTER-2; default false: only listed nodes).
+    #[arg(long, env = "IGGY_KAFKA_IGGY_FOLLOW_UNLISTED_LEADER")]
+    pub iggy_follow_unlisted_leader: Option<bool>,
     #[arg(long, env = "IGGY_KAFKA_IGGY_USERNAME")]
     pub iggy_username: Option<String>,
     #[arg(long, env = "IGGY_KAFKA_IGGY_PASSWORD")]
@@ -147,6 +151,7 @@ pub struct FileConfig {
     pub backend: Option<BackendKind>,
     pub iggy_address: Option<String>,
     pub iggy_failover_timeout_ms: Option<u64>,
+    pub iggy_follow_unlisted_leader: Option<bool>,
     pub iggy_username: Option<String>,
     pub iggy_password: Option<Secret>,
     pub default_stream: Option<String>,
@@ -208,6 +213,8 @@ pub struct Config {
     pub iggy_address: String,
     /// CLUSTER-FAILOVER-2: the longest a request waits for an Iggy primary.
     pub iggy_failover_timeout: Duration,
+    /// CLUSTER-ROSTER-2: whether a leader no roster entry names may be dialled.
+    pub iggy_follow_unlisted_leader: bool,
     pub iggy_username: String,
     pub iggy_password: Secret,
     pub default_partitions: u32,
@@ -353,6 +360,10 @@ impl Config {
             backend: args.backend.or(file.backend).unwrap_or_default(),
             iggy_address,
             iggy_failover_timeout: Duration::from_millis(iggy_failover_timeout_ms),
+            iggy_follow_unlisted_leader: args
+                .iggy_follow_unlisted_leader
+                .or(file.iggy_follow_unlisted_leader)
+                .unwrap_or(false),
             iggy_username: args
                 .iggy_username
                 .or(file.iggy_username)
@@ -474,6 +485,29 @@ mod tests {
             stream: s.into(),
             topic: t.into(),
         }
+    }
+
+    #[test]
+    fn cluster_roster_2_following_an_unlisted_leader_is_off_unless_set() {
+        assert!(!Config::default().iggy_follow_unlisted_leader);
+        let file: FileConfig = toml::from_str("iggy_follow_unlisted_leader = true").unwrap();
+        assert!(
+            Config::resolve(Args::default(), file)
+                .unwrap()
+                .iggy_follow_unlisted_leader
+        );
+        let flags = Args::try_parse_from(["gw", "--iggy-follow-unlisted-leader", "true"]).unwrap();
+        assert!(
+            Config::resolve(flags, FileConfig::default())
+                .unwrap()
+                .iggy_follow_unlisted_leader
+        );
+        let file: FileConfig = toml::from_str("iggy_follow_unlisted_leader = true").unwrap();
+        let flags = Args::try_parse_from(["gw", "--iggy-follow-unlisted-leader", "false"]).unwrap();
+        assert!(
+            !Config::resolve(flags, file).unwrap().iggy_follow_unlisted_leader,
+            "the flag wins"
+        );
     }
 
     #[test]

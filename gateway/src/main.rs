@@ -186,13 +186,14 @@ async fn main() -> anyhow::Result<()> {
                     config.iggy_username
                 );
             }
-            let backend = IggyBackend::connect_cluster(
+            let backend = IggyBackend::connect_roster(
                 &config.iggy_address,
                 &config.iggy_username,
                 config.iggy_password.expose(),
                 config.iggy_tls.to_backend(),
                 IGGY_POOL_SIZE,
                 config.iggy_failover_timeout,
+                config.iggy_follow_unlisted_leader,
             )
             .await
             .with_context(|| format!("connecting to Iggy at {}", config.iggy_address))?;

@@ -29,8 +29,10 @@ use tokio::time::Instant;
 
 mod gateway_kill;
 mod restarts;
+mod stalls;
 use gateway_kill::*;
 use restarts::*;
+use stalls::*;
 
 /// The area these cases report under.
 pub const AREA: &str = "cluster";
@@ -81,6 +83,14 @@ pub const CASES: &[crate::cases::ListedCase] = &[
     crate::cases::ListedCase {
         name: "gateway_process_killed_while_its_group_commits_resumes_on_the_survivor",
         rules: &["GROUP-COORDINATOR-2", "CO-MEMBER-1", "CLUSTER-ROSTER-1"],
+    },
+    crate::cases::ListedCase {
+        name: "primary_stalled_behind_a_proxy_that_passes_logins_fails_over_within_the_bound",
+        rules: &["CLUSTER-FAILOVER-3", "CLUSTER-FAILOVER-1", "CLUSTER-UNKNOWN-1"],
+    },
+    crate::cases::ListedCase {
+        name: "primary_outside_the_roster_gets_no_login_unless_followed",
+        rules: &["CLUSTER-ROSTER-2"],
     },
     crate::cases::ListedCase {
         name: "primary_killed_again_and_again_gives_the_failover_gap",
@@ -143,6 +153,12 @@ pub async fn run(binary: &Path, filter: &Filter, settings: Settings) -> Report {
                 }
                 "gateway_process_killed_while_its_group_commits_resumes_on_the_survivor" => {
                     gateway_process_killed_while_its_group_commits_resumes_on_the_survivor(binary).await
+                }
+                "primary_stalled_behind_a_proxy_that_passes_logins_fails_over_within_the_bound" => {
+                    primary_stalled_behind_a_proxy_that_passes_logins_fails_over_within_the_bound(binary).await
+                }
+                "primary_outside_the_roster_gets_no_login_unless_followed" => {
+                    primary_outside_the_roster_gets_no_login_unless_followed(binary).await
                 }
                 "primary_killed_again_and_again_gives_the_failover_gap" => {
                     primary_killed_again_and_again_gives_the_failover_gap(binary, settings.kills).await

@@ -38,13 +38,14 @@ use kafka_protocol::messages::offset_fetch_request::OffsetFetchRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::{
-    ApiKey, ApiVersionsResponse, BrokerId, CreateTopicsRequest, CreateTopicsResponse, DeleteGroupsRequest,
-    DeleteGroupsResponse, DeleteTopicsRequest, DeleteTopicsResponse, DescribeGroupsRequest, DescribeGroupsResponse,
-    FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId, HeartbeatRequest,
-    HeartbeatResponse, JoinGroupRequest, JoinGroupResponse, LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest,
-    ListOffsetsResponse, MetadataRequest, MetadataResponse, OffsetCommitRequest, OffsetCommitResponse,
-    OffsetFetchRequest, OffsetFetchResponse, ProduceRequest, ProduceResponse, RequestHeader, SyncGroupRequest,
-    SyncGroupResponse, TopicName,
+    AlterConfigsRequest, AlterConfigsResponse, ApiKey, ApiVersionsResponse, BrokerId, CreateTopicsRequest,
+    CreateTopicsResponse, DeleteGroupsRequest, DeleteGroupsResponse, DeleteTopicsRequest, DeleteTopicsResponse,
+    DescribeConfigsRequest, DescribeConfigsResponse, DescribeGroupsRequest, DescribeGroupsResponse, FetchRequest,
+    FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId, HeartbeatRequest, HeartbeatResponse,
+    IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, JoinGroupRequest, JoinGroupResponse,
+    LeaveGroupRequest, LeaveGroupResponse, ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse,
+    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, ProduceRequest,
+    ProduceResponse, RequestHeader, SyncGroupRequest, SyncGroupResponse, TopicName,
 };
 use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kafka_wire_client::WireClient;
@@ -127,8 +128,9 @@ pub fn cases() -> Vec<Case> {
             ["LIMIT-BUILT-STRING-1", "PROTO-ENCODE-1"]
         ),
         case!(
-            hostile_create_topic_with_retention_ms_whose_microseconds_overflow,
-            ["LIMIT-CONFIG-VALUE-1"]
+            hostile_retention_ms_beyond_what_iggy_counts_never_expires,
+            ["LIMIT-CONFIG-VALUE-2", "TOPIC-CONFIG-1", "ALTERCONFIGS-4"],
+            deviates: ["LIMIT-CONFIG-VALUE-2"]
         ),
         case!(hostile_many_idle_connections, ["LIMIT-CONNECTIONS-1", "LIMIT-ACCEPT-1"]),
         case!(

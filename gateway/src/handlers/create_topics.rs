@@ -38,6 +38,12 @@ pub fn validate_topic_name(name: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// LIMIT-CONFIG-VALUE-2: the longest `retention.ms` sent to Iggy as an expiry, Long.MAX_VALUE
+/// microseconds in milliseconds (about 292,000 years). Iggy adds the expiry to a sealed segment's
+/// newest timestamp in unchecked u64; this much added to any timestamp before 2^63 µs (the year
+/// 294,247) does not wrap.
+pub(crate) const RETENTION_MS_NEVER_ABOVE: i64 = i64::MAX / 1_000;
+
 /// TOPIC-CONFIG-1: the Iggy message expiry a `retention.ms` value stands for, or why the value
 /// is refused. CreateTopics and the config alterations (ALTERCONFIGS-1) read it alike.
 pub(crate) fn retention_ms_expiry(value: Option<&str>) -> Result<Option<u64>, String> {
@@ -47,11 +53,11 @@ pub(crate) fn retention_ms_expiry(value: Option<&str>) -> Result<Option<u64>, St
         .map_err(|_| format!("retention.ms {value:?} is not a number"))?;
     match ms {
         -1 => Ok(None),
-        // LIMIT-CONFIG-VALUE-1: Iggy counts expiry in microseconds; a value whose microseconds overflow is
-        // refused, never wrapped into an expiry of a few microseconds.
-        ms if ms > 0 => Ok(Some((ms as u64).checked_mul(1_000).ok_or_else(|| {
-            format!("retention.ms {ms} is too large: at most {}", u64::MAX / 1_000)
-        })?)),
+        // LIMIT-CONFIG-VALUE-2: a retention longer than Iggy can add to a timestamp without
+        // wrapping (a wrapped sum deletes every sealed segment at once) is one no message
+        // outlives: never expire, as Kafka's Long.MAX_VALUE is in effect.
+        ms if ms > RETENTION_MS_NEVER_ABOVE => Ok(None),
+        ms if ms > 0 => Ok(Some(ms as u64 * 1_000)),
         ms => Err(format!("retention.ms {ms} must be positive or -1")),
     }
 }
@@ -203,18 +209,41 @@ mod tests {
             .with_value(Some(StrBytes::from_string(ms.to_string())))])
     }
 
+    /// What the pinned server does with a sealed segment (`Segment::is_expired`, iggy 0.9.0-edge.5):
+    /// `newest_timestamp + expiry <= now` in unchecked u64, which a release build wraps.
+    fn iggy_expires(newest_timestamp_us: u64, expiry_us: u64, now_us: u64) -> bool {
+        newest_timestamp_us.wrapping_add(expiry_us) <= now_us
+    }
+
     #[test]
-    fn limit_config_value_1_retention_whose_microseconds_overflow_is_refused() {
-        // The value from the report: its microseconds wrapped to an expiry of about 384 µs.
-        let err = message_expiry(&with_retention("18446744073709552")).unwrap_err();
-        assert!(err.contains("too large"), "{err}");
-        assert!(message_expiry(&with_retention(&i64::MAX.to_string())).is_err());
-        let largest = (u64::MAX / 1_000).min(i64::MAX as u64);
-        assert_eq!(
-            message_expiry(&with_retention(&largest.to_string())).unwrap(),
-            Some(largest * 1_000)
-        );
+    fn limit_config_value_2_no_retention_kafka_accepts_wraps_iggys_segment_check() {
+        // 2026 in microseconds, and the last instant below 2^63 µs (the year 294,247).
+        let (now, far) = (1_780_000_000_000_000u64, (1u64 << 63) - 1);
+        // The report's value: accepted before, and its expiry wrapped Iggy's check, deleting
+        // every sealed segment at once.
+        let reported = 18_446_744_073_709_551_i64;
+        assert!(iggy_expires(now, reported as u64 * 1_000, now), "the fear is real");
+        for ms in [reported, RETENTION_MS_NEVER_ABOVE + 1, i64::MAX] {
+            assert_eq!(
+                message_expiry(&with_retention(&ms.to_string())).unwrap(),
+                None,
+                "retention.ms {ms}: longer than Iggy can count, so never"
+            );
+        }
+        // The largest expiry sent, added to any timestamp before 2^63 µs, never wraps.
+        let largest = message_expiry(&with_retention(&RETENTION_MS_NEVER_ABOVE.to_string()))
+            .unwrap()
+            .expect("an expiry");
+        assert_eq!(largest, RETENTION_MS_NEVER_ABOVE as u64 * 1_000);
+        for newest in [now, far] {
+            assert!(newest.checked_add(largest).is_some(), "{newest} + {largest}");
+            assert!(!iggy_expires(newest, largest, now), "{newest} + {largest}");
+        }
         assert_eq!(message_expiry(&with_retention("-1")).unwrap(), None);
         assert_eq!(message_expiry(&with_retention("1500")).unwrap(), Some(1_500_000));
+        // Kafka's own refusals stand: not a long, 0 (TOPIC-CONFIG-1), below -1.
+        for refused in ["9223372036854775808", "0", "-2", "1e3"] {
+            assert!(message_expiry(&with_retention(refused)).is_err(), "{refused}");
+        }
     }
 }

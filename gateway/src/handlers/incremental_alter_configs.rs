@@ -121,4 +121,18 @@ mod tests {
         let (code, _) = expiry_change(&[op("retention.ms", 7, Some("1"))]).unwrap_err();
         assert_eq!(code, 42);
     }
+
+    /// The report's probe: a SET whose expiry wrapped Iggy's segment check is never expire.
+    #[test]
+    fn limit_config_value_2_a_set_beyond_what_iggy_counts_never_expires() {
+        for value in ["18446744073709551", "9223372036854775807"] {
+            assert_eq!(
+                expiry_change(&[op("retention.ms", OP_SET, Some(value))]),
+                Ok(Some(None)),
+                "{value}"
+            );
+        }
+        let (code, _) = expiry_change(&[op("retention.ms", OP_SET, Some("9223372036854775808"))]).unwrap_err();
+        assert_eq!(code, 40, "not a long, as Kafka refuses it");
+    }
 }

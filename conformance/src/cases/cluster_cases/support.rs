@@ -30,7 +30,16 @@ pub struct World {
 
 impl World {
     pub async fn start(binary: &Path) -> anyhow::Result<Self> {
-        let cluster = IggyCluster::start(binary).await?;
+        Self::on(IggyCluster::start(binary).await?).await
+    }
+
+    /// A cluster with a proxy in front of its primary ([`IggyCluster::start_fronted`]), and a
+    /// gateway whose roster names the primary at the proxy.
+    pub async fn start_fronted(binary: &Path) -> anyhow::Result<Self> {
+        Self::on(IggyCluster::start_fronted(binary).await?).await
+    }
+
+    async fn on(cluster: IggyCluster) -> anyhow::Result<Self> {
         let backend = Arc::new(cluster_backend(&cluster).await?);
         let gateway = LocalGateway::serve(backend, LocalOptions::default()).await?;
         Ok(World { gateway, cluster })

@@ -142,69 +142,174 @@ pub async fn hostile_produce_to_a_real_topic_and_a_32767_byte_unknown_one(
     Ok(Outcome::Passed)
 }
 
-/// CreateTopics v2 with `retention.ms` = 18,446,744,073,709,552, whose microseconds overflow
-/// u64 (a wrapped expiry deletes every record at once). Refused with INVALID_CONFIG (and not
-/// created), or created with a retention under which a record just written is still there.
-pub async fn hostile_create_topic_with_retention_ms_whose_microseconds_overflow(
-    endpoint: Endpoint,
-) -> anyhow::Result<Outcome> {
+/// `retention.ms` values Kafka accepts but whose microseconds, added to a segment's timestamp,
+/// wrap the pinned Iggy's unchecked expiry check (which then deletes every sealed segment at
+/// once): 18,446,744,073,709,551 set on a topic holding records by IncrementalAlterConfigs (the
+/// report's probe), Long.MAX_VALUE by AlterConfigs, 18,446,744,073,709,552 at CreateTopics. Each
+/// is accepted, the records written before stay readable from offset 0, and DescribeConfigs
+/// reports never expire (-1; a broker reports the value set: LIMIT-CONFIG-VALUE-2's deviation).
+/// A value above Long.MAX_VALUE is INVALID_CONFIG, as in Kafka.
+pub async fn hostile_retention_ms_beyond_what_iggy_counts_never_expires(endpoint: Endpoint) -> anyhow::Result<Outcome> {
+    if let Some(skip) = crate::cases::require_apis(
+        &endpoint,
+        &[
+            ApiKey::IncrementalAlterConfigs,
+            ApiKey::AlterConfigs,
+            ApiKey::DescribeConfigs,
+        ],
+    )
+    .await?
+    {
+        return Ok(skip);
+    }
     let watchdog = Watchdog::start(&endpoint, Probes::SERVING).await?;
     watchdog
         .guard(async {
             let mut client = connect(&endpoint).await?;
-            let topic = endpoint.unique_topic("kig-hostile-retention");
-            let request =
-                CreateTopicsRequest::default()
-                    .with_timeout_ms(30_000)
-                    .with_topics(vec![CreatableTopic::default()
-                        .with_name(topic_name(&topic))
-                        .with_num_partitions(1)
-                        // -1 (the broker's default) exists from v4 on.
-                        .with_replication_factor(1)
-                        .with_configs(vec![CreatableTopicConfig::default()
-                            .with_name(StrBytes::from_static_str("retention.ms"))
-                            .with_value(Some(StrBytes::from_static_str("18446744073709552")))])]);
-            let what = "CreateTopics v2 with retention.ms 18446744073709552";
+            let topic = new_topic(&endpoint, &mut client, "kig-hostile-retention", 1).await?;
+            let values: [&[u8]; 3] = [b"r0", b"r1", b"r2"];
+            produce_ok(&mut client, &topic, 0, &values).await?;
+            // What DescribeConfigs says of a retention no record outlives.
+            let never = |set: &str| {
+                if endpoint.profile.is_kafka() {
+                    set.to_string()
+                } else {
+                    "-1".to_string()
+                }
+            };
+            let reported = "18446744073709551";
+            let code = incremental_set_retention(&mut client, &topic, reported).await?;
+            ensure!(
+                code == NONE,
+                "IncrementalAlterConfigs SET retention.ms {reported}: error {code}, expected 0 (Kafka accepts it)"
+            );
+            let described = describe_retention_ms(&mut client, &topic).await?;
+            ensure!(
+                described.as_deref() == Some(never(reported).as_str()),
+                "after SET retention.ms {reported}, DescribeConfigs reports {described:?}, expected {:?}",
+                never(reported)
+            );
+            still_all_there(&mut client, &topic, &values, "after SET retention.ms 18446744073709551").await?;
+
+            let long_max = i64::MAX.to_string();
+            let code = alter_retention(&mut client, &topic, &long_max).await?;
+            ensure!(
+                code == NONE,
+                "AlterConfigs retention.ms {long_max}: error {code}, expected 0 (Kafka accepts it)"
+            );
+            let described = describe_retention_ms(&mut client, &topic).await?;
+            ensure!(
+                described.as_deref() == Some(never(&long_max).as_str()),
+                "after AlterConfigs retention.ms {long_max}, DescribeConfigs reports {described:?}, expected {:?}",
+                never(&long_max)
+            );
+            still_all_there(&mut client, &topic, &values, "after AlterConfigs retention.ms Long.MAX_VALUE").await?;
+
+            let above_long = "9223372036854775808";
+            let code = incremental_set_retention(&mut client, &topic, above_long).await?;
+            ensure!(
+                code == INVALID_CONFIG,
+                "IncrementalAlterConfigs SET retention.ms {above_long} (not a long): error {code}, expected INVALID_CONFIG ({INVALID_CONFIG})"
+            );
+
+            let created = endpoint.unique_topic("kig-hostile-retention-created");
+            let request = CreateTopicsRequest::default()
+                .with_timeout_ms(30_000)
+                .with_topics(vec![CreatableTopic::default()
+                    .with_name(topic_name(&created))
+                    .with_num_partitions(1)
+                    .with_replication_factor(-1)
+                    .with_configs(vec![CreatableTopicConfig::default()
+                        .with_name(StrBytes::from_static_str("retention.ms"))
+                        .with_value(Some(StrBytes::from_static_str("18446744073709552")))])]);
+            let what = "CreateTopics with retention.ms 18446744073709552";
             let response: CreateTopicsResponse =
-                bounded(what, client.request(ApiKey::CreateTopics, 2, &request)).await?;
+                bounded(what, client.request(ApiKey::CreateTopics, CREATE_TOPICS_V, &request)).await?;
             let code = response.topics.first().map(|t| t.error_code);
-            match code {
-                Some(INVALID_CONFIG) => {
-                    let metadata = MetadataRequest::default()
-                        .with_allow_auto_topic_creation(false)
-                        .with_topics(Some(vec![
-                            MetadataRequestTopic::default().with_name(Some(topic_name(&topic)))
-                        ]));
-                    let listed: MetadataResponse = bounded(
-                        "Metadata after the refusal",
-                        client.request(ApiKey::Metadata, METADATA_V, &metadata),
-                    )
-                    .await?;
-                    ensure!(
-                        listed.topics.iter().all(|t| t.error_code != NONE),
-                        "{what}: refused with INVALID_CONFIG, yet Metadata lists {topic}"
-                    );
-                }
-                Some(NONE) => {
-                    let offset = produce_ok(&mut client, &topic, 0, &[b"still here"]).await?;
-                    let fetched: FetchResponse = bounded(
-                        "Fetch of the record just written",
-                        client.request(ApiKey::Fetch, FETCH_V, &fetch_request(&topic, 0, offset, 1, 0)),
-                    )
-                    .await?;
-                    let values = fetched_values(&fetched, &topic, 0)?;
-                    ensure!(
-                        values.first() == Some(&Some(Bytes::from_static(b"still here"))),
-                        "{what}: accepted, but the record written at offset {offset} was not there at once: \
-                         fetched {values:?}; the retention expired it"
-                    );
-                }
-                other => bail!("{what}: answered {other:?}, expected INVALID_CONFIG ({INVALID_CONFIG}) or success"),
-            }
-            Ok(())
+            ensure!(
+                code == Some(NONE),
+                "{what}: answered {code:?}, expected 0 (Kafka accepts it)"
+            );
+            let one: [&[u8]; 1] = [b"still here"];
+            produce_ok(&mut client, &created, 0, &one).await?;
+            still_all_there(&mut client, &created, &one, what).await
         })
         .await?;
     Ok(Outcome::Passed)
+}
+
+/// IncrementalAlterConfigs v1 SET of `topic`'s `retention.ms`: the resource's code.
+async fn incremental_set_retention(client: &mut Client, topic: &str, value: &str) -> anyhow::Result<i16> {
+    use kafka_protocol::messages::incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    let request = IncrementalAlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(string(topic))
+        .with_configs(vec![AlterableConfig::default()
+            .with_name(StrBytes::from_static_str("retention.ms"))
+            .with_config_operation(0)
+            .with_value(Some(string(value)))])]);
+    let what = format!("IncrementalAlterConfigs SET retention.ms {value}");
+    let response: IncrementalAlterConfigsResponse =
+        bounded(&what, client.request(ApiKey::IncrementalAlterConfigs, 1, &request)).await?;
+    response
+        .responses
+        .first()
+        .map(|r| r.error_code)
+        .with_context(|| format!("{what}: no resource answered"))
+}
+
+/// AlterConfigs v1 setting `topic`'s whole config to `retention.ms` = `value`: the code.
+async fn alter_retention(client: &mut Client, topic: &str, value: &str) -> anyhow::Result<i16> {
+    use kafka_protocol::messages::alter_configs_request::{AlterConfigsResource, AlterableConfig};
+    let request = AlterConfigsRequest::default().with_resources(vec![AlterConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(string(topic))
+        .with_configs(vec![AlterableConfig::default()
+            .with_name(StrBytes::from_static_str("retention.ms"))
+            .with_value(Some(string(value)))])]);
+    let what = format!("AlterConfigs retention.ms {value}");
+    let response: AlterConfigsResponse = bounded(&what, client.request(ApiKey::AlterConfigs, 1, &request)).await?;
+    response
+        .responses
+        .first()
+        .map(|r| r.error_code)
+        .with_context(|| format!("{what}: no resource answered"))
+}
+
+/// `topic`'s `retention.ms` as DescribeConfigs v1 reports it.
+async fn describe_retention_ms(client: &mut Client, topic: &str) -> anyhow::Result<Option<String>> {
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    let request = DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
+        .with_resource_type(2)
+        .with_resource_name(string(topic))
+        .with_configuration_keys(Some(vec![StrBytes::from_static_str("retention.ms")]))]);
+    let what = format!("DescribeConfigs retention.ms of {topic}");
+    let response: DescribeConfigsResponse =
+        bounded(&what, client.request(ApiKey::DescribeConfigs, 1, &request)).await?;
+    let result = response.results.first().with_context(|| format!("{what}: no result"))?;
+    ensure!(result.error_code == NONE, "{what}: error {}", result.error_code);
+    Ok(result
+        .configs
+        .iter()
+        .find(|c| c.name.as_str() == "retention.ms")
+        .and_then(|c| c.value.as_ref().map(|v| v.to_string())))
+}
+
+/// The records `values` written to partition 0 of `topic` read back from offset 0: a wrapped
+/// expiry would have deleted them and moved the log start.
+async fn still_all_there(client: &mut Client, topic: &str, values: &[&[u8]], after: &str) -> anyhow::Result<()> {
+    let fetched: FetchResponse = bounded(
+        &format!("Fetch {topic} from 0 {after}"),
+        client.request(ApiKey::Fetch, FETCH_V, &fetch_request(topic, 0, 0, 1, 0)),
+    )
+    .await?;
+    let got = fetched_values(&fetched, topic, 0)?;
+    let want: Vec<Option<Bytes>> = values.iter().map(|v| Some(Bytes::copy_from_slice(v))).collect();
+    ensure!(
+        got == want,
+        "{after}: {topic} from offset 0 reads {got:?}, expected {want:?}: the retention expired them"
+    );
+    Ok(())
 }
 
 /// A Fetch v11 naming one partition of a real topic 5,000 times, first where a record waits

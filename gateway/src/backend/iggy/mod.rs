@@ -19,30 +19,34 @@
 //! included, and with unlimited retries (the connection-string default) a call can hang for as
 //! long as the server is away. So the SDK's reconnection is disabled, and here:
 //! - before a call, a client known to be disconnected is reconnected (nothing was sent yet);
-//! - a read, a metadata or admin call, or a consumer-group call that fails for the connection
-//!   reconnects that client once and is retried once;
+//! - a read, a metadata or admin call, or a consumer-group call that fails for the connection,
+//!   or gets no answer within the node bound (CLUSTER-FAILOVER-3), reconnects that client and
+//!   is retried while the failover bound allows;
 //! - an append that fails for the connection is NOT retried: the server may or may not have
 //!   stored it, and the error goes back to the producer (at-least-once). The client is marked
 //!   broken, so the next call reconnects it first.
 //! - a background task reconnects idle clients found disconnected every few seconds, so an idle
 //!   client's heartbeat does not keep failing after an Iggy restart.
 //!
-//! Credentials go into the SDK's TCP configuration directly rather than through an
-//! `iggy://USER:PASS@HOST:PORT` connection string: the SDK's parser does not unescape, so a
-//! password holding `@`, `:` or `?` would not survive it. The effect is the same (auto-login on
-//! every connect).
+//! Logins are this module's too (CLUSTER-ROSTER-2): the SDK's auto-login is off, because after it
+//! the SDK follows the cluster's metadata to whatever address a node names and logs in there.
+//! The gateway dials a roster member, logs in through the transport's own login (which follows
+//! nothing), reads the cluster's metadata and moves to the leader itself, only to a member. The
+//! credentials go to that login directly rather than through an `iggy://USER:PASS@HOST:PORT`
+//! connection string: the SDK's parser does not unescape, so a password holding `@`, `:` or `?`
+//! would not survive it.
 
 use super::iggy_layout::{append_parts, PartEnds};
-use super::roster::{leader_address, parse_roster, Answer, RosterState};
+use super::roster::{leader_address, node_bound, parse_roster, Answer, Dial, RosterState, Route};
 use super::{
     stored_bytes, watermarks_and_read, Backend, BackendError, ClientId, ConsumerOffsets, ReadLimits, TopicInfo,
     TopicSpec, Watermarks, READ_AHEAD_LOG_START_MAX_AGE,
 };
 use crate::auth::credentials::{Credentials as GatewayCredentials, Principal, SecretKind};
 use iggy::prelude::{
-    AutoLogin, Client, ClientWrapper, ClusterClient, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Credentials,
-    Identifier, IggyClient, IggyDuration, IggyError, IggyExpiry, IggyMessage, IggyTimestamp, MessageClient,
-    PartitionClient, Partitioning, PollingStrategy, StreamClient, SystemClient, TcpClient, TcpClientConfig,
+    AutoLogin, Client, ClientWrapper, ClusterClient, Consumer, ConsumerGroupClient, ConsumerOffsetClient, Identifier,
+    IggyClient, IggyDuration, IggyError, IggyExpiry, IggyMessage, IggyTimestamp, MessageClient, PartitionClient,
+    Partitioning, PersonalAccessTokenClient, PollingStrategy, StreamClient, SystemClient, TcpClient, TcpClientConfig,
     TcpClientReconnectionConfig, TopicClient, TopicCreateOptions, TopicDetails, TopicUpdateOptions, UserClient,
 };
 use iggy_common::locking::IggyRwLockFn;
@@ -159,8 +163,8 @@ impl Inner {
 
     /// Runs an idempotent call on `conn` within the failover timeout: connects first if needed
     /// (through the roster), and after a connection failure, a not-primary answer or a node that
-    /// stopped answering, moves (CLUSTER-FAILOVER-1) and runs it again, while the timeout
-    /// allows.
+    /// did not answer within the node bound (CLUSTER-FAILOVER-3), moves (CLUSTER-FAILOVER-1)
+    /// and runs it again, while the timeout allows.
     async fn retrying<T, F, Fut>(&self, conn: &Arc<Conn>, op: F) -> Result<T, BackendError>
     where
         F: Fn(Arc<IggyClient>) -> Fut + Send,
@@ -169,36 +173,46 @@ impl Inner {
     {
         let deadline = self.deadline();
         let started = Instant::now();
+        let bound = self.target.node_bound();
         let mut last = None;
         for _ in 0..RETRY_ATTEMPTS {
             let epoch = conn.ensure_connected(deadline).await?;
-            match tokio::time::timeout_at(deadline, op(conn.client())).await {
+            let since = Instant::now();
+            let until = (since + bound).min(deadline);
+            match tokio::time::timeout_at(until, op(conn.client())).await {
                 Ok(Err(e)) if is_connection_error(&e) => {
                     tracing::debug!("Iggy call failed on the connection ({e}); moving and retrying");
-                    conn.mark_broken(epoch).await;
-                    last = Some(e);
+                    let why = format!("failed a call ({e})");
+                    let demote = (classify(&e) == Failure::Unknown).then_some(Demotion { why: &why, since });
+                    conn.mark_broken(epoch, demote).await;
+                    last = Some(e.to_string());
                 }
                 Ok(other) => return other.map_err(BackendError::from),
                 Err(_) => {
-                    conn.mark_broken(epoch).await;
-                    last = None;
-                    break;
+                    // CLUSTER-FAILOVER-3: a node that stalls is left for the others, within the
+                    // same failover bound.
+                    let why = format!("did not answer a call within {} ms", bound.as_millis());
+                    conn.mark_broken(epoch, Some(Demotion { why: &why, since })).await;
+                    last = Some(format!("the Iggy node {why}"));
                 }
+            }
+            if Instant::now() >= deadline {
+                break;
             }
         }
         Err(BackendError::NoPrimary {
             waited_ms: started.elapsed().as_millis() as u64,
-            reason: last.map_or_else(|| "the Iggy node did not answer in time".into(), |e| e.to_string()),
+            reason: last.unwrap_or_else(|| "the Iggy node did not answer in time".into()),
         })
     }
 
     /// Runs a call that must not be repeated (a send, or a create or delete whose lost answer
     /// would come back as "exists" or "not found"): connects first if needed (moving to another
-    /// node then is safe: nothing was sent), runs it once within the failover timeout, and
-    /// after a connection failure or no answer replaces the client so its next use reconnects
-    /// first. CLUSTER-UNKNOWN-1: a call that was sent and got no answer is
-    /// [`BackendError::OutcomeUnknown`], never a success and never sent again here; one that
-    /// never reached a primary is [`BackendError::NoPrimary`].
+    /// node then is safe: nothing was sent), runs it once within the node bound
+    /// (CLUSTER-FAILOVER-3), and after a connection failure or no answer replaces the client,
+    /// demoting its node, so its next use reconnects first. CLUSTER-UNKNOWN-1: a call that was
+    /// sent and got no answer is [`BackendError::OutcomeUnknown`], never a success and never
+    /// sent again here; one that never reached a primary is [`BackendError::NoPrimary`].
     async fn once<T, F, Fut>(&self, conn: &Arc<Conn>, call: F) -> Result<T, BackendError>
     where
         F: FnOnce(Arc<IggyClient>) -> Fut,
@@ -207,28 +221,30 @@ impl Inner {
         let deadline = self.deadline();
         let started = Instant::now();
         let epoch = conn.ensure_connected(deadline).await?;
-        let e = match tokio::time::timeout_at(deadline, call(conn.client())).await {
+        let bound = self.target.node_bound();
+        let since = Instant::now();
+        let until = (since + bound).min(deadline);
+        let e = match tokio::time::timeout_at(until, call(conn.client())).await {
             Ok(Ok(value)) => return Ok(value),
             Ok(Err(e)) => e,
             Err(_) => {
-                conn.mark_broken(epoch).await;
-                return Err(BackendError::OutcomeUnknown(format!(
-                    "no answer within the failover timeout ({} ms)",
-                    self.failover_timeout.as_millis()
-                )));
+                let why = format!("did not answer a call within {} ms", bound.as_millis());
+                conn.mark_broken(epoch, Some(Demotion { why: &why, since })).await;
+                return Err(BackendError::OutcomeUnknown(format!("the Iggy node {why}")));
             }
         };
         match classify(&e) {
             Failure::Refused => Err(e.into()),
             Failure::NotSent => {
-                conn.mark_broken(epoch).await;
+                conn.mark_broken(epoch, None).await;
                 Err(BackendError::NoPrimary {
                     waited_ms: started.elapsed().as_millis() as u64,
                     reason: e.to_string(),
                 })
             }
             Failure::Unknown => {
-                conn.mark_broken(epoch).await;
+                let why = format!("failed a call ({e})");
+                conn.mark_broken(epoch, Some(Demotion { why: &why, since })).await;
                 Err(BackendError::OutcomeUnknown(e.to_string()))
             }
         }
@@ -373,7 +389,8 @@ impl IggyBackend {
 
     /// [`IggyBackend::connect_with_tls`] to a cluster: `address` is its roster, one `HOST:PORT`
     /// or several comma separated (CLUSTER-ROSTER-1), and no call waits longer than
-    /// `failover_timeout` for a primary to answer (CLUSTER-FAILOVER-2).
+    /// `failover_timeout` for a primary to answer (CLUSTER-FAILOVER-2). Only roster members are
+    /// dialled (CLUSTER-ROSTER-2).
     pub async fn connect_cluster(
         address: &str,
         username: &str,
@@ -382,15 +399,33 @@ impl IggyBackend {
         pool_size: usize,
         failover_timeout: Duration,
     ) -> Result<Self, BackendError> {
+        Self::connect_roster(address, username, password, tls, pool_size, failover_timeout, false).await
+    }
+
+    /// [`IggyBackend::connect_cluster`], dialling also a leader that no member is when a member
+    /// names it and `follow_unlisted_leader` says so (`iggy_follow_unlisted_leader`,
+    /// CLUSTER-ROSTER-2).
+    pub async fn connect_roster(
+        address: &str,
+        username: &str,
+        password: &str,
+        tls: IggyTls,
+        pool_size: usize,
+        failover_timeout: Duration,
+        follow_unlisted_leader: bool,
+    ) -> Result<Self, BackendError> {
         let members = parse_roster(address).map_err(|e| {
             tracing::error!("{e}");
             IggyError::InvalidServerAddress
         })?;
+        let roster = RosterState::new(members).follow_unlisted(follow_unlisted_leader);
         let target = Target {
-            roster: Arc::new(Mutex::new(RosterState::new(members))),
+            roster: Arc::new(Mutex::new(roster)),
             appends_stalled: Arc::default(),
             credentials: GatewayCredentials::password(username, password),
             tls,
+            failover_timeout,
+            demotions: Arc::default(),
         };
         let append_locks = (0..APPEND_LOCK_STRIPES).map(|_| tokio::sync::Mutex::new(())).collect();
         Self::open(
@@ -533,10 +568,8 @@ impl Backend for IggyBackend {
     /// no permission).
     async fn open_session(&self, credentials: &GatewayCredentials) -> Result<(Self, Principal), BackendError> {
         let target = Target {
-            roster: self.inner.target.roster.clone(),
-            appends_stalled: self.inner.target.appends_stalled.clone(),
             credentials: credentials.clone(),
-            tls: self.inner.target.tls.clone(),
+            ..self.inner.target.clone()
         };
         let session = Self::open(
             target,
