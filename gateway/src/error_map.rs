@@ -160,6 +160,13 @@ pub fn regex_code(_refusal: &crate::groups::topic_regex::RegexRefusal) -> KafkaC
     code(ResponseError::InvalidRegularExpression)
 }
 
+/// The Kafka code of a member whose strings are refused (LIMIT-GROUP-MEMBER-ID-1,
+/// LIMIT-GROUP-MEMBER-BYTES-1): INVALID_REQUEST, the code Kafka's ConsumerGroupHeartbeat
+/// validation gives an id it refuses.
+pub fn member_refusal_code(_refusal: &crate::groups::member_strings::MemberRefusal) -> KafkaCode {
+    code(ResponseError::InvalidRequest)
+}
+
 /// The Kafka code of a consumer-protocol member's refused OffsetCommit or OffsetFetch
 /// (GROUP-CONSUMER-COMMIT-1).
 pub fn consumer_offsets_code(e: crate::groups::consumer_protocol::OffsetRefusal) -> KafkaCode {

@@ -24,6 +24,20 @@ pub struct ConsumerDescribed {
     pub members: Vec<(consumer_protocol::ConsumerMember, consumer_protocol::Assignment)>,
 }
 
+/// What describing a consumer-protocol group within a response budget gave
+/// (LIMIT-GROUP-ANSWER-BYTES-1).
+#[derive(Debug)]
+pub enum ConsumerDescription {
+    /// No consumer-protocol group of that id is held here.
+    NotHeld,
+    /// Its description would take `bytes`, past what the budget had left; nothing was copied.
+    TooLarge {
+        bytes: usize,
+        exceeded: crate::response_budget::Exceeded,
+    },
+    Described(ConsumerDescribed),
+}
+
 /// What [`GroupCoordinator::consumer_heartbeat_authorized`] concluded.
 #[derive(Debug)]
 pub enum ConsumerAttempt {
@@ -52,6 +66,12 @@ impl GroupCoordinator {
     /// What ConsumerGroupHeartbeat tells members about their heartbeats.
     pub fn consumer_heartbeat_interval(&self) -> Duration {
         self.limits.consumer_heartbeat_interval
+    }
+
+    /// The bytes one member may bring (LIMIT-GROUP-MEMBER-BYTES-1): GROUP-LIMIT-1's bound on one
+    /// member's metadata, as Kafka's member must fit one record of its offsets topic.
+    pub fn max_member_bytes(&self) -> usize {
+        self.limits.max_metadata_bytes
     }
 
     /// Whether `group_id` is a classic group held here (GROUP-CONSUMER-TYPE-1).
@@ -178,20 +198,14 @@ impl GroupCoordinator {
                 };
             }
         }
+        let (members_total, bytes_total) = self.usage();
         // GROUP-CONSUMER-SUBSCRIPTION-1: limits before a member or group is added.
         if joining {
-            let (members_total, bytes_total) = self.usage();
-            // LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1
-            let bytes: usize = request
-                .subscribed_topics
-                .as_ref()
-                .map_or(0, |t| t.iter().map(String::len).sum::<usize>())
-                + request.subscribed_regex.as_ref().map_or(0, String::len);
-            if members_total >= limits.max_members_total || bytes_total.saturating_add(bytes) > limits.max_stored_bytes
-            {
+            // LIMIT-GROUP-MEMBERS-1
+            if members_total >= limits.max_members_total {
                 crate::metrics::metrics().limit_hit("LIMIT-GROUP-MEMBERS-1");
                 tracing::error!(
-                    "ConsumerGroupHeartbeat for {}: this gateway holds {members_total} members and {bytes_total} bytes already (LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1)",
+                    "ConsumerGroupHeartbeat for {}: this gateway holds {members_total} members already (LIMIT-GROUP-MEMBERS-1)",
                     clip(group_id)
                 );
                 return Done(Err(ConsumerGroupError::CoordinatorNotAvailable));
@@ -210,14 +224,23 @@ impl GroupCoordinator {
                 }
             }
         }
-        // GROUP-CONSUMER-REGEX-1: what the patterns matched, counted as subscriptions are
-        // (LIMIT-GROUP-BYTES-1) before it is stored.
-        let resolved_bytes: usize = lookups.resolutions.values().flatten().map(String::len).sum();
-        let (_, bytes_total) = self.usage();
-        if resolved_bytes > 0 && bytes_total.saturating_add(resolved_bytes) > limits.max_stored_bytes {
+        // LIMIT-GROUP-BYTES-1, LIMIT-GROUP-MEMBER-BYTES-1: every string the heartbeat would keep, a
+        // member's growth as a joiner's whole, and what its patterns matched (GROUP-CONSUMER-REGEX-1),
+        // counted before anything is stored.
+        let resolved_bytes: usize = lookups
+            .resolutions
+            .iter()
+            .map(|(pattern, topics)| pattern.len() + topics.iter().map(String::len).sum::<usize>())
+            .sum();
+        let added = match consumer.get(group_id) {
+            Some(group) => group.bytes_added(&request),
+            None if request.member_epoch < 0 => 0,
+            None => request.string_bytes(),
+        } + resolved_bytes;
+        if added > 0 && bytes_total.saturating_add(added) > limits.max_stored_bytes {
             crate::metrics::metrics().limit_hit("LIMIT-GROUP-BYTES-1");
             tracing::error!(
-                "ConsumerGroupHeartbeat for {}: the topics its patterns match take {resolved_bytes} bytes, and groups hold {bytes_total} of at most {} (LIMIT-GROUP-BYTES-1)",
+                "ConsumerGroupHeartbeat for {}: it would keep {added} bytes more, and groups hold {bytes_total} of at most {} (LIMIT-GROUP-BYTES-1)",
                 clip(group_id),
                 limits.max_stored_bytes
             );
@@ -258,6 +281,36 @@ impl GroupCoordinator {
             assignor: group.assignor(Assignor::Uniform).name(),
             members: group.members().map(|m| (m.clone(), group.target_of(&m.id))).collect(),
         })
+    }
+
+    /// LIMIT-GROUP-ANSWER-BYTES-1: a consumer-protocol group as ConsumerGroupDescribe reports
+    /// it, its encoded size charged to `budget` under the coordinator's lock before any member is
+    /// copied, so the copy is bounded by the budget and no member joining meanwhile escapes it.
+    pub fn consumer_describe_within(
+        &self,
+        group_id: &str,
+        budget: &mut crate::response_budget::ResponseBudget,
+    ) -> ConsumerDescription {
+        let table = self.lock();
+        let Some(group) = table.consumer.get(group_id) else {
+            return ConsumerDescription::NotHeld;
+        };
+        let bytes = group.described_bytes();
+        if let Err(exceeded) = budget.charge(bytes) {
+            return ConsumerDescription::TooLarge { bytes, exceeded };
+        }
+        ConsumerDescription::Described(ConsumerDescribed {
+            state: group.state_name(),
+            group_epoch: group.group_epoch(),
+            assignment_epoch: group.target_epoch(),
+            assignor: group.assignor(Assignor::Uniform).name(),
+            members: group.members().map(|m| (m.clone(), group.target_of(&m.id))).collect(),
+        })
+    }
+
+    /// Whether `group_id` is a consumer-protocol group held here; nothing of it is copied.
+    pub fn is_consumer(&self, group_id: &str) -> bool {
+        self.lock().consumer.contains_key(group_id)
     }
 
     /// (group id, state) of every consumer-protocol group held here (LISTGROUPS-COORDINATED-1).

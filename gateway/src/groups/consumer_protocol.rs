@@ -173,9 +173,34 @@ fn subscription_bytes(topics: &[String]) -> usize {
     topics.iter().map(String::len).sum()
 }
 
-/// What a member's subscription holds in bytes (LIMIT-GROUP-BYTES-1).
+fn optional_bytes(value: &Option<String>) -> usize {
+    value.as_ref().map_or(0, String::len)
+}
+
+/// What a member holds in bytes (LIMIT-GROUP-BYTES-1, LIMIT-GROUP-MEMBER-BYTES-1): every string
+/// it brought, its ids, client id and host, subscribed names and pattern.
 fn member_bytes(m: &ConsumerMember) -> usize {
-    subscription_bytes(&m.subscribed) + m.subscribed_regex.as_ref().map_or(0, String::len)
+    m.id.len()
+        + optional_bytes(&m.instance_id)
+        + optional_bytes(&m.rack_id)
+        + m.client_id.len()
+        + m.client_host.len()
+        + subscription_bytes(&m.subscribed)
+        + optional_bytes(&m.subscribed_regex)
+}
+
+impl Heartbeat {
+    /// Every string this heartbeat brings for its member: what a joiner would keep
+    /// (LIMIT-GROUP-MEMBER-BYTES-1).
+    pub fn string_bytes(&self) -> usize {
+        self.member_id.len()
+            + optional_bytes(&self.instance_id)
+            + optional_bytes(&self.rack_id)
+            + self.client_id.len()
+            + self.client_host.len()
+            + self.subscribed_topics.as_deref().map_or(0, subscription_bytes)
+            + optional_bytes(&self.subscribed_regex)
+    }
 }
 
 fn resolution_bytes(topics: &BTreeSet<String>) -> usize {
@@ -248,9 +273,29 @@ impl ConsumerGroup {
         self.members.is_empty()
     }
 
-    /// Members held, and bytes of subscriptions (LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1).
+    /// Members held, and bytes of their strings and of the patterns' resolutions
+    /// (LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1).
     pub fn usage(&self) -> (usize, usize) {
         (self.members.len(), self.stored_bytes)
+    }
+
+    /// LIMIT-GROUP-BYTES-1: how many bytes `request` may add to what the group holds, at most: a
+    /// joiner's every string, a member's growth in the strings it replaces; nothing for a leave.
+    pub fn bytes_added(&self, request: &Heartbeat) -> usize {
+        if request.member_epoch < 0 {
+            return 0;
+        }
+        let Some(m) = self.members.get(&request.member_id) else {
+            return request.string_bytes();
+        };
+        let growth = |new: Option<usize>, old: usize| new.map_or(0, |n| n.saturating_sub(old));
+        growth(
+            request.subscribed_topics.as_deref().map(subscription_bytes),
+            subscription_bytes(&m.subscribed),
+        ) + growth(
+            request.subscribed_regex.as_ref().map(String::len),
+            optional_bytes(&m.subscribed_regex),
+        ) + growth(request.rack_id.as_ref().map(String::len), optional_bytes(&m.rack_id))
     }
 
     pub fn take_owner_changes(&mut self) -> Vec<(Owner, isize)> {
@@ -363,6 +408,43 @@ impl ConsumerGroup {
         }
     }
 
+    /// What a ConsumerGroupDescribe answer of this group takes, in encoded bytes at most
+    /// (LIMIT-GROUP-ANSWER-BYTES-1): counted without copying anything, every string and array
+    /// with its longest length prefix.
+    pub fn described_bytes(&self) -> usize {
+        use crate::response_budget::{string_bytes, LENGTH_PREFIX_BYTES};
+        let optional = |v: &Option<String>| string_bytes(optional_bytes(v));
+        let assignment = |a: &Assignment| {
+            LENGTH_PREFIX_BYTES
+                + 1
+                + a.iter()
+                    .map(|(topic, ps)| 16 + string_bytes(topic.len()) + LENGTH_PREFIX_BYTES + 4 * ps.len() + 1)
+                    .sum::<usize>()
+        };
+        let members: usize = self
+            .members
+            .values()
+            .map(|m| {
+                string_bytes(m.id.len())
+                    + optional(&m.instance_id)
+                    + optional(&m.rack_id)
+                    + 4
+                    + string_bytes(m.client_id.len())
+                    + string_bytes(m.client_host.len())
+                    + LENGTH_PREFIX_BYTES
+                    + m.subscribed.iter().map(|t| string_bytes(t.len())).sum::<usize>()
+                    + optional(&m.subscribed_regex)
+                    + assignment(&m.assigned)
+                    + self.target.get(&m.id).map_or(LENGTH_PREFIX_BYTES + 1, assignment)
+                    + 1
+                    + 1
+            })
+            .sum();
+        // State, epochs, assignor and the member array's prefix.
+        let header = string_bytes(self.state_name().len()) + 4 + 4 + string_bytes(16) + LENGTH_PREFIX_BYTES;
+        header + members
+    }
+
     /// Kafka's state names: Empty, Assigning, Reconciling, Stable.
     pub fn state_name(&self) -> &'static str {
         if self.members.is_empty() {
@@ -471,7 +553,8 @@ impl ConsumerGroup {
         let member = self.members.get_mut(&member_id).expect("joined or known");
         member.session_deadline = now + settings.session_timeout;
         member.left_static = false;
-        if request.rack_id.is_some() {
+        if request.rack_id.is_some() && request.rack_id != member.rack_id {
+            self.stored_bytes = self.stored_bytes - optional_bytes(&member.rack_id) + optional_bytes(&request.rack_id);
             member.rack_id = request.rack_id.clone();
         }
         if let Some(timeout) = request.rebalance_timeout {
@@ -562,6 +645,7 @@ impl ConsumerGroup {
                     if let Some(t) = self.target.remove(&old) {
                         self.target.insert(member_id.clone(), t);
                     }
+                    self.stored_bytes = self.stored_bytes - m.id.len() + member_id.len();
                     m.id = member_id.clone();
                     m.left_static = false;
                     self.owner_changes.push((m.owner.clone(), -1));
@@ -600,29 +684,29 @@ impl ConsumerGroup {
             return Err(ConsumerGroupError::GroupMaxSizeReached);
         }
         self.owner_changes.push((request.owner.clone(), 1));
-        self.members.insert(
-            member_id.clone(),
-            ConsumerMember {
-                id: member_id.clone(),
-                instance_id: request.instance_id.clone(),
-                rack_id: request.rack_id.clone(),
-                epoch: 0,
-                previous_epoch: 0,
-                state: MemberState::Stable,
-                assigned: Assignment::new(),
-                revoking: Assignment::new(),
-                subscribed: Vec::new(),
-                subscribed_regex: None,
-                assignor: None,
-                rebalance_timeout: request.rebalance_timeout.unwrap_or(Duration::from_secs(300)),
-                client_id: request.client_id.clone(),
-                client_host: request.client_host.clone(),
-                owner: request.owner.clone(),
-                session_deadline: now + settings.session_timeout,
-                revocation_deadline: None,
-                left_static: false,
-            },
-        );
+        let member = ConsumerMember {
+            id: member_id.clone(),
+            instance_id: request.instance_id.clone(),
+            rack_id: request.rack_id.clone(),
+            epoch: 0,
+            previous_epoch: 0,
+            state: MemberState::Stable,
+            assigned: Assignment::new(),
+            revoking: Assignment::new(),
+            subscribed: Vec::new(),
+            subscribed_regex: None,
+            assignor: None,
+            rebalance_timeout: request.rebalance_timeout.unwrap_or(Duration::from_secs(300)),
+            client_id: request.client_id.clone(),
+            client_host: request.client_host.clone(),
+            owner: request.owner.clone(),
+            session_deadline: now + settings.session_timeout,
+            revocation_deadline: None,
+            left_static: false,
+        };
+        // Its subscription is counted as the heartbeat sets it.
+        self.stored_bytes += member_bytes(&member);
+        self.members.insert(member_id.clone(), member);
         // Its group epoch bump is the heartbeat's, with its subscription's.
         Ok(())
     }

@@ -9,12 +9,13 @@
 
 mod consumer_coordinator;
 pub mod consumer_protocol;
+pub mod member_strings;
 mod state;
 pub mod subscription;
 pub mod topic_id;
 pub mod topic_regex;
 
-pub use consumer_coordinator::{ConsumerAttempt, ConsumerDescribed, ConsumerLookups};
+pub use consumer_coordinator::{ConsumerAttempt, ConsumerDescribed, ConsumerDescription, ConsumerLookups};
 pub use state::{
     DescribedGroup, DescribedMember, GroupState, JoinOutcome, JoinRequest, MemberLeave, Owner, SyncOutcome,
 };
@@ -23,7 +24,7 @@ use crate::clock::SharedRng;
 use crate::log_text::clip;
 use consumer_protocol::ConsumerGroup;
 use kafka_protocol::error::ResponseError;
-use state::{protocol_bytes, Group, Usage};
+use state::{join_bytes, protocol_bytes, Group, Usage};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -301,6 +302,12 @@ impl GroupCoordinator {
         if request.protocol_type.is_empty() || request.protocols.is_empty() {
             return Err(code(ResponseError::InconsistentGroupProtocol));
         }
+        // LIMIT-GROUP-MEMBER-ID-1: a static member's id, as a consumer-protocol member's.
+        if let Err(refusal) = member_strings::check_id("GroupInstanceId", request.instance_id.as_deref()) {
+            crate::metrics::metrics().limit_hit("LIMIT-GROUP-MEMBER-ID-1");
+            tracing::error!("JoinGroup for {}: {}", clip(&request.group_id), refusal.message());
+            return Err(crate::error_map::member_refusal_code(&refusal));
+        }
         // LIMIT-JOIN-PROTOCOLS-1
         if request.protocols.len() > limits.max_protocols {
             crate::metrics::metrics().limit_hit("LIMIT-JOIN-PROTOCOLS-1");
@@ -368,7 +375,7 @@ impl GroupCoordinator {
             return JoinAttempt::Done(JoinOutcome::error(error_code, &request.member_id));
         }
         let limits = &self.limits;
-        let metadata_bytes = protocol_bytes(&request.protocols);
+        let metadata_bytes = join_bytes(&request);
         let (members_total, bytes_total) = self.usage();
         // LIMIT-GROUP-MEMBERS-1: only a join without a member id adds a member or a pending id.
         if request.member_id.is_empty() && members_total >= limits.max_members_total {

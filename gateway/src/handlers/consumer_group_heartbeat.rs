@@ -12,7 +12,7 @@ use crate::error_map;
 use crate::gateway::Gateway;
 use crate::groups::consumer_protocol::{Assignment, Assignor, ConsumerGroupError, Heartbeat, HeartbeatAnswer};
 use crate::groups::topic_id::topic_id;
-use crate::groups::{topic_regex, ConsumerAttempt, ConsumerLookups};
+use crate::groups::{member_strings, topic_regex, ConsumerAttempt, ConsumerLookups};
 use crate::log_text::clip;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment as WireAssignment, TopicPartitions};
@@ -50,6 +50,17 @@ fn shape_error(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<
     }
     if request.rack_id.as_ref().is_some_and(|r| r.is_empty()) {
         return invalid("RackId can't be empty.");
+    }
+    // LIMIT-GROUP-MEMBER-ID-1: refused before anything of the request is copied or kept.
+    let ids = [
+        ("MemberId", Some(request.member_id.as_str())),
+        ("InstanceId", request.instance_id.as_deref()),
+        ("RackId", request.rack_id.as_deref()),
+    ];
+    for (field, value) in ids {
+        if let Err(refusal) = member_strings::check_id(field, value) {
+            return Some((error_map::member_refusal_code(&refusal), refusal.message()));
+        }
     }
     if request.server_assignor.as_ref().is_some_and(|a| a.is_empty()) {
         return invalid("ServerAssignor can't be empty.");
@@ -93,6 +104,27 @@ fn shape_error(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<
     None
 }
 
+/// LIMIT-GROUP-MEMBER-BYTES-1: the strings this heartbeat brings for its member (ids, the client
+/// id of its header, subscribed names, pattern) within what one member may hold, `limit`, as
+/// Kafka's member must fit one record of its offsets topic. Counted on the decoded request, before
+/// any of it is copied.
+fn member_size_error(request: &ConsumerGroupHeartbeatRequest, client_id: &str, limit: usize) -> Option<(i16, String)> {
+    let optional = |v: &Option<StrBytes>| v.as_ref().map_or(0, |v| v.len());
+    let names = request
+        .subscribed_topic_names
+        .as_ref()
+        .map_or(0, |names| names.iter().map(|n| n.0.len()).sum());
+    let len = request.member_id.len()
+        + optional(&request.instance_id)
+        + optional(&request.rack_id)
+        + client_id.len()
+        + names
+        + optional(&request.subscribed_topic_regex);
+    member_strings::check_total(len, limit)
+        .err()
+        .map(|refusal| (error_map::member_refusal_code(&refusal), refusal.message()))
+}
+
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
@@ -103,6 +135,12 @@ pub async fn handle<B: Backend>(
 ) -> ConsumerGroupHeartbeatResponse {
     let group_id = request.group_id.0.as_str().to_string();
     if let Some((code, message)) = shape_error(&request, version) {
+        return refused(code, message);
+    }
+    let client_id = header.client_id.as_deref().unwrap_or_default();
+    if let Some((code, message)) = member_size_error(&request, client_id, gateway.groups.max_member_bytes()) {
+        tracing::error!("ConsumerGroupHeartbeat for {}: {message}", clip(&group_id));
+        crate::metrics::metrics().limit_hit("LIMIT-GROUP-MEMBER-BYTES-1");
         return refused(code, message);
     }
     if !valid_group_id(&group_id) {
@@ -365,6 +403,7 @@ fn gateway_rng<B>(gateway: &Gateway<B>) -> u64 {
 mod tests {
     use super::*;
     use kafka_protocol::messages::{GroupId, TopicName};
+    use member_strings::MAX_ID_BYTES;
 
     fn join() -> ConsumerGroupHeartbeatRequest {
         ConsumerGroupHeartbeatRequest::default()
@@ -403,6 +442,51 @@ mod tests {
             code(join().with_server_assignor(Some(StrBytes::from_static_str("range"))), 1),
             None
         );
+    }
+
+    #[test]
+    fn limit_group_member_id_1_ids_past_249_bytes_are_invalid_request() {
+        let long = StrBytes::from_string("x".repeat(MAX_ID_BYTES + 1));
+        let at_bound = StrBytes::from_string("x".repeat(MAX_ID_BYTES));
+        let invalid = ResponseError::InvalidRequest.code();
+        let cases = [
+            ("MemberId", join().with_member_id(long.clone())),
+            ("InstanceId", join().with_instance_id(Some(long.clone()))),
+            ("RackId", join().with_rack_id(Some(long.clone()))),
+        ];
+        for (field, request) in cases {
+            let (code, message) = shape_error(&request, 1).unwrap_or_else(|| panic!("{field} accepted"));
+            assert_eq!(code, invalid, "{field}");
+            assert!(message.contains(field) && message.contains("249"), "{message}");
+        }
+        let within = join()
+            .with_member_id(at_bound.clone())
+            .with_instance_id(Some(at_bound.clone()))
+            .with_rack_id(Some(at_bound));
+        assert_eq!(shape_error(&within, 1), None);
+    }
+
+    #[test]
+    fn limit_group_member_bytes_1_a_heartbeat_bringing_more_than_a_member_may_hold_is_refused() {
+        let names = |count: usize, len: usize| -> Vec<TopicName> {
+            (0..count)
+                .map(|i| TopicName(StrBytes::from_string(format!("{i:0len$}"))))
+                .collect()
+        };
+        let limit = 10_000;
+        // 9 names of 1,000 bytes, an id, a client id: within.
+        let fits = join().with_subscribed_topic_names(Some(names(9, 1_000)));
+        assert_eq!(member_size_error(&fits, "client", limit), None);
+        // The same with a long client id, or one more name: past it.
+        let (code, message) = member_size_error(&fits, &"c".repeat(1_000), limit).expect("refused");
+        assert_eq!(code, ResponseError::InvalidRequest.code());
+        assert!(message.contains("10000"), "{message}");
+        let more = join().with_subscribed_topic_names(Some(names(10, 1_000)));
+        assert!(member_size_error(&more, "client", limit).is_some());
+        let pattern = join()
+            .with_subscribed_topic_names(Some(names(9, 1_000)))
+            .with_subscribed_topic_regex(Some(StrBytes::from_string("p".repeat(1_000))));
+        assert!(member_size_error(&pattern, "", limit).is_some(), "the pattern counts");
     }
 
     #[test]
