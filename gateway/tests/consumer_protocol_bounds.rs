@@ -191,3 +191,104 @@ async fn limit_group_answer_bytes_1_listgroups_past_the_budget_answers_a_top_lev
     let (_, listed): (_, ListGroupsResponse) = ask(&roomy, ApiKey::ListGroups, 5, &ListGroupsRequest::default()).await;
     assert_eq!((listed.error_code, listed.groups.len()), (0, 3));
 }
+
+const UNKNOWN_MEMBER_ID: i16 = 25;
+const INVALID_REGULAR_EXPRESSION: i16 = 128;
+
+async fn create_topics(gateway: &EmbeddedGateway, names: &[String], partitions: i32) {
+    let request = CreateTopicsRequest::default().with_topics(
+        names
+            .iter()
+            .map(|name| {
+                create_topics_request::CreatableTopic::default()
+                    .with_name(TopicName(s(name)))
+                    .with_num_partitions(partitions)
+                    .with_replication_factor(1)
+            })
+            .collect(),
+    );
+    let (_, response): (_, CreateTopicsResponse) = ask(gateway, ApiKey::CreateTopics, 4, &request).await;
+    for topic in response.topics {
+        assert_eq!(topic.error_code, 0, "creating {}", topic.name.0.as_str());
+    }
+}
+
+fn by_pattern(group: &str, member: &str, pattern: &str) -> ConsumerGroupHeartbeatRequest {
+    join(group, member, Vec::new()).with_subscribed_topic_regex(Some(s(pattern)))
+}
+
+#[tokio::test(start_paused = true)]
+async fn group_consumer_nonmember_1_a_non_members_patterns_are_neither_resolved_nor_kept() {
+    let gateway = gateway();
+    create_topics(&gateway, &["t1".to_string(), "u1".to_string()], 1).await;
+    let joined = heartbeat(&gateway, &by_pattern("g", "member", "t.*")).await;
+    assert_eq!(joined.error_code, 0);
+    let held = gateway.groups.usage();
+    let topics = gateway.groups.topics("g");
+    assert_eq!(topics.as_deref(), Some(&["t1".to_string()][..]));
+    // Someone who is no member heartbeats with patterns of its own, again and again.
+    for i in 0..50 {
+        let stranger = by_pattern("g", &format!("stranger-{i}"), &format!("u{i}|u.*")).with_member_epoch(1);
+        let answer = heartbeat(&gateway, &stranger).await;
+        assert_eq!(answer.error_code, UNKNOWN_MEMBER_ID);
+    }
+    assert_eq!(gateway.groups.usage(), held, "nothing of theirs is kept");
+    assert_eq!(
+        gateway.groups.topics("g"),
+        topics,
+        "the member's subscription is as it was"
+    );
+}
+
+/// Topic names of 200 letters `a` and `b`, pseudo-random: against them a pattern like `.*a.{20}`
+/// needs a DFA state per distinct 21-letter window.
+fn binary_names(count: usize) -> Vec<String> {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    (0..count)
+        .map(|_| {
+            (0..200)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    if state & 1 == 0 {
+                        'a'
+                    } else {
+                        'b'
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn group_consumer_regex_cost_1_a_pattern_too_costly_to_match_is_refused_and_an_ordinary_one_is_served() {
+    let gateway = gateway();
+    create_topics(&gateway, &binary_names(64), 1).await;
+    create_topics(&gateway, &["orders-eu".to_string()], 1).await;
+    let invalid = heartbeat(&gateway, &by_pattern("g", "m", "orders-(")).await;
+    assert_eq!(invalid.error_code, INVALID_REGULAR_EXPRESSION);
+    assert!(invalid
+        .error_message
+        .as_deref()
+        .is_some_and(|m| m.contains("not a valid regular expression")));
+    let costly = heartbeat(&gateway, &by_pattern("g", "m", ".*a.{20}")).await;
+    assert_eq!(
+        costly.error_code, INVALID_REGULAR_EXPRESSION,
+        "{:?}",
+        costly.error_message
+    );
+    assert!(
+        costly.error_message.as_deref().is_some_and(|m| m.contains("costly")),
+        "{:?}",
+        costly.error_message
+    );
+    assert_eq!(gateway.groups.usage(), (0, 0), "the refused member was not kept");
+    let ordinary = heartbeat(&gateway, &by_pattern("g", "m", "orders-.*")).await;
+    assert_eq!(ordinary.error_code, 0);
+    assert_eq!(
+        gateway.groups.topics("g").as_deref(),
+        Some(&["orders-eu".to_string()][..])
+    );
+}

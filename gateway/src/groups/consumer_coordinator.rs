@@ -6,8 +6,9 @@
 
 use super::consumer_protocol::{
     self, Assignor, ConsumerGroup, ConsumerGroupError, ConsumerSettings, Heartbeat, HeartbeatAnswer, OffsetRefusal,
+    PatternPlan,
 };
-use super::{topic_regex, GroupCoordinator, Table};
+use super::{topic_regex, GroupCoordinator, Owner, Table};
 use crate::log_text::clip;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -57,8 +58,8 @@ pub enum ConsumerAttempt {
 pub struct ConsumerLookups {
     /// Partition counts of the topics looked up: `None` for a topic that does not exist.
     pub topics: BTreeMap<String, Option<u32>>,
-    /// What each pattern handed out by `consumer_patterns_to_resolve` matched
-    /// (GROUP-CONSUMER-REGEX-1).
+    /// What each pattern handed out by `consumer_pattern_plan` matched, in the heartbeat's
+    /// scope (GROUP-CONSUMER-REGEX-1, GROUP-CONSUMER-REGEX-SCOPE-1).
     pub resolutions: BTreeMap<String, BTreeSet<String>>,
 }
 
@@ -90,29 +91,46 @@ impl GroupCoordinator {
             .unwrap_or_default()
     }
 
-    /// GROUP-CONSUMER-REGEX-1: the patterns a heartbeat of `group_id` subscribing to `requested`
-    /// must resolve now, at most once per `topic_regex::REFRESH_INTERVAL` per group, besides a
-    /// pattern never resolved. The topics are listed outside the lock, by the caller.
-    pub fn consumer_patterns_to_resolve(&self, group_id: &str, requested: Option<&str>) -> Vec<String> {
+    /// GROUP-CONSUMER-NONMEMBER-1, GROUP-CONSUMER-REGEX-COST-1: what a heartbeat of `member_id`
+    /// at `epoch` in `group_id`, subscribing to `requested`, must do with patterns in `scope`
+    /// before it is taken (`ConsumerGroup::pattern_plan`): a heartbeat under an id no member
+    /// holds is UNKNOWN_MEMBER_ID here, before any pattern is compiled or topic listed. The
+    /// topics are listed, and the patterns compiled and matched, outside the lock, by the caller.
+    pub fn consumer_pattern_plan(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        epoch: i32,
+        requested: Option<&str>,
+        scope: &Owner,
+    ) -> Result<PatternPlan, ConsumerGroupError> {
         let now = Instant::now();
         match self.lock().consumer.get_mut(group_id) {
-            Some(group) => group.patterns_to_resolve(requested, now, topic_regex::REFRESH_INTERVAL),
-            None => requested
-                .filter(|r| !r.is_empty())
-                .map(str::to_string)
-                .into_iter()
-                .collect(),
+            Some(group) => group.pattern_plan(
+                member_id,
+                epoch,
+                requested,
+                scope,
+                now,
+                topic_regex::REFRESH_INTERVAL,
+                topic_regex::MAX_PATTERNS_PER_HEARTBEAT,
+            ),
+            None if epoch > 0 => Err(ConsumerGroupError::UnknownMemberId),
+            None if epoch < 0 => Ok(PatternPlan::default()),
+            None => {
+                let requested: Option<String> = requested.filter(|r| !r.is_empty()).map(str::to_string);
+                Ok(PatternPlan {
+                    validate: requested.clone(),
+                    resolve: requested.into_iter().collect(),
+                })
+            }
         }
     }
 
     /// The topics a member of `group_id` heartbeating `request` subscribes to once the heartbeat
     /// is applied, and, when it joins, every topic of the group: what it must be authorized for
     /// (AUTHZ-GROUP-4). Read under the coordinator's lock.
-    fn consumer_topics_needed(
-        group: Option<&ConsumerGroup>,
-        request: &Heartbeat,
-        lookups: &ConsumerLookups,
-    ) -> BTreeSet<String> {
+    fn consumer_topics_needed(group: Option<&ConsumerGroup>, request: &Heartbeat) -> BTreeSet<String> {
         let mut needed: BTreeSet<String> = request.subscribed_topics.iter().flatten().cloned().collect();
         let member = group.and_then(|g| g.member(&request.member_id));
         let pattern = match &request.subscribed_regex {
@@ -120,10 +138,10 @@ impl GroupCoordinator {
             None => member.and_then(|m| m.subscribed_regex.as_deref()),
         };
         if let Some(pattern) = pattern {
-            match lookups.resolutions.get(pattern) {
+            match request.resolutions.get(pattern) {
                 Some(matched) => needed.extend(matched.iter().cloned()),
                 None => {
-                    if let Some(resolved) = group.and_then(|g| g.resolution(pattern)) {
+                    if let Some(resolved) = group.and_then(|g| g.resolution(&request.pattern_scope, pattern)) {
                         needed.extend(resolved.topics.iter().cloned());
                     }
                 }
@@ -167,6 +185,9 @@ impl GroupCoordinator {
         authorized: Option<&BTreeSet<String>>,
     ) -> ConsumerAttempt {
         use ConsumerAttempt::Done;
+        let ConsumerLookups { topics, resolutions } = lookups;
+        let mut request = request;
+        request.resolutions.extend(resolutions);
         if self.is_stopped() {
             return Done(Err(ConsumerGroupError::NotCoordinator));
         }
@@ -187,10 +208,19 @@ impl GroupCoordinator {
         if groups.get(group_id).is_some_and(|g| !g.is_vacant()) {
             return Done(Err(ConsumerGroupError::NotConsumerGroup));
         }
+        // GROUP-CONSUMER-NONMEMBER-1: an id no member holds, neither joining nor leaving, is
+        // refused before anything it brings is counted, checked or kept.
+        if request.member_epoch > 0
+            && consumer
+                .get(group_id)
+                .is_none_or(|g| g.member(&request.member_id).is_none())
+        {
+            return Done(Err(ConsumerGroupError::UnknownMemberId));
+        }
         // AUTHZ-GROUP-4, GROUP-CONSUMER-SUBSCRIPTION-1: what was authorized outside the lock must
         // still cover what the member subscribes to and, joining, the group's topics.
         if let Some(authorized) = authorized {
-            let needed = Self::consumer_topics_needed(consumer.get(group_id), &request, &lookups);
+            let needed = Self::consumer_topics_needed(consumer.get(group_id), &request);
             if !needed.is_subset(authorized) {
                 return ConsumerAttempt::Recheck {
                     heartbeat: Box::new(request),
@@ -227,7 +257,7 @@ impl GroupCoordinator {
         // LIMIT-GROUP-BYTES-1, LIMIT-GROUP-MEMBER-BYTES-1: every string the heartbeat would keep, a
         // member's growth as a joiner's whole, and what its patterns matched (GROUP-CONSUMER-REGEX-1),
         // counted before anything is stored.
-        let resolved_bytes: usize = lookups
+        let resolved_bytes: usize = request
             .resolutions
             .iter()
             .map(|(pattern, topics)| pattern.len() + topics.iter().map(String::len).sum::<usize>())
@@ -257,11 +287,7 @@ impl GroupCoordinator {
             None => return Done(Err(ConsumerGroupError::UnknownMemberId)),
         };
         let now = Instant::now();
-        let ConsumerLookups { topics, resolutions } = lookups;
-        let answer = self.consumer_tracked(owners, group, |g| {
-            g.apply_resolutions(resolutions, now);
-            g.heartbeat(request, &topics, &settings, now)
-        });
+        let answer = self.consumer_tracked(owners, group, |g| g.heartbeat(request, &topics, &settings, now));
         if group.is_empty() {
             let group = consumer.remove(group_id).expect("present");
             Table::forgotten_creator(owners, group.creator());

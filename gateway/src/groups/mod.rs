@@ -10,6 +10,7 @@
 mod consumer_coordinator;
 pub mod consumer_protocol;
 pub mod member_strings;
+mod regex_slots;
 mod state;
 pub mod subscription;
 pub mod topic_id;
@@ -174,6 +175,8 @@ pub struct GroupCoordinator {
     members_total: AtomicUsize,
     /// Metadata and assignment bytes over every group (LIMIT-GROUP-BYTES-1); likewise.
     bytes_total: AtomicUsize,
+    /// One pattern job per owner at a time (GROUP-CONSUMER-REGEX-COST-1).
+    regex_slots: regex_slots::RegexSlots,
 }
 
 fn code(e: ResponseError) -> i16 {
@@ -191,6 +194,7 @@ impl GroupCoordinator {
             commit_locks: Mutex::new(BTreeMap::new()),
             members_total: AtomicUsize::new(0),
             bytes_total: AtomicUsize::new(0),
+            regex_slots: regex_slots::RegexSlots::default(),
         }
     }
 
@@ -246,6 +250,11 @@ impl GroupCoordinator {
         for group in self.lock().groups.values_mut() {
             group.abandon(code(ResponseError::NotCoordinator));
         }
+    }
+
+    /// GROUP-CONSUMER-REGEX-COST-1: waits for `owner`'s one pattern job at a time.
+    pub async fn regex_slot(&self, owner: &Owner) -> tokio::sync::OwnedSemaphorePermit {
+        self.regex_slots.acquire(owner).await
     }
 
     /// The lock that serialises one group's commits.

@@ -571,6 +571,8 @@ fn consumer_heartbeat(member: &str, epoch: i32) -> consumer_protocol::Heartbeat 
         client_id: "c".into(),
         client_host: String::new(),
         owner: "address:127.0.0.1".into(),
+        pattern_scope: "".into(),
+        resolutions: BTreeMap::new(),
     }
 }
 
@@ -809,4 +811,39 @@ async fn limit_group_member_id_1_a_classic_instance_id_past_249_bytes_is_refused
     assert!(c.describe("g").is_none(), "nothing was kept");
     let at_bound = "i".repeat(member_strings::MAX_ID_BYTES);
     assert_eq!(c.join(join_request("", Some(&at_bound))).await.error_code, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn group_consumer_nonmember_1_a_non_members_heartbeat_changes_nothing() {
+    let c = coordinator();
+    let resolved = |pairs: &[(&str, &[&str])]| ConsumerLookups {
+        topics: one_topic(),
+        resolutions: pairs
+            .iter()
+            .map(|(p, ts)| (p.to_string(), ts.iter().map(|t| t.to_string()).collect()))
+            .collect(),
+    };
+    let mut member = consumer_heartbeat("a", 0);
+    member.subscribed_topics = Some(Vec::new());
+    member.subscribed_regex = Some("t.*".into());
+    assert!(matches!(
+        c.consumer_heartbeat_authorized("h", member, resolved(&[("t.*", &["t"])]), None),
+        ConsumerAttempt::Done(Ok(_))
+    ));
+    let held = c.usage();
+    // A heartbeat under an id the group does not know, bringing resolutions: one of a pattern of
+    // its own, one that would empty the member's.
+    let mut stranger = consumer_heartbeat("x", 5);
+    stranger.subscribed_regex = Some("u.*".into());
+    assert!(matches!(
+        c.consumer_heartbeat_authorized("h", stranger, resolved(&[("u.*", &["u1", "u2"]), ("t.*", &[])]), None),
+        ConsumerAttempt::Done(Err(ConsumerGroupError::UnknownMemberId))
+    ));
+    assert_eq!(c.usage(), held, "nothing of it is kept");
+    assert_eq!(
+        c.topics("h"),
+        Some(vec!["t".to_string()]),
+        "the member's pattern still matches t"
+    );
+    assert_eq!(c.consumer_describe("h").unwrap().group_epoch, 1, "no new group epoch");
 }

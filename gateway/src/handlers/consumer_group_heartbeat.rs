@@ -12,7 +12,7 @@ use crate::error_map;
 use crate::gateway::Gateway;
 use crate::groups::consumer_protocol::{Assignment, Assignor, ConsumerGroupError, Heartbeat, HeartbeatAnswer};
 use crate::groups::topic_id::topic_id;
-use crate::groups::{member_strings, topic_regex, ConsumerAttempt, ConsumerLookups};
+use crate::groups::{member_strings, topic_regex, ConsumerAttempt, ConsumerLookups, Owner};
 use crate::log_text::clip;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment as WireAssignment, TopicPartitions};
@@ -84,9 +84,11 @@ fn shape_error(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<
             "MemberEpoch is {epoch}, but must be greater than or equal to -2."
         ));
     }
-    // GROUP-CONSUMER-REGEX-1: bounded before it is compiled, then compiled under size limits.
-    if let Some(pattern) = request.subscribed_topic_regex.as_ref().filter(|r| !r.is_empty()) {
-        if let Err(refusal) = topic_regex::compile(pattern.as_str()) {
+    // GROUP-CONSUMER-REGEX-1: bounded before anything else of it is done; it is compiled only
+    // when its member did not hold it (GROUP-CONSUMER-REGEX-COST-1).
+    if let Some(pattern) = request.subscribed_topic_regex.as_ref() {
+        if pattern.len() > topic_regex::MAX_PATTERN_BYTES {
+            let refusal = topic_regex::RegexRefusal::TooLong(pattern.len());
             return Some((error_map::regex_code(&refusal), refusal.message()));
         }
     }
@@ -153,20 +155,67 @@ pub async fn handle<B: Backend>(
             "This gateway does not coordinate the group.",
         );
     }
+    let member_id = if request.member_id.is_empty() {
+        // v0: the coordinator names a joining member.
+        uuid::Uuid::from_u64_pair(gateway_rng(gateway), gateway_rng(gateway)).to_string()
+    } else {
+        request.member_id.as_str().to_string()
+    };
+    let mut permissions = PollPermissions::new(gateway, session);
+    let owner = owner(session, peer);
+    // GROUP-CONSUMER-REGEX-SCOPE-1: patterns are resolved with the permissions of the principal
+    // of the members naming them; without SASL every session lists the same topics.
+    let pattern_scope: Owner = if permissions.checks() {
+        owner.clone()
+    } else {
+        Owner::from("")
+    };
+    let requested_regex = request.subscribed_topic_regex.as_deref();
+    // GROUP-CONSUMER-NONMEMBER-1: a heartbeat under an id no member holds is answered here, before
+    // anything of it is copied, compiled or listed.
+    let plan = match gateway.groups.consumer_pattern_plan(
+        &group_id,
+        &member_id,
+        request.member_epoch,
+        requested_regex,
+        &pattern_scope,
+    ) {
+        Ok(plan) => plan,
+        Err(e) => return refused(error_map::consumer_group_code(&e), format!("{e:?}")),
+    };
+    let mut lookups = ConsumerLookups::default();
+    if plan.validate.is_some() || !plan.resolve.is_empty() {
+        // GROUP-CONSUMER-REGEX-COST-1: one pattern job per owner at a time, off the async workers.
+        let _slot = gateway.groups.regex_slot(&owner).await;
+        if let Some(pattern) = plan.validate.clone() {
+            let compiled = gateway
+                .decode_pool
+                .run(move || topic_regex::compile(&pattern).map(|_| ()))
+                .await;
+            if let Err(refusal) = compiled {
+                return refused(error_map::regex_code(&refusal), refusal.message());
+            }
+        }
+        if !plan.resolve.is_empty() {
+            let refused_pattern = resolve_patterns(
+                gateway,
+                session,
+                &mut permissions,
+                &group_id,
+                plan.resolve,
+                plan.validate.as_deref(),
+                &mut lookups,
+            )
+            .await;
+            if let Err(refusal) = refused_pattern {
+                return refused(error_map::regex_code(&refusal), refusal.message());
+            }
+        }
+    }
     let subscribed: Option<Vec<String>> = request
         .subscribed_topic_names
         .as_ref()
         .map(|names| names.iter().map(|n| n.0.as_str().to_string()).collect());
-    let requested_regex: Option<String> = request.subscribed_topic_regex.as_ref().map(|r| r.as_str().to_string());
-    let mut permissions = PollPermissions::new(gateway, session);
-    let mut lookups = ConsumerLookups::default();
-    // GROUP-CONSUMER-REGEX-1: the group's patterns, when due, resolved against one listing.
-    let due = gateway
-        .groups
-        .consumer_patterns_to_resolve(&group_id, requested_regex.as_deref());
-    if !due.is_empty() {
-        resolve_patterns(gateway, session, &mut permissions, &group_id, &due, &mut lookups).await;
-    }
     // Partition counts of every topic the group and the request subscribe to by name; the topics
     // patterns match were counted when they were listed.
     let mut wanted = gateway.groups.consumer_named_topics(&group_id);
@@ -209,12 +258,6 @@ pub async fn handle<B: Backend>(
         }
         assignment
     });
-    let member_id = if request.member_id.is_empty() {
-        // v0: the coordinator names a joining member.
-        uuid::Uuid::from_u64_pair(gateway_rng(gateway), gateway_rng(gateway)).to_string()
-    } else {
-        request.member_id.as_str().to_string()
-    };
     let heartbeat = Heartbeat {
         member_id,
         member_epoch: request.member_epoch,
@@ -223,18 +266,17 @@ pub async fn handle<B: Backend>(
         rebalance_timeout: (request.rebalance_timeout_ms >= 0)
             .then(|| Duration::from_millis(request.rebalance_timeout_ms as u64)),
         subscribed_topics: subscribed,
-        subscribed_regex: requested_regex,
+        subscribed_regex: requested_regex.map(str::to_string),
         assignor: request
             .server_assignor
             .as_ref()
             .and_then(|a| Assignor::parse(a.as_str())),
         owned,
-        client_id: header
-            .client_id
-            .as_ref()
-            .map_or(String::new(), |c| c.as_str().to_string()),
+        client_id: client_id.to_string(),
         client_host: peer.to_string(),
-        owner: owner(session, peer),
+        owner,
+        pattern_scope,
+        resolutions: BTreeMap::new(),
     };
     match heartbeat_authorized(gateway, &mut permissions, &group_id, heartbeat, lookups).await {
         Err(Refusal::Authorization(code)) => refused(code, "Not authorized for the group's topics."),
@@ -339,18 +381,18 @@ async fn heartbeat_authorized<B: Backend>(
 /// listed once for all of them (Iggy's GetTopics decides what the session sees, as Kafka filters
 /// matches by DESCRIBE), keeping only the topics the session may poll when SASL is on. The
 /// partition counts listed go with the matches, so the topics matched are not looked up again.
+/// GROUP-CONSUMER-REGEX-COST-1: the patterns are compiled and matched on the decode pool; one the
+/// lazy DFA gives up on keeps its last resolution, unless it is `new_pattern`, the one the
+/// heartbeat brings its member, which is then refused.
 async fn resolve_patterns<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
     permissions: &mut PollPermissions<'_, B>,
     group_id: &str,
-    patterns: &[String],
+    patterns: Vec<String>,
+    new_pattern: Option<&str>,
     lookups: &mut ConsumerLookups,
-) {
-    let compiled: Vec<(&String, regex::Regex)> = patterns
-        .iter()
-        .filter_map(|p| topic_regex::compile(p).ok().map(|r| (p, r)))
-        .collect();
+) -> Result<(), topic_regex::RegexRefusal> {
     let config = &gateway.config;
     let mut listed: BTreeMap<String, u32> = BTreeMap::new();
     for stream in config.topics.streams() {
@@ -373,12 +415,29 @@ async fn resolve_patterns<B: Backend>(
                     clip(group_id),
                     clip(&stream)
                 );
-                return;
+                return Ok(());
             }
         }
     }
-    for (pattern, regex) in compiled {
-        let mut matched = topic_regex::matching(&regex, listed.keys().map(String::as_str));
+    let names: Vec<String> = listed.keys().cloned().collect();
+    let outcomes = gateway
+        .decode_pool
+        .run(move || topic_regex::resolve(&patterns, &names))
+        .await;
+    for (pattern, outcome) in outcomes {
+        let mut matched = match outcome {
+            Ok(matched) => matched,
+            Err(refusal) if new_pattern == Some(pattern.as_str()) => return Err(refusal),
+            Err(refusal) => {
+                tracing::info!(
+                    "consumer group {}: pattern {} keeps its last resolution: {} (GROUP-CONSUMER-REGEX-COST-1)",
+                    clip(group_id),
+                    clip(&pattern),
+                    refusal.message()
+                );
+                continue;
+            }
+        };
         if permissions.checks() {
             let mut allowed = BTreeSet::new();
             for topic in matched {
@@ -391,8 +450,9 @@ async fn resolve_patterns<B: Backend>(
         for topic in &matched {
             lookups.topics.insert(topic.clone(), listed.get(topic).copied());
         }
-        lookups.resolutions.insert(pattern.clone(), matched);
+        lookups.resolutions.insert(pattern, matched);
     }
+    Ok(())
 }
 
 fn gateway_rng<B>(gateway: &Gateway<B>) -> u64 {
@@ -502,10 +562,9 @@ mod tests {
             shape_error(&join().with_subscribed_topic_regex(Some(StrBytes::default())), 1),
             None
         );
+        // Compiled later, and only when its member did not hold it (GROUP-CONSUMER-REGEX-COST-1).
+        assert_eq!(shape_error(&with("orders-("), 1), None);
         let invalid_regex = ResponseError::InvalidRegularExpression.code();
-        let (code, message) = shape_error(&with("orders-("), 1).expect("refused");
-        assert_eq!(code, invalid_regex);
-        assert!(message.contains("not a valid regular expression"), "{message}");
         let (code, message) = shape_error(&with(&"a".repeat(topic_regex::MAX_PATTERN_BYTES + 1)), 1).expect("refused");
         assert_eq!(code, invalid_regex);
         assert!(message.contains("1024"), "{message}");
