@@ -193,6 +193,7 @@ async fn limit_group_answer_bytes_1_listgroups_past_the_budget_answers_a_top_lev
 }
 
 const UNKNOWN_MEMBER_ID: i16 = 25;
+const GROUP_SUBSCRIBED_TO_TOPIC: i16 = 86;
 const INVALID_REGULAR_EXPRESSION: i16 = 128;
 
 async fn create_topics(gateway: &EmbeddedGateway, names: &[String], partitions: i32) {
@@ -290,5 +291,72 @@ async fn group_consumer_regex_cost_1_a_pattern_too_costly_to_match_is_refused_an
     assert_eq!(
         gateway.groups.topics("g").as_deref(),
         Some(&["orders-eu".to_string()][..])
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn group_consumer_offsetdelete_1_a_topic_a_consumer_protocol_group_reads_is_kept() {
+    let gateway = gateway();
+    create_topics(
+        &gateway,
+        &["read".to_string(), "unread".to_string(), "matched".to_string()],
+        1,
+    )
+    .await;
+    let joined = heartbeat(
+        &gateway,
+        &join("g", "m", vec!["read".into()]).with_subscribed_topic_regex(Some(s("match.*"))),
+    )
+    .await;
+    assert_eq!((joined.error_code, joined.member_epoch), (0, 1));
+    let commit = OffsetCommitRequest::default()
+        .with_group_id(GroupId(s("g")))
+        .with_member_id(s("m"))
+        .with_generation_id_or_member_epoch(1)
+        .with_topics(
+            ["read", "unread", "matched"]
+                .iter()
+                .map(|t| {
+                    offset_commit_request::OffsetCommitRequestTopic::default()
+                        .with_name(TopicName(s(t)))
+                        .with_partitions(vec![offset_commit_request::OffsetCommitRequestPartition::default()
+                            .with_partition_index(0)
+                            .with_committed_offset(0)])
+                })
+                .collect(),
+        );
+    let (_, committed): (_, OffsetCommitResponse) = ask(&gateway, ApiKey::OffsetCommit, 9, &commit).await;
+    for topic in &committed.topics {
+        assert_eq!(topic.partitions[0].error_code, 0, "commit to {}", topic.name.0.as_str());
+    }
+    let delete = OffsetDeleteRequest::default()
+        .with_group_id(GroupId(s("g")))
+        .with_topics(
+            ["read", "unread", "matched"]
+                .iter()
+                .map(|t| {
+                    offset_delete_request::OffsetDeleteRequestTopic::default()
+                        .with_name(TopicName(s(t)))
+                        .with_partitions(vec![
+                            offset_delete_request::OffsetDeleteRequestPartition::default().with_partition_index(0)
+                        ])
+                })
+                .collect(),
+        );
+    let (_, deleted): (_, OffsetDeleteResponse) = ask(&gateway, ApiKey::OffsetDelete, 0, &delete).await;
+    assert_eq!(deleted.error_code, 0);
+    let codes: Vec<(&str, i16)> = deleted
+        .topics
+        .iter()
+        .map(|t| (t.name.0.as_str(), t.partitions[0].error_code))
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            ("read", GROUP_SUBSCRIBED_TO_TOPIC),
+            ("unread", 0),
+            ("matched", GROUP_SUBSCRIBED_TO_TOPIC)
+        ],
+        "a topic the group reads, by name or by pattern, keeps its offsets"
     );
 }

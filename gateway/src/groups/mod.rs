@@ -146,6 +146,18 @@ impl Table {
     }
 }
 
+/// What a group's live members keep from OffsetDelete (OFFSETDELETE-2,
+/// GROUP-CONSUMER-OFFSETDELETE-1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OffsetDeleteGuard {
+    /// No member: every named partition may go.
+    Empty,
+    /// Members of a consumer group, of either protocol, subscribed to these topics.
+    Subscribed(BTreeSet<String>),
+    /// Members of another protocol type, whose subscriptions the coordinator cannot read.
+    Opaque,
+}
+
 /// What [`GroupCoordinator::join_authorized`] concluded.
 #[derive(Debug)]
 pub enum JoinAttempt {
@@ -619,6 +631,29 @@ impl GroupCoordinator {
                 )
             })
             .collect()
+    }
+
+    /// What the live members of `group_id` keep from OffsetDelete; `None` when no group of that
+    /// id is held here (OFFSETDELETE-2, GROUP-CONSUMER-OFFSETDELETE-1). Nothing of a member is
+    /// copied but the topics.
+    pub fn offset_delete_guard(&self, group_id: &str) -> Option<OffsetDeleteGuard> {
+        let table = self.lock();
+        if let Some(group) = table.groups.get(group_id) {
+            return Some(if group.member_ids().is_empty() {
+                OffsetDeleteGuard::Empty
+            } else if group.protocol_type() == Some("consumer") {
+                OffsetDeleteGuard::Subscribed(group.topics().map(str::to_string).collect())
+            } else {
+                OffsetDeleteGuard::Opaque
+            });
+        }
+        // GROUP-CONSUMER-OFFSETDELETE-1: a consumer-protocol group keeps every topic its members
+        // subscribe to, by name or matched by their patterns, as Kafka's
+        // `ConsumerGroup.isSubscribedToTopic`.
+        table.consumer.get(group_id).map(|group| match group.is_empty() {
+            true => OffsetDeleteGuard::Empty,
+            false => OffsetDeleteGuard::Subscribed(group.topics()),
+        })
     }
 
     /// Whether the group has members right now; OffsetCommit and DeleteGroups ask.
