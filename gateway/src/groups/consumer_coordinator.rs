@@ -105,7 +105,12 @@ impl GroupCoordinator {
         scope: &Owner,
     ) -> Result<PatternPlan, ConsumerGroupError> {
         let now = Instant::now();
-        match self.lock().consumer.get_mut(group_id) {
+        let mut table = self.lock();
+        // GROUP-CONSUMER-TYPE-1 first, as Kafka looks the group up before its member.
+        if table.groups.get(group_id).is_some_and(|g| !g.is_vacant()) {
+            return Err(ConsumerGroupError::NotConsumerGroup);
+        }
+        match table.consumer.get_mut(group_id) {
             Some(group) => group.pattern_plan(
                 member_id,
                 epoch,

@@ -594,6 +594,11 @@ async fn group_consumer_type_1_a_group_id_serves_one_protocol_at_a_time() {
         crate::error_map::consumer_group_code(&ConsumerGroupError::NotConsumerGroup),
         ResponseError::GroupIdNotFound.code()
     );
+    // Before its member is looked up (GROUP-CONSUMER-NONMEMBER-1), as Kafka looks the group up first.
+    assert_eq!(
+        c.consumer_pattern_plan("g", "m", 3, None, &"".into()),
+        Err(ConsumerGroupError::NotConsumerGroup)
+    );
     // A consumer-protocol group with a member: JoinGroup is INCONSISTENT_GROUP_PROTOCOL.
     let answer = c
         .consumer_heartbeat("h", consumer_heartbeat("m", 0), &one_topic())
