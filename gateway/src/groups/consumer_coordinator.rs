@@ -301,7 +301,10 @@ impl GroupCoordinator {
         Done(answer)
     }
 
-    /// A consumer-protocol group as ConsumerGroupDescribe reports it; `None` when not held here.
+    /// A consumer-protocol group as ConsumerGroupDescribe reports it, whatever its size; `None`
+    /// when not held here. For tests: answers go through [`Self::consumer_describe_within`]
+    /// (LIMIT-GROUP-ANSWER-BYTES-1).
+    #[cfg(test)]
     pub fn consumer_describe(&self, group_id: &str) -> Option<ConsumerDescribed> {
         let table = self.lock();
         let group = table.consumer.get(group_id)?;

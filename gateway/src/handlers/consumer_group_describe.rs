@@ -107,22 +107,24 @@ pub async fn handle<B: Backend>(
             }
             ConsumerDescription::Described(described) => described,
         };
+        // The copies made under the lock are moved into the answer, not copied again.
+        let owned = StrBytes::from_string;
         let members = described
             .members
-            .iter()
+            .into_iter()
             .map(|(m, target)| {
                 Member::default()
-                    .with_member_id(s(&m.id))
-                    .with_instance_id(m.instance_id.as_deref().map(s))
-                    .with_rack_id(m.rack_id.as_deref().map(s))
                     .with_member_epoch(m.epoch)
-                    .with_client_id(s(&m.client_id))
-                    .with_client_host(s(&m.client_host))
-                    .with_subscribed_topic_names(m.subscribed.iter().map(|t| TopicName(s(t))).collect())
-                    // GROUP-CONSUMER-REGEX-1: the pattern apart from the names, as Kafka reports it.
-                    .with_subscribed_topic_regex(m.subscribed_regex.as_deref().map(s))
                     .with_assignment(wire(&m.assigned))
-                    .with_target_assignment(wire(target))
+                    .with_target_assignment(wire(&target))
+                    .with_member_id(owned(m.id))
+                    .with_instance_id(m.instance_id.map(owned))
+                    .with_rack_id(m.rack_id.map(owned))
+                    .with_client_id(owned(m.client_id))
+                    .with_client_host(owned(m.client_host))
+                    .with_subscribed_topic_names(m.subscribed.into_iter().map(|t| TopicName(owned(t))).collect())
+                    // GROUP-CONSUMER-REGEX-1: the pattern apart from the names, as Kafka reports it.
+                    .with_subscribed_topic_regex(m.subscribed_regex.map(owned))
                     // v1: 1 is a consumer-protocol member (0 would be a classic one).
                     .with_member_type(1)
             })
