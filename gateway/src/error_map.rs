@@ -150,7 +150,7 @@ pub fn consumer_group_code(e: &crate::groups::consumer_protocol::ConsumerGroupEr
         E::GroupMaxSizeReached => ResponseError::GroupMaxSizeReached,
         E::NotConsumerGroup => ResponseError::GroupIdNotFound,
         E::NotCoordinator => ResponseError::NotCoordinator,
-        E::CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
+        E::CoordinatorNotAvailable(_) => ResponseError::CoordinatorNotAvailable,
     })
 }
 

@@ -20,8 +20,10 @@ type EmbeddedGateway = Arc<Gateway<kafka_iggy_gateway::backend::embedded::Embedd
 // Kafka error codes.
 const UNKNOWN_SERVER_ERROR: i16 = -1;
 const COORDINATOR_LOAD_IN_PROGRESS: i16 = 14;
+const COORDINATOR_NOT_AVAILABLE: i16 = 15;
 const INVALID_REQUEST: i16 = 42;
 const GROUP_ID_NOT_FOUND: i16 = 69;
+const GROUP_MAX_SIZE_REACHED: i16 = 81;
 
 const HEARTBEAT_V: i16 = 1;
 const DESCRIBE_V: i16 = 0;
@@ -137,6 +139,44 @@ async fn limit_group_member_id_1_a_heartbeat_with_4_mb_ids_is_refused_and_keeps_
     let (_, described) = describe(&gateway, &["g"]).await;
     assert_eq!(described.groups[0].error_code, GROUP_ID_NOT_FOUND, "no member was kept");
     assert_eq!(gateway.groups.usage(), (0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn limit_group_owner_1_group_limit_1_members_past_a_bound_are_told_which() {
+    // Two members per group, three per principal (one client address here).
+    let file = FileConfig {
+        group_max_members: Some(2),
+        limits: LimitSettings {
+            group_max_members_per_principal: Some(3),
+            ..LimitSettings::default()
+        },
+        ..FileConfig::default()
+    };
+    let config = Config::resolve(Args::default(), file).expect("valid config");
+    let gateway = kafka_iggy_gateway::embedded_gateway(config, Arc::new(TokioClock::new(0)), 50);
+    for member in ["a", "b"] {
+        assert_eq!(
+            heartbeat(&gateway, &join("g", member, vec!["t".into()]))
+                .await
+                .error_code,
+            0
+        );
+    }
+    let third = heartbeat(&gateway, &join("g", "c", vec!["t".into()])).await;
+    assert_eq!(third.error_code, GROUP_MAX_SIZE_REACHED);
+    let message = third.error_message.as_deref().unwrap_or_default();
+    assert!(message.contains("2 members"), "{message}");
+    assert_eq!(
+        heartbeat(&gateway, &join("h", "c", vec!["t".into()])).await.error_code,
+        0
+    );
+    let fourth = heartbeat(&gateway, &join("h", "d", vec!["t".into()])).await;
+    assert_eq!(fourth.error_code, COORDINATOR_NOT_AVAILABLE);
+    let message = fourth.error_message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("3 members per principal") && message.contains("LIMIT-GROUP-OWNER-1"),
+        "{message}"
+    );
 }
 
 #[tokio::test(start_paused = true)]

@@ -243,11 +243,13 @@ impl GroupCoordinator {
                     "ConsumerGroupHeartbeat for {}: this gateway holds {members_total} members already (LIMIT-GROUP-MEMBERS-1)",
                     clip(group_id)
                 );
-                return Done(Err(ConsumerGroupError::CoordinatorNotAvailable));
+                return Done(Err(ConsumerGroupError::CoordinatorNotAvailable(
+                    "LIMIT-GROUP-MEMBERS-1",
+                )));
             }
             let creates = !consumer.contains_key(group_id);
             if creates && groups.len() + consumer.len() >= limits.max_groups {
-                return Done(Err(ConsumerGroupError::CoordinatorNotAvailable));
+                return Done(Err(ConsumerGroupError::CoordinatorNotAvailable("GROUP-LIMIT-1")));
             }
             // LIMIT-GROUP-OWNER-1
             if let Some(usage) = owners.get(&request.owner) {
@@ -255,7 +257,7 @@ impl GroupCoordinator {
                     || usage.members >= limits.max_members_per_owner
                 {
                     crate::metrics::metrics().limit_hit("LIMIT-GROUP-OWNER-1");
-                    return Done(Err(ConsumerGroupError::CoordinatorNotAvailable));
+                    return Done(Err(ConsumerGroupError::CoordinatorNotAvailable("LIMIT-GROUP-OWNER-1")));
                 }
             }
         }
@@ -279,7 +281,7 @@ impl GroupCoordinator {
                 clip(group_id),
                 limits.max_stored_bytes
             );
-            return Done(Err(ConsumerGroupError::CoordinatorNotAvailable));
+            return Done(Err(ConsumerGroupError::CoordinatorNotAvailable("LIMIT-GROUP-BYTES-1")));
         }
         let group = match consumer.get_mut(group_id) {
             Some(group) => group,

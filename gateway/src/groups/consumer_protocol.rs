@@ -52,8 +52,9 @@ pub enum ConsumerGroupError {
     /// The group id is a classic group's (GROUP-CONSUMER-TYPE-1).
     NotConsumerGroup,
     NotCoordinator,
-    /// A gateway-wide or per-owner limit (LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-OWNER-1).
-    CoordinatorNotAvailable,
+    /// A gateway-wide or per-owner limit, named by its rule (GROUP-LIMIT-1, LIMIT-GROUP-MEMBERS-1,
+    /// LIMIT-GROUP-OWNER-1, LIMIT-GROUP-BYTES-1): the refusal's message names it.
+    CoordinatorNotAvailable(&'static str),
 }
 
 /// A member's reconciliation state, as Kafka's `MemberState`.

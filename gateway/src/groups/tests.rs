@@ -773,7 +773,7 @@ async fn limit_group_member_bytes_1_a_member_growing_its_subscription_is_held_to
     };
     assert_eq!(
         c.consumer_heartbeat("h", resubscribe("x".repeat(200)), &one_topic()),
-        Err(ConsumerGroupError::CoordinatorNotAvailable),
+        Err(ConsumerGroupError::CoordinatorNotAvailable("LIMIT-GROUP-BYTES-1")),
         "a member, not only a joiner, is held to LIMIT-GROUP-BYTES-1"
     );
     assert_eq!(c.usage(), (1, 3), "nothing of the refused heartbeat was kept");

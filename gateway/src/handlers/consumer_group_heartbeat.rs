@@ -181,7 +181,7 @@ pub async fn handle<B: Backend>(
         &pattern_scope,
     ) {
         Ok(plan) => plan,
-        Err(e) => return refused(error_map::consumer_group_code(&e), format!("{e:?}")),
+        Err(e) => return refused(error_map::consumer_group_code(&e), group_refusal(gateway, &e)),
     };
     let mut lookups = ConsumerLookups::default();
     if plan.validate.is_some() || !plan.resolve.is_empty() {
@@ -280,13 +280,7 @@ pub async fn handle<B: Backend>(
     };
     match heartbeat_authorized(gateway, &mut permissions, &group_id, heartbeat, lookups).await {
         Err(Refusal::Authorization(code)) => refused(code, "Not authorized for the group's topics."),
-        Err(Refusal::Group(e)) => {
-            let message = match &e {
-                ConsumerGroupError::FencedMemberEpoch(m) => m.clone(),
-                other => format!("{other:?}"),
-            };
-            refused(error_map::consumer_group_code(&e), message)
-        }
+        Err(Refusal::Group(e)) => refused(error_map::consumer_group_code(&e), group_refusal(gateway, &e)),
         Ok(answer) => ConsumerGroupHeartbeatResponse::default()
             .with_member_id(Some(StrBytes::from_string(answer.member_id)))
             .with_member_epoch(answer.member_epoch)
@@ -302,6 +296,35 @@ pub async fn handle<B: Backend>(
                         .collect(),
                 )
             })),
+    }
+}
+
+/// GROUP-CONSUMER-SUBSCRIPTION-1: the message of a refusal by the group; a limit's names the
+/// bound and its rule, so that a member refused past one is told which, and how much it allows.
+fn group_refusal<B>(gateway: &Gateway<B>, e: &ConsumerGroupError) -> String {
+    let limits = &gateway.config.group_limits;
+    match e {
+        ConsumerGroupError::FencedMemberEpoch(m) => m.clone(),
+        ConsumerGroupError::UnknownMemberId => "The member id is not a member of the group.".to_string(),
+        // Kafka's words for GROUP_MAX_SIZE_REACHED.
+        ConsumerGroupError::GroupMaxSizeReached => format!(
+            "The consumer group has reached its maximum capacity of {} members (GROUP-LIMIT-1).",
+            limits.max_members_per_group
+        ),
+        ConsumerGroupError::CoordinatorNotAvailable(rule) => {
+            let bound = match *rule {
+                "LIMIT-GROUP-MEMBERS-1" => format!("{} members in all", limits.max_members_total),
+                "GROUP-LIMIT-1" => format!("{} groups", limits.max_groups),
+                "LIMIT-GROUP-OWNER-1" => format!(
+                    "{} groups created and {} members per principal",
+                    limits.max_groups_per_owner, limits.max_members_per_owner
+                ),
+                "LIMIT-GROUP-BYTES-1" => format!("{} bytes of group state", limits.max_stored_bytes),
+                _ => "its group limits".to_string(),
+            };
+            format!("This gateway holds as much as it may ({bound}, {rule}); retry later.")
+        }
+        other => format!("{other:?}"),
     }
 }
 
