@@ -340,6 +340,27 @@ static AUTHORITIES: &[(&str, &str)] = &[
     ("hostile_32767_byte_strings_in_every_echoed_field", ROBUSTNESS),
     ("hostile_zstd_batch_declaring_a_million_empty_records", ROBUSTNESS),
     ("hostile_near_max_frame_zstd_produces_on_two_connections", ROBUSTNESS),
+    (
+        "hostile_consumer_heartbeats_with_megabyte_ids_and_a_group_of_the_largest_members",
+        "Kafka stores a member as one ConsumerGroupMemberMetadata record, which must fit max.message.bytes; past \
+         it the append fails RECORD_TOO_LARGE and the heartbeat is answered an error \
+         (CoordinatorOperationExceptionHelper.handleOperationException); group.consumer.max.size bounds the \
+         group; ConsumerGroupDescribe answers every member",
+    ),
+    (
+        "hostile_consumer_heartbeats_from_strangers_naming_patterns",
+        "GroupMetadataManager.consumerGroupHeartbeat answers an unknown member id UNKNOWN_MEMBER_ID before it \
+         updates the member's regular expressions (maybeUpdateRegularExpressions), so the group is unchanged",
+    ),
+    (
+        "hostile_consumer_patterns_costly_to_match_against_many_topics",
+        ROBUSTNESS,
+    ),
+    (
+        "hostile_offset_delete_under_a_consumer_protocol_groups_feet",
+        "OffsetDelete refuses GROUP_SUBSCRIBED_TO_TOPIC (86) for a topic the group is subscribed to \
+         (GroupMetadataManager/OffsetMetadataManager.deleteOffsets, ConsumerGroup.isSubscribedToTopic)",
+    ),
     // migration
     (
         "map_read_native_1_iggy_written_messages_read_as_kafka_records",

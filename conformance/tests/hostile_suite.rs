@@ -19,4 +19,8 @@ suite!(
     hostile_zstd_batch_declaring_a_million_empty_records,
     hostile_near_max_frame_zstd_produces_on_two_connections,
     hostile_connections_that_send_only_a_max_frame_length_prefix,
+    hostile_consumer_heartbeats_with_megabyte_ids_and_a_group_of_the_largest_members,
+    hostile_consumer_heartbeats_from_strangers_naming_patterns,
+    hostile_consumer_patterns_costly_to_match_against_many_topics,
+    hostile_offset_delete_under_a_consumer_protocol_groups_feet,
 );

@@ -150,7 +150,7 @@ pub fn consumer_group_code(e: &crate::groups::consumer_protocol::ConsumerGroupEr
         E::GroupMaxSizeReached => ResponseError::GroupMaxSizeReached,
         E::NotConsumerGroup => ResponseError::GroupIdNotFound,
         E::NotCoordinator => ResponseError::NotCoordinator,
-        E::CoordinatorNotAvailable => ResponseError::CoordinatorNotAvailable,
+        E::CoordinatorNotAvailable(_) => ResponseError::CoordinatorNotAvailable,
     })
 }
 
@@ -158,6 +158,13 @@ pub fn consumer_group_code(e: &crate::groups::consumer_protocol::ConsumerGroupEr
 /// a pattern, INVALID_REGULAR_EXPRESSION either way, as Kafka answers one RE2/J refuses.
 pub fn regex_code(_refusal: &crate::groups::topic_regex::RegexRefusal) -> KafkaCode {
     code(ResponseError::InvalidRegularExpression)
+}
+
+/// The Kafka code of a member whose strings are refused (LIMIT-GROUP-MEMBER-ID-1,
+/// LIMIT-GROUP-MEMBER-BYTES-1): INVALID_REQUEST, the code Kafka's ConsumerGroupHeartbeat
+/// validation gives an id it refuses.
+pub fn member_refusal_code(_refusal: &crate::groups::member_strings::MemberRefusal) -> KafkaCode {
+    code(ResponseError::InvalidRequest)
 }
 
 /// The Kafka code of a consumer-protocol member's refused OffsetCommit or OffsetFetch

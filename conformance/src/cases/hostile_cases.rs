@@ -106,11 +106,13 @@ const INVALID_CONFIG: i16 = 40;
 const LATEST: i64 = -1;
 
 mod connections;
+mod consumer_protocol;
 mod echoed_strings;
 mod requests;
 mod support;
 mod watchdog;
 pub use connections::*;
+pub use consumer_protocol::*;
 pub use echoed_strings::*;
 pub use requests::*;
 pub(crate) use support::*;
@@ -164,6 +166,23 @@ pub fn cases() -> Vec<Case> {
         case!(
             hostile_near_max_frame_zstd_produces_on_two_connections,
             ["LIMIT-BLOCKING-1"]
+        ),
+        // Issue 50: KIP-848 consumer-protocol members (hostile_cases/consumer_protocol.rs).
+        case!(
+            hostile_consumer_heartbeats_with_megabyte_ids_and_a_group_of_the_largest_members,
+            ["LIMIT-GROUP-MEMBER-ID-1", "LIMIT-GROUP-ANSWER-BYTES-1"]
+        ),
+        case!(
+            hostile_consumer_heartbeats_from_strangers_naming_patterns,
+            ["GROUP-CONSUMER-NONMEMBER-1"]
+        ),
+        case!(
+            hostile_consumer_patterns_costly_to_match_against_many_topics,
+            ["GROUP-CONSUMER-REGEX-COST-1", "LIMIT-BLOCKING-1"]
+        ),
+        case!(
+            hostile_offset_delete_under_a_consumer_protocol_groups_feet,
+            ["GROUP-CONSUMER-OFFSETDELETE-1", "OFFSETDELETE-2"]
         ),
     ]
 }

@@ -6,8 +6,9 @@
 
 use super::consumer_protocol::{
     self, Assignor, ConsumerGroup, ConsumerGroupError, ConsumerSettings, Heartbeat, HeartbeatAnswer, OffsetRefusal,
+    PatternPlan,
 };
-use super::{topic_regex, GroupCoordinator, Table};
+use super::{topic_regex, GroupCoordinator, Owner, Table};
 use crate::log_text::clip;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -22,6 +23,20 @@ pub struct ConsumerDescribed {
     pub assignor: &'static str,
     /// Each member with its target assignment.
     pub members: Vec<(consumer_protocol::ConsumerMember, consumer_protocol::Assignment)>,
+}
+
+/// What describing a consumer-protocol group within a response budget gave
+/// (LIMIT-GROUP-ANSWER-BYTES-1).
+#[derive(Debug)]
+pub enum ConsumerDescription {
+    /// No consumer-protocol group of that id is held here.
+    NotHeld,
+    /// Its description would take `bytes`, past what the budget had left; nothing was copied.
+    TooLarge {
+        bytes: usize,
+        exceeded: crate::response_budget::Exceeded,
+    },
+    Described(ConsumerDescribed),
 }
 
 /// What [`GroupCoordinator::consumer_heartbeat_authorized`] concluded.
@@ -43,8 +58,8 @@ pub enum ConsumerAttempt {
 pub struct ConsumerLookups {
     /// Partition counts of the topics looked up: `None` for a topic that does not exist.
     pub topics: BTreeMap<String, Option<u32>>,
-    /// What each pattern handed out by `consumer_patterns_to_resolve` matched
-    /// (GROUP-CONSUMER-REGEX-1).
+    /// What each pattern handed out by `consumer_pattern_plan` matched, in the heartbeat's
+    /// scope (GROUP-CONSUMER-REGEX-1, GROUP-CONSUMER-REGEX-SCOPE-1).
     pub resolutions: BTreeMap<String, BTreeSet<String>>,
 }
 
@@ -52,6 +67,12 @@ impl GroupCoordinator {
     /// What ConsumerGroupHeartbeat tells members about their heartbeats.
     pub fn consumer_heartbeat_interval(&self) -> Duration {
         self.limits.consumer_heartbeat_interval
+    }
+
+    /// The bytes one member may bring (LIMIT-GROUP-MEMBER-BYTES-1): GROUP-LIMIT-1's bound on one
+    /// member's metadata, as Kafka's member must fit one record of its offsets topic.
+    pub fn max_member_bytes(&self) -> usize {
+        self.limits.max_metadata_bytes
     }
 
     /// Whether `group_id` is a classic group held here (GROUP-CONSUMER-TYPE-1).
@@ -70,29 +91,51 @@ impl GroupCoordinator {
             .unwrap_or_default()
     }
 
-    /// GROUP-CONSUMER-REGEX-1: the patterns a heartbeat of `group_id` subscribing to `requested`
-    /// must resolve now, at most once per `topic_regex::REFRESH_INTERVAL` per group, besides a
-    /// pattern never resolved. The topics are listed outside the lock, by the caller.
-    pub fn consumer_patterns_to_resolve(&self, group_id: &str, requested: Option<&str>) -> Vec<String> {
+    /// GROUP-CONSUMER-NONMEMBER-1, GROUP-CONSUMER-REGEX-COST-1: what a heartbeat of `member_id`
+    /// at `epoch` in `group_id`, subscribing to `requested`, must do with patterns in `scope`
+    /// before it is taken (`ConsumerGroup::pattern_plan`): a heartbeat under an id no member
+    /// holds is UNKNOWN_MEMBER_ID here, before any pattern is compiled or topic listed. The
+    /// topics are listed, and the patterns compiled and matched, outside the lock, by the caller.
+    pub fn consumer_pattern_plan(
+        &self,
+        group_id: &str,
+        member_id: &str,
+        epoch: i32,
+        requested: Option<&str>,
+        scope: &Owner,
+    ) -> Result<PatternPlan, ConsumerGroupError> {
         let now = Instant::now();
-        match self.lock().consumer.get_mut(group_id) {
-            Some(group) => group.patterns_to_resolve(requested, now, topic_regex::REFRESH_INTERVAL),
-            None => requested
-                .filter(|r| !r.is_empty())
-                .map(str::to_string)
-                .into_iter()
-                .collect(),
+        let mut table = self.lock();
+        // GROUP-CONSUMER-TYPE-1 first, as Kafka looks the group up before its member.
+        if table.groups.get(group_id).is_some_and(|g| !g.is_vacant()) {
+            return Err(ConsumerGroupError::NotConsumerGroup);
+        }
+        match table.consumer.get_mut(group_id) {
+            Some(group) => group.pattern_plan(
+                member_id,
+                epoch,
+                requested,
+                scope,
+                now,
+                topic_regex::REFRESH_INTERVAL,
+                topic_regex::MAX_PATTERNS_PER_HEARTBEAT,
+            ),
+            None if epoch > 0 => Err(ConsumerGroupError::UnknownMemberId),
+            None if epoch < 0 => Ok(PatternPlan::default()),
+            None => {
+                let requested: Option<String> = requested.filter(|r| !r.is_empty()).map(str::to_string);
+                Ok(PatternPlan {
+                    validate: requested.clone(),
+                    resolve: requested.into_iter().collect(),
+                })
+            }
         }
     }
 
     /// The topics a member of `group_id` heartbeating `request` subscribes to once the heartbeat
     /// is applied, and, when it joins, every topic of the group: what it must be authorized for
     /// (AUTHZ-GROUP-4). Read under the coordinator's lock.
-    fn consumer_topics_needed(
-        group: Option<&ConsumerGroup>,
-        request: &Heartbeat,
-        lookups: &ConsumerLookups,
-    ) -> BTreeSet<String> {
+    fn consumer_topics_needed(group: Option<&ConsumerGroup>, request: &Heartbeat) -> BTreeSet<String> {
         let mut needed: BTreeSet<String> = request.subscribed_topics.iter().flatten().cloned().collect();
         let member = group.and_then(|g| g.member(&request.member_id));
         let pattern = match &request.subscribed_regex {
@@ -100,10 +143,10 @@ impl GroupCoordinator {
             None => member.and_then(|m| m.subscribed_regex.as_deref()),
         };
         if let Some(pattern) = pattern {
-            match lookups.resolutions.get(pattern) {
+            match request.resolutions.get(pattern) {
                 Some(matched) => needed.extend(matched.iter().cloned()),
                 None => {
-                    if let Some(resolved) = group.and_then(|g| g.resolution(pattern)) {
+                    if let Some(resolved) = group.and_then(|g| g.resolution(&request.pattern_scope, pattern)) {
                         needed.extend(resolved.topics.iter().cloned());
                     }
                 }
@@ -147,6 +190,9 @@ impl GroupCoordinator {
         authorized: Option<&BTreeSet<String>>,
     ) -> ConsumerAttempt {
         use ConsumerAttempt::Done;
+        let ConsumerLookups { topics, resolutions } = lookups;
+        let mut request = request;
+        request.resolutions.extend(resolutions);
         if self.is_stopped() {
             return Done(Err(ConsumerGroupError::NotCoordinator));
         }
@@ -167,10 +213,19 @@ impl GroupCoordinator {
         if groups.get(group_id).is_some_and(|g| !g.is_vacant()) {
             return Done(Err(ConsumerGroupError::NotConsumerGroup));
         }
+        // GROUP-CONSUMER-NONMEMBER-1: an id no member holds, neither joining nor leaving, is
+        // refused before anything it brings is counted, checked or kept.
+        if request.member_epoch > 0
+            && consumer
+                .get(group_id)
+                .is_none_or(|g| g.member(&request.member_id).is_none())
+        {
+            return Done(Err(ConsumerGroupError::UnknownMemberId));
+        }
         // AUTHZ-GROUP-4, GROUP-CONSUMER-SUBSCRIPTION-1: what was authorized outside the lock must
         // still cover what the member subscribes to and, joining, the group's topics.
         if let Some(authorized) = authorized {
-            let needed = Self::consumer_topics_needed(consumer.get(group_id), &request, &lookups);
+            let needed = Self::consumer_topics_needed(consumer.get(group_id), &request);
             if !needed.is_subset(authorized) {
                 return ConsumerAttempt::Recheck {
                     heartbeat: Box::new(request),
@@ -178,27 +233,23 @@ impl GroupCoordinator {
                 };
             }
         }
+        let (members_total, bytes_total) = self.usage();
         // GROUP-CONSUMER-SUBSCRIPTION-1: limits before a member or group is added.
         if joining {
-            let (members_total, bytes_total) = self.usage();
-            // LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1
-            let bytes: usize = request
-                .subscribed_topics
-                .as_ref()
-                .map_or(0, |t| t.iter().map(String::len).sum::<usize>())
-                + request.subscribed_regex.as_ref().map_or(0, String::len);
-            if members_total >= limits.max_members_total || bytes_total.saturating_add(bytes) > limits.max_stored_bytes
-            {
+            // LIMIT-GROUP-MEMBERS-1
+            if members_total >= limits.max_members_total {
                 crate::metrics::metrics().limit_hit("LIMIT-GROUP-MEMBERS-1");
                 tracing::error!(
-                    "ConsumerGroupHeartbeat for {}: this gateway holds {members_total} members and {bytes_total} bytes already (LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1)",
+                    "ConsumerGroupHeartbeat for {}: this gateway holds {members_total} members already (LIMIT-GROUP-MEMBERS-1)",
                     clip(group_id)
                 );
-                return Done(Err(ConsumerGroupError::CoordinatorNotAvailable));
+                return Done(Err(ConsumerGroupError::CoordinatorNotAvailable(
+                    "LIMIT-GROUP-MEMBERS-1",
+                )));
             }
             let creates = !consumer.contains_key(group_id);
             if creates && groups.len() + consumer.len() >= limits.max_groups {
-                return Done(Err(ConsumerGroupError::CoordinatorNotAvailable));
+                return Done(Err(ConsumerGroupError::CoordinatorNotAvailable("GROUP-LIMIT-1")));
             }
             // LIMIT-GROUP-OWNER-1
             if let Some(usage) = owners.get(&request.owner) {
@@ -206,22 +257,31 @@ impl GroupCoordinator {
                     || usage.members >= limits.max_members_per_owner
                 {
                     crate::metrics::metrics().limit_hit("LIMIT-GROUP-OWNER-1");
-                    return Done(Err(ConsumerGroupError::CoordinatorNotAvailable));
+                    return Done(Err(ConsumerGroupError::CoordinatorNotAvailable("LIMIT-GROUP-OWNER-1")));
                 }
             }
         }
-        // GROUP-CONSUMER-REGEX-1: what the patterns matched, counted as subscriptions are
-        // (LIMIT-GROUP-BYTES-1) before it is stored.
-        let resolved_bytes: usize = lookups.resolutions.values().flatten().map(String::len).sum();
-        let (_, bytes_total) = self.usage();
-        if resolved_bytes > 0 && bytes_total.saturating_add(resolved_bytes) > limits.max_stored_bytes {
+        // LIMIT-GROUP-BYTES-1, LIMIT-GROUP-MEMBER-BYTES-1: every string the heartbeat would keep, a
+        // member's growth as a joiner's whole, and what its patterns matched (GROUP-CONSUMER-REGEX-1),
+        // counted before anything is stored.
+        let resolved_bytes: usize = request
+            .resolutions
+            .iter()
+            .map(|(pattern, topics)| pattern.len() + topics.iter().map(String::len).sum::<usize>())
+            .sum();
+        let added = match consumer.get(group_id) {
+            Some(group) => group.bytes_added(&request),
+            None if request.member_epoch < 0 => 0,
+            None => request.string_bytes(),
+        } + resolved_bytes;
+        if added > 0 && bytes_total.saturating_add(added) > limits.max_stored_bytes {
             crate::metrics::metrics().limit_hit("LIMIT-GROUP-BYTES-1");
             tracing::error!(
-                "ConsumerGroupHeartbeat for {}: the topics its patterns match take {resolved_bytes} bytes, and groups hold {bytes_total} of at most {} (LIMIT-GROUP-BYTES-1)",
+                "ConsumerGroupHeartbeat for {}: it would keep {added} bytes more, and groups hold {bytes_total} of at most {} (LIMIT-GROUP-BYTES-1)",
                 clip(group_id),
                 limits.max_stored_bytes
             );
-            return Done(Err(ConsumerGroupError::CoordinatorNotAvailable));
+            return Done(Err(ConsumerGroupError::CoordinatorNotAvailable("LIMIT-GROUP-BYTES-1")));
         }
         let group = match consumer.get_mut(group_id) {
             Some(group) => group,
@@ -234,11 +294,7 @@ impl GroupCoordinator {
             None => return Done(Err(ConsumerGroupError::UnknownMemberId)),
         };
         let now = Instant::now();
-        let ConsumerLookups { topics, resolutions } = lookups;
-        let answer = self.consumer_tracked(owners, group, |g| {
-            g.apply_resolutions(resolutions, now);
-            g.heartbeat(request, &topics, &settings, now)
-        });
+        let answer = self.consumer_tracked(owners, group, |g| g.heartbeat(request, &topics, &settings, now));
         if group.is_empty() {
             let group = consumer.remove(group_id).expect("present");
             Table::forgotten_creator(owners, group.creator());
@@ -247,7 +303,10 @@ impl GroupCoordinator {
         Done(answer)
     }
 
-    /// A consumer-protocol group as ConsumerGroupDescribe reports it; `None` when not held here.
+    /// A consumer-protocol group as ConsumerGroupDescribe reports it, whatever its size; `None`
+    /// when not held here. For tests: answers go through [`Self::consumer_describe_within`]
+    /// (LIMIT-GROUP-ANSWER-BYTES-1).
+    #[cfg(test)]
     pub fn consumer_describe(&self, group_id: &str) -> Option<ConsumerDescribed> {
         let table = self.lock();
         let group = table.consumer.get(group_id)?;
@@ -258,6 +317,36 @@ impl GroupCoordinator {
             assignor: group.assignor(Assignor::Uniform).name(),
             members: group.members().map(|m| (m.clone(), group.target_of(&m.id))).collect(),
         })
+    }
+
+    /// LIMIT-GROUP-ANSWER-BYTES-1: a consumer-protocol group as ConsumerGroupDescribe reports
+    /// it, its encoded size charged to `budget` under the coordinator's lock before any member is
+    /// copied, so the copy is bounded by the budget and no member joining meanwhile escapes it.
+    pub fn consumer_describe_within(
+        &self,
+        group_id: &str,
+        budget: &mut crate::response_budget::ResponseBudget,
+    ) -> ConsumerDescription {
+        let table = self.lock();
+        let Some(group) = table.consumer.get(group_id) else {
+            return ConsumerDescription::NotHeld;
+        };
+        let bytes = group.described_bytes();
+        if let Err(exceeded) = budget.charge(bytes) {
+            return ConsumerDescription::TooLarge { bytes, exceeded };
+        }
+        ConsumerDescription::Described(ConsumerDescribed {
+            state: group.state_name(),
+            group_epoch: group.group_epoch(),
+            assignment_epoch: group.target_epoch(),
+            assignor: group.assignor(Assignor::Uniform).name(),
+            members: group.members().map(|m| (m.clone(), group.target_of(&m.id))).collect(),
+        })
+    }
+
+    /// Whether `group_id` is a consumer-protocol group held here; nothing of it is copied.
+    pub fn is_consumer(&self, group_id: &str) -> bool {
+        self.lock().consumer.contains_key(group_id)
     }
 
     /// (group id, state) of every consumer-protocol group held here (LISTGROUPS-COORDINATED-1).

@@ -52,8 +52,9 @@ pub enum ConsumerGroupError {
     /// The group id is a classic group's (GROUP-CONSUMER-TYPE-1).
     NotConsumerGroup,
     NotCoordinator,
-    /// A gateway-wide or per-owner limit (LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-OWNER-1).
-    CoordinatorNotAvailable,
+    /// A gateway-wide or per-owner limit, named by its rule (GROUP-LIMIT-1, LIMIT-GROUP-MEMBERS-1,
+    /// LIMIT-GROUP-OWNER-1, LIMIT-GROUP-BYTES-1): the refusal's message names it.
+    CoordinatorNotAvailable(&'static str),
 }
 
 /// A member's reconciliation state, as Kafka's `MemberState`.
@@ -85,6 +86,24 @@ pub struct Heartbeat {
     pub client_id: String,
     pub client_host: String,
     pub owner: Owner,
+    /// Whose permissions resolve the member's pattern (GROUP-CONSUMER-REGEX-SCOPE-1): the SASL
+    /// principal, or empty when nothing is checked (every session then lists the same topics).
+    pub pattern_scope: Owner,
+    /// What the patterns handed out by [`ConsumerGroup::pattern_plan`] matched, resolved in
+    /// `pattern_scope`; applied only once the heartbeat is known to come from a member
+    /// (GROUP-CONSUMER-NONMEMBER-1).
+    pub resolutions: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// What a heartbeat must do with patterns before the coordinator takes it
+/// (GROUP-CONSUMER-NONMEMBER-1, GROUP-CONSUMER-REGEX-COST-1).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PatternPlan {
+    /// The pattern it subscribes to, when the member did not hold it already: compiled to be
+    /// checked, as Kafka compiles a member's regex only when it changed.
+    pub validate: Option<String>,
+    /// The patterns to resolve now, in the heartbeat's scope.
+    pub resolve: Vec<String>,
 }
 
 /// What the heartbeat answers.
@@ -125,6 +144,8 @@ pub struct ConsumerMember {
     pub client_id: String,
     pub client_host: String,
     pub owner: Owner,
+    /// Whose permissions resolved its pattern (GROUP-CONSUMER-REGEX-SCOPE-1).
+    pub pattern_scope: Owner,
     session_deadline: Instant,
     /// When a member asked to revoke must have done so (GROUP-CONSUMER-TIMEOUT-1).
     revocation_deadline: Option<Instant>,
@@ -148,17 +169,17 @@ pub struct ConsumerGroup {
     /// Who holds each partition (assigned or revoking): the single-owner invariant's ledger.
     holders: HashMap<(String, i32), String>,
     owner_changes: Vec<(Owner, isize)>,
-    /// Bytes of subscriptions held (LIMIT-GROUP-BYTES-1), regex resolutions included.
+    /// Bytes of the members' strings held (LIMIT-GROUP-BYTES-1, LIMIT-GROUP-MEMBER-BYTES-1),
+    /// regex resolutions included.
     stored_bytes: usize,
-    /// The topics each pattern the members subscribe to matched when last resolved
-    /// (GROUP-CONSUMER-REGEX-1), shared by the members naming the same pattern.
-    resolved: BTreeMap<String, ResolvedRegex>,
-    /// When the group's patterns were last handed out to be resolved: at most one resolution
-    /// per `topic_regex::REFRESH_INTERVAL`, however many members heartbeat.
-    last_refresh: Option<Instant>,
+    /// Per scope, the topics each pattern its members subscribe to matched when last resolved
+    /// (GROUP-CONSUMER-REGEX-1, GROUP-CONSUMER-REGEX-SCOPE-1), shared by the members of the scope
+    /// naming the same pattern; an entry goes with the last member naming it.
+    resolved: BTreeMap<Owner, BTreeMap<String, ResolvedRegex>>,
 }
 
-/// What one pattern matched, and when (GROUP-CONSUMER-REGEX-1).
+/// What one pattern matched, and when it was last handed out to be resolved
+/// (GROUP-CONSUMER-REGEX-1).
 #[derive(Debug, Clone)]
 pub struct ResolvedRegex {
     pub topics: BTreeSet<String>,
@@ -173,13 +194,39 @@ fn subscription_bytes(topics: &[String]) -> usize {
     topics.iter().map(String::len).sum()
 }
 
-/// What a member's subscription holds in bytes (LIMIT-GROUP-BYTES-1).
-fn member_bytes(m: &ConsumerMember) -> usize {
-    subscription_bytes(&m.subscribed) + m.subscribed_regex.as_ref().map_or(0, String::len)
+fn optional_bytes(value: &Option<String>) -> usize {
+    value.as_ref().map_or(0, String::len)
 }
 
-fn resolution_bytes(topics: &BTreeSet<String>) -> usize {
-    topics.iter().map(String::len).sum()
+/// What a member holds in bytes (LIMIT-GROUP-BYTES-1, LIMIT-GROUP-MEMBER-BYTES-1): every string
+/// it brought, its ids, client id and host, subscribed names and pattern.
+fn member_bytes(m: &ConsumerMember) -> usize {
+    m.id.len()
+        + optional_bytes(&m.instance_id)
+        + optional_bytes(&m.rack_id)
+        + m.client_id.len()
+        + m.client_host.len()
+        + subscription_bytes(&m.subscribed)
+        + optional_bytes(&m.subscribed_regex)
+}
+
+impl Heartbeat {
+    /// Every string this heartbeat brings for its member: what a joiner would keep
+    /// (LIMIT-GROUP-MEMBER-BYTES-1).
+    pub fn string_bytes(&self) -> usize {
+        self.member_id.len()
+            + optional_bytes(&self.instance_id)
+            + optional_bytes(&self.rack_id)
+            + self.client_id.len()
+            + self.client_host.len()
+            + self.subscribed_topics.as_deref().map_or(0, subscription_bytes)
+            + optional_bytes(&self.subscribed_regex)
+    }
+}
+
+/// What one pattern's resolution holds in bytes: the pattern and the topics it matched.
+fn resolution_bytes(pattern: &str, topics: &BTreeSet<String>) -> usize {
+    pattern.len() + topics.iter().map(String::len).sum::<usize>()
 }
 
 fn is_subset(small: &Assignment, big: &Assignment) -> bool {
@@ -212,7 +259,6 @@ impl ConsumerGroup {
             owner_changes: Vec::new(),
             stored_bytes: 0,
             resolved: BTreeMap::new(),
-            last_refresh: None,
         }
     }
 
@@ -248,9 +294,29 @@ impl ConsumerGroup {
         self.members.is_empty()
     }
 
-    /// Members held, and bytes of subscriptions (LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1).
+    /// Members held, and bytes of their strings and of the patterns' resolutions
+    /// (LIMIT-GROUP-MEMBERS-1, LIMIT-GROUP-BYTES-1).
     pub fn usage(&self) -> (usize, usize) {
         (self.members.len(), self.stored_bytes)
+    }
+
+    /// LIMIT-GROUP-BYTES-1: how many bytes `request` may add to what the group holds, at most: a
+    /// joiner's every string, a member's growth in the strings it replaces; nothing for a leave.
+    pub fn bytes_added(&self, request: &Heartbeat) -> usize {
+        if request.member_epoch < 0 {
+            return 0;
+        }
+        let Some(m) = self.members.get(&request.member_id) else {
+            return request.string_bytes();
+        };
+        let growth = |new: Option<usize>, old: usize| new.map_or(0, |n| n.saturating_sub(old));
+        growth(
+            request.subscribed_topics.as_deref().map(subscription_bytes),
+            subscription_bytes(&m.subscribed),
+        ) + growth(
+            request.subscribed_regex.as_ref().map(String::len),
+            optional_bytes(&m.subscribed_regex),
+        ) + growth(request.rack_id.as_ref().map(String::len), optional_bytes(&m.rack_id))
     }
 
     pub fn take_owner_changes(&mut self) -> Vec<(Owner, isize)> {
@@ -273,94 +339,186 @@ impl ConsumerGroup {
     }
 
     /// GROUP-CONSUMER-REGEX-1: a member's subscription, the union of the names it subscribes to
-    /// and the topics its pattern matched when last resolved.
+    /// and the topics its pattern matched when last resolved in its scope.
     pub fn subscription_of(&self, member: &ConsumerMember) -> BTreeSet<String> {
         let matched = member
             .subscribed_regex
             .as_ref()
-            .and_then(|r| self.resolved.get(r))
+            .and_then(|r| self.resolution(&member.pattern_scope, r))
             .into_iter()
             .flat_map(|r| r.topics.iter().cloned());
         member.subscribed.iter().cloned().chain(matched).collect()
     }
 
-    /// The last resolution of `pattern`, if any.
-    pub fn resolution(&self, pattern: &str) -> Option<&ResolvedRegex> {
-        self.resolved.get(pattern)
+    /// The last resolution of `pattern` in `scope`, if any (GROUP-CONSUMER-REGEX-SCOPE-1).
+    pub fn resolution(&self, scope: &str, pattern: &str) -> Option<&ResolvedRegex> {
+        self.resolved.get(scope).and_then(|patterns| patterns.get(pattern))
     }
 
-    /// GROUP-CONSUMER-REGEX-1: the patterns a heartbeat at `now`, subscribing to `requested`,
-    /// must resolve: `requested` when never resolved; every pattern of the group once
-    /// `refresh_interval` has passed since the group's patterns were last handed out. What is
-    /// handed out is taken as resolving, so concurrent heartbeats do not list topics again.
-    pub fn patterns_to_resolve(
+    /// What a heartbeat of `member_id` at `epoch`, subscribing to `requested`, must do with
+    /// patterns in `scope` before the coordinator takes it, at `now`:
+    /// - GROUP-CONSUMER-NONMEMBER-1: a heartbeat under an id the group does not know, with an
+    ///   epoch other than 0 (join) or below (leave), is UNKNOWN_MEMBER_ID, and nothing is handed
+    ///   out or marked; a joiner resolves its own new pattern only;
+    /// - GROUP-CONSUMER-REGEX-COST-1: the requested pattern is compiled when the member did not
+    ///   hold it; a pattern never resolved in the scope is resolved now, and a member's heartbeat
+    ///   also refreshes the scope's patterns last resolved `refresh_interval` ago or more, the
+    ///   least recent first, at most `max_patterns` in all. What a member's heartbeat hands out is
+    ///   taken as resolving, so concurrent heartbeats do not list topics again.
+    #[allow(clippy::too_many_arguments)]
+    pub fn pattern_plan(
         &mut self,
+        member_id: &str,
+        epoch: i32,
         requested: Option<&str>,
+        scope: &Owner,
         now: Instant,
         refresh_interval: Duration,
-    ) -> Vec<String> {
-        let mut due: BTreeSet<String> = BTreeSet::new();
-        if self
-            .last_refresh
-            .is_none_or(|at| now.duration_since(at) >= refresh_interval)
-        {
-            due.extend(self.members.values().filter_map(|m| m.subscribed_regex.clone()));
+        max_patterns: usize,
+    ) -> Result<PatternPlan, ConsumerGroupError> {
+        if epoch < 0 {
+            return Ok(PatternPlan::default());
         }
-        if let Some(r) = requested.filter(|r| !r.is_empty() && !self.resolved.contains_key(*r)) {
-            due.insert(r.to_string());
+        let member = self.members.get(member_id);
+        if epoch != 0 && member.is_none() {
+            return Err(ConsumerGroupError::UnknownMemberId);
         }
-        if !due.is_empty() {
-            self.last_refresh = Some(now);
+        let requested = requested.filter(|r| !r.is_empty());
+        let validate = requested
+            .filter(|r| member.is_none_or(|m| m.subscribed_regex.as_deref() != Some(*r)))
+            .map(str::to_string);
+        let mut resolve: Vec<String> = requested
+            .filter(|r| self.resolution(scope, r).is_none())
+            .map(str::to_string)
+            .into_iter()
+            .collect();
+        if member.is_some() {
+            if let Some(patterns) = self.resolved.get_mut(scope) {
+                let mut stale: Vec<(Instant, &String)> = patterns
+                    .iter()
+                    .filter(|(_, r)| now.duration_since(r.resolved_at) >= refresh_interval)
+                    .map(|(p, r)| (r.resolved_at, p))
+                    .collect();
+                stale.sort();
+                let due: Vec<String> = stale
+                    .into_iter()
+                    .map(|(_, p)| p.clone())
+                    .take(max_patterns.saturating_sub(resolve.len()))
+                    .collect();
+                for pattern in &due {
+                    patterns.get_mut(pattern).expect("listed").resolved_at = now;
+                }
+                resolve.extend(due);
+            }
         }
-        due.into_iter().collect()
+        resolve.truncate(max_patterns);
+        Ok(PatternPlan { validate, resolve })
     }
 
-    /// GROUP-CONSUMER-REGEX-1: stores what each pattern matched; a resolution that changed a
-    /// pattern some member subscribes to is a new group epoch, as in Kafka. Returns whether the
-    /// epoch moved.
-    pub fn apply_resolutions(&mut self, resolutions: BTreeMap<String, BTreeSet<String>>, now: Instant) -> bool {
+    /// GROUP-CONSUMER-REGEX-1, GROUP-CONSUMER-NONMEMBER-1: stores what each pattern matched in
+    /// `scope`, for the patterns a member of that scope subscribes to and no other. Returns
+    /// whether what a subscribed pattern matches changed: a new group epoch, as in Kafka.
+    fn apply_resolutions(
+        &mut self,
+        scope: &Owner,
+        resolutions: BTreeMap<String, BTreeSet<String>>,
+        now: Instant,
+    ) -> bool {
         let mut changed = false;
         for (pattern, topics) in resolutions {
             let used = self
                 .members
                 .values()
-                .any(|m| m.subscribed_regex.as_deref() == Some(pattern.as_str()));
-            let previous = self.resolved.get(&pattern);
-            if previous.is_some_and(|p| p.topics == topics) {
-                self.resolved.get_mut(&pattern).expect("present").resolved_at = now;
+                .any(|m| m.pattern_scope == *scope && m.subscribed_regex.as_deref() == Some(pattern.as_str()));
+            if !used {
                 continue;
             }
-            changed |= used;
-            let added = resolution_bytes(&topics);
-            let removed = previous.map_or(0, |p| resolution_bytes(&p.topics));
-            self.stored_bytes = self.stored_bytes + added - removed;
-            self.resolved.insert(
-                pattern,
-                ResolvedRegex {
-                    topics,
-                    resolved_at: now,
-                },
-            );
-        }
-        if changed {
-            self.bump();
+            let added = resolution_bytes(&pattern, &topics);
+            let patterns = self.resolved.entry(scope.clone()).or_default();
+            match patterns.get_mut(&pattern) {
+                Some(previous) if previous.topics == topics => {
+                    previous.resolved_at = now;
+                    continue;
+                }
+                Some(previous) => {
+                    self.stored_bytes = self.stored_bytes - resolution_bytes(&pattern, &previous.topics) + added;
+                    *previous = ResolvedRegex {
+                        topics,
+                        resolved_at: now,
+                    };
+                }
+                None => {
+                    self.stored_bytes += added;
+                    patterns.insert(
+                        pattern,
+                        ResolvedRegex {
+                            topics,
+                            resolved_at: now,
+                        },
+                    );
+                }
+            }
+            changed = true;
         }
         changed
     }
 
-    /// Forgets resolutions no member's pattern needs any more.
+    /// Forgets resolutions no member's pattern needs any more, in any scope, with their bytes.
     fn drop_unused_resolutions(&mut self) {
-        let used: BTreeSet<&String> = self
+        let used: BTreeSet<(&str, &str)> = self
             .members
             .values()
-            .filter_map(|m| m.subscribed_regex.as_ref())
+            .filter_map(|m| m.subscribed_regex.as_deref().map(|r| (&*m.pattern_scope, r)))
             .collect();
-        let unused: Vec<String> = self.resolved.keys().filter(|p| !used.contains(p)).cloned().collect();
-        for pattern in unused {
-            if let Some(r) = self.resolved.remove(&pattern) {
-                self.stored_bytes -= resolution_bytes(&r.topics);
-            }
-        }
+        let mut freed = 0;
+        self.resolved.retain(|scope, patterns| {
+            patterns.retain(|pattern, r| {
+                let keep = used.contains(&(&**scope, pattern.as_str()));
+                if !keep {
+                    freed += resolution_bytes(pattern, &r.topics);
+                }
+                keep
+            });
+            !patterns.is_empty()
+        });
+        self.stored_bytes -= freed;
+    }
+
+    /// What a ConsumerGroupDescribe answer of this group takes, in encoded bytes at most
+    /// (LIMIT-GROUP-ANSWER-BYTES-1): counted without copying anything, every string and array
+    /// with its longest length prefix.
+    pub fn described_bytes(&self) -> usize {
+        use crate::response_budget::{string_bytes, LENGTH_PREFIX_BYTES};
+        let optional = |v: &Option<String>| string_bytes(optional_bytes(v));
+        let assignment = |a: &Assignment| {
+            LENGTH_PREFIX_BYTES
+                + 1
+                + a.iter()
+                    .map(|(topic, ps)| 16 + string_bytes(topic.len()) + LENGTH_PREFIX_BYTES + 4 * ps.len() + 1)
+                    .sum::<usize>()
+        };
+        let members: usize = self
+            .members
+            .values()
+            .map(|m| {
+                string_bytes(m.id.len())
+                    + optional(&m.instance_id)
+                    + optional(&m.rack_id)
+                    + 4
+                    + string_bytes(m.client_id.len())
+                    + string_bytes(m.client_host.len())
+                    + LENGTH_PREFIX_BYTES
+                    + m.subscribed.iter().map(|t| string_bytes(t.len())).sum::<usize>()
+                    + optional(&m.subscribed_regex)
+                    + assignment(&m.assigned)
+                    + self.target.get(&m.id).map_or(LENGTH_PREFIX_BYTES + 1, assignment)
+                    + 1
+                    + 1
+            })
+            .sum();
+        // State, epochs, assignor and the member array's prefix.
+        let header = string_bytes(self.state_name().len()) + 4 + 4 + string_bytes(16) + LENGTH_PREFIX_BYTES;
+        header + members
     }
 
     /// Kafka's state names: Empty, Assigning, Reconciling, Stable.
@@ -428,7 +586,7 @@ impl ConsumerGroup {
     /// `None` for a topic that does not exist; a topic not looked up keeps what was known.
     pub fn heartbeat(
         &mut self,
-        request: Heartbeat,
+        mut request: Heartbeat,
         topics: &BTreeMap<String, Option<u32>>,
         settings: &ConsumerSettings,
         now: Instant,
@@ -471,7 +629,8 @@ impl ConsumerGroup {
         let member = self.members.get_mut(&member_id).expect("joined or known");
         member.session_deadline = now + settings.session_timeout;
         member.left_static = false;
-        if request.rack_id.is_some() {
+        if request.rack_id.is_some() && request.rack_id != member.rack_id {
+            self.stored_bytes = self.stored_bytes - optional_bytes(&member.rack_id) + optional_bytes(&request.rack_id);
             member.rack_id = request.rack_id.clone();
         }
         if let Some(timeout) = request.rebalance_timeout {
@@ -506,6 +665,14 @@ impl ConsumerGroup {
             member.assignor = request.assignor;
             changed = true;
         }
+        if member.pattern_scope != request.pattern_scope {
+            member.pattern_scope = request.pattern_scope.clone();
+            changed = true;
+        }
+        // GROUP-CONSUMER-NONMEMBER-1: only now, the heartbeat known to be a member's and its
+        // pattern set, are its resolutions kept, for the patterns members subscribe to.
+        let resolutions = std::mem::take(&mut request.resolutions);
+        changed |= self.apply_resolutions(&request.pattern_scope, resolutions, now);
         // Metadata of the subscribed topics: a new topic or more partitions is a new epoch.
         let subscribed = self.topics();
         let image: BTreeMap<String, u32> = subscribed
@@ -562,6 +729,7 @@ impl ConsumerGroup {
                     if let Some(t) = self.target.remove(&old) {
                         self.target.insert(member_id.clone(), t);
                     }
+                    self.stored_bytes = self.stored_bytes - m.id.len() + member_id.len();
                     m.id = member_id.clone();
                     m.left_static = false;
                     self.owner_changes.push((m.owner.clone(), -1));
@@ -600,29 +768,30 @@ impl ConsumerGroup {
             return Err(ConsumerGroupError::GroupMaxSizeReached);
         }
         self.owner_changes.push((request.owner.clone(), 1));
-        self.members.insert(
-            member_id.clone(),
-            ConsumerMember {
-                id: member_id.clone(),
-                instance_id: request.instance_id.clone(),
-                rack_id: request.rack_id.clone(),
-                epoch: 0,
-                previous_epoch: 0,
-                state: MemberState::Stable,
-                assigned: Assignment::new(),
-                revoking: Assignment::new(),
-                subscribed: Vec::new(),
-                subscribed_regex: None,
-                assignor: None,
-                rebalance_timeout: request.rebalance_timeout.unwrap_or(Duration::from_secs(300)),
-                client_id: request.client_id.clone(),
-                client_host: request.client_host.clone(),
-                owner: request.owner.clone(),
-                session_deadline: now + settings.session_timeout,
-                revocation_deadline: None,
-                left_static: false,
-            },
-        );
+        let member = ConsumerMember {
+            id: member_id.clone(),
+            instance_id: request.instance_id.clone(),
+            rack_id: request.rack_id.clone(),
+            epoch: 0,
+            previous_epoch: 0,
+            state: MemberState::Stable,
+            assigned: Assignment::new(),
+            revoking: Assignment::new(),
+            subscribed: Vec::new(),
+            subscribed_regex: None,
+            assignor: None,
+            rebalance_timeout: request.rebalance_timeout.unwrap_or(Duration::from_secs(300)),
+            client_id: request.client_id.clone(),
+            client_host: request.client_host.clone(),
+            owner: request.owner.clone(),
+            pattern_scope: request.pattern_scope.clone(),
+            session_deadline: now + settings.session_timeout,
+            revocation_deadline: None,
+            left_static: false,
+        };
+        // Its subscription is counted as the heartbeat sets it.
+        self.stored_bytes += member_bytes(&member);
+        self.members.insert(member_id.clone(), member);
         // Its group epoch bump is the heartbeat's, with its subscription's.
         Ok(())
     }

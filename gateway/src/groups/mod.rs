@@ -9,12 +9,14 @@
 
 mod consumer_coordinator;
 pub mod consumer_protocol;
+pub mod member_strings;
+mod regex_slots;
 mod state;
 pub mod subscription;
 pub mod topic_id;
 pub mod topic_regex;
 
-pub use consumer_coordinator::{ConsumerAttempt, ConsumerDescribed, ConsumerLookups};
+pub use consumer_coordinator::{ConsumerAttempt, ConsumerDescribed, ConsumerDescription, ConsumerLookups};
 pub use state::{
     DescribedGroup, DescribedMember, GroupState, JoinOutcome, JoinRequest, MemberLeave, Owner, SyncOutcome,
 };
@@ -23,7 +25,7 @@ use crate::clock::SharedRng;
 use crate::log_text::clip;
 use consumer_protocol::ConsumerGroup;
 use kafka_protocol::error::ResponseError;
-use state::{protocol_bytes, Group, Usage};
+use state::{join_bytes, protocol_bytes, Group, Usage};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -144,6 +146,18 @@ impl Table {
     }
 }
 
+/// What a group's live members keep from OffsetDelete (OFFSETDELETE-2,
+/// GROUP-CONSUMER-OFFSETDELETE-1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OffsetDeleteGuard {
+    /// No member: every named partition may go.
+    Empty,
+    /// Members of a consumer group, of either protocol, subscribed to these topics.
+    Subscribed(BTreeSet<String>),
+    /// Members of another protocol type, whose subscriptions the coordinator cannot read.
+    Opaque,
+}
+
 /// What [`GroupCoordinator::join_authorized`] concluded.
 #[derive(Debug)]
 pub enum JoinAttempt {
@@ -173,6 +187,8 @@ pub struct GroupCoordinator {
     members_total: AtomicUsize,
     /// Metadata and assignment bytes over every group (LIMIT-GROUP-BYTES-1); likewise.
     bytes_total: AtomicUsize,
+    /// One pattern job per owner at a time (GROUP-CONSUMER-REGEX-COST-1).
+    regex_slots: regex_slots::RegexSlots,
 }
 
 fn code(e: ResponseError) -> i16 {
@@ -190,6 +206,7 @@ impl GroupCoordinator {
             commit_locks: Mutex::new(BTreeMap::new()),
             members_total: AtomicUsize::new(0),
             bytes_total: AtomicUsize::new(0),
+            regex_slots: regex_slots::RegexSlots::default(),
         }
     }
 
@@ -247,6 +264,11 @@ impl GroupCoordinator {
         }
     }
 
+    /// GROUP-CONSUMER-REGEX-COST-1: waits for `owner`'s one pattern job at a time.
+    pub async fn regex_slot(&self, owner: &Owner) -> tokio::sync::OwnedSemaphorePermit {
+        self.regex_slots.acquire(owner).await
+    }
+
     /// The lock that serialises one group's commits.
     pub fn commit_lock(&self, group_id: &str) -> std::sync::Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.commit_locks.lock().expect("commit locks poisoned");
@@ -300,6 +322,12 @@ impl GroupCoordinator {
         }
         if request.protocol_type.is_empty() || request.protocols.is_empty() {
             return Err(code(ResponseError::InconsistentGroupProtocol));
+        }
+        // LIMIT-GROUP-MEMBER-ID-1: a static member's id, as a consumer-protocol member's.
+        if let Err(refusal) = member_strings::check_id("GroupInstanceId", request.instance_id.as_deref()) {
+            crate::metrics::metrics().limit_hit("LIMIT-GROUP-MEMBER-ID-1");
+            tracing::error!("JoinGroup for {}: {}", clip(&request.group_id), refusal.message());
+            return Err(crate::error_map::member_refusal_code(&refusal));
         }
         // LIMIT-JOIN-PROTOCOLS-1
         if request.protocols.len() > limits.max_protocols {
@@ -368,7 +396,7 @@ impl GroupCoordinator {
             return JoinAttempt::Done(JoinOutcome::error(error_code, &request.member_id));
         }
         let limits = &self.limits;
-        let metadata_bytes = protocol_bytes(&request.protocols);
+        let metadata_bytes = join_bytes(&request);
         let (members_total, bytes_total) = self.usage();
         // LIMIT-GROUP-MEMBERS-1: only a join without a member id adds a member or a pending id.
         if request.member_id.is_empty() && members_total >= limits.max_members_total {
@@ -603,6 +631,29 @@ impl GroupCoordinator {
                 )
             })
             .collect()
+    }
+
+    /// What the live members of `group_id` keep from OffsetDelete; `None` when no group of that
+    /// id is held here (OFFSETDELETE-2, GROUP-CONSUMER-OFFSETDELETE-1). Nothing of a member is
+    /// copied but the topics.
+    pub fn offset_delete_guard(&self, group_id: &str) -> Option<OffsetDeleteGuard> {
+        let table = self.lock();
+        if let Some(group) = table.groups.get(group_id) {
+            return Some(if group.member_ids().is_empty() {
+                OffsetDeleteGuard::Empty
+            } else if group.protocol_type() == Some("consumer") {
+                OffsetDeleteGuard::Subscribed(group.topics().map(str::to_string).collect())
+            } else {
+                OffsetDeleteGuard::Opaque
+            });
+        }
+        // GROUP-CONSUMER-OFFSETDELETE-1: a consumer-protocol group keeps every topic its members
+        // subscribe to, by name or matched by their patterns, as Kafka's
+        // `ConsumerGroup.isSubscribedToTopic`.
+        table.consumer.get(group_id).map(|group| match group.is_empty() {
+            true => OffsetDeleteGuard::Empty,
+            false => OffsetDeleteGuard::Subscribed(group.topics()),
+        })
     }
 
     /// Whether the group has members right now; OffsetCommit and DeleteGroups ask.

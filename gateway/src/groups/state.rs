@@ -2,6 +2,7 @@
 //! Stable, as Kafka's classic protocol defines them. No I/O: callers pass the time, and waiting
 //! members get their answers through oneshot channels.
 
+use super::member_strings::names_bytes;
 use super::GroupLimits;
 use bytes::Bytes;
 use kafka_protocol::error::ResponseError;
@@ -173,7 +174,8 @@ pub(super) struct Group {
     /// How many members offer each protocol name, so protocol checks cost O(protocols of one
     /// request) under the coordinator's lock, not O(members x protocols^2).
     support: HashMap<String, usize>,
-    /// Bytes of protocol names, metadata and assignments held (LIMIT-GROUP-BYTES-1).
+    /// Bytes held (LIMIT-GROUP-BYTES-1): protocol names, metadata and assignments, and every
+    /// string members and pending ids brought (LIMIT-GROUP-MEMBER-BYTES-1).
     stored_bytes: usize,
     /// How many members and members-to-be subscribe to each topic, kept as they come and go so
     /// that the group's topics (AUTHZ-GROUP-4) cost O(topics) under the coordinator's lock, not
@@ -193,6 +195,34 @@ pub(super) struct Usage {
 /// The bytes `protocols` hold: names and metadata.
 pub(super) fn protocol_bytes(protocols: &[(String, Bytes)]) -> usize {
     protocols.iter().map(|(n, m)| n.len() + m.len()).sum()
+}
+
+/// LIMIT-GROUP-MEMBER-BYTES-1: the strings a member keeps besides its protocols and topics.
+fn member_string_bytes(m: &Member) -> usize {
+    m.id.len() + m.instance_id.as_ref().map_or(0, String::len) + m.client_id.len() + m.client_host.len()
+}
+
+/// What a JoinGroup may keep, at most (LIMIT-GROUP-BYTES-1, LIMIT-GROUP-MEMBER-BYTES-1): its
+/// protocols, the strings of its member (a member id the coordinator builds included) and the
+/// topics its subscription names.
+pub(super) fn join_bytes(request: &JoinRequest) -> usize {
+    // A new member's id is its client id, cut (LIMIT-BUILT-STRING-1), and 33 bytes more.
+    let member_id = match request.member_id.len() {
+        0 => {
+            request
+                .client_id
+                .len()
+                .min(crate::limits::MAX_CLIENT_ID_IN_MEMBER_ID_BYTES)
+                + 33
+        }
+        given => given,
+    };
+    protocol_bytes(&request.protocols)
+        + member_id
+        + request.instance_id.as_ref().map_or(0, String::len)
+        + request.client_id.len()
+        + request.client_host.len()
+        + names_bytes(&request.topics)
 }
 
 /// Counts one member's (or member-to-be's) subscription in or out of `support`, each topic once.
@@ -374,6 +404,7 @@ impl Group {
                 self.owner_changes.push((previous_owner, -1));
                 self.owner_changes.push((request.owner.clone(), 1));
                 let old = std::mem::replace(&mut self.members[index].id, new_id.clone());
+                self.stored_bytes = self.stored_bytes - old.len() + new_id.len();
                 if self.leader.as_deref() == Some(old.as_str()) {
                     self.leader = Some(new_id.clone());
                 }
@@ -387,6 +418,7 @@ impl Group {
                 // GROUP-JOIN-1 (KIP-394)
                 let lapse = request.session_timeout.min(limits.pending_member_timeout);
                 count_topics(&mut self.topic_support, &request.topics, true);
+                self.stored_bytes += new_id.len() + names_bytes(&request.topics);
                 self.pending.insert(
                     new_id.clone(),
                     (now + lapse, request.owner.clone(), request.topics.clone()),
@@ -400,6 +432,7 @@ impl Group {
             return err(ResponseError::FencedInstanceId, &member_id);
         } else if let Some((_, owner, topics)) = self.pending.remove(&member_id) {
             count_topics(&mut self.topic_support, &topics, false);
+            self.stored_bytes -= member_id.len() + names_bytes(&topics);
             self.owner_changes.push((owner.clone(), -1));
             member_owner = owner;
         } else if !self.members.iter().any(|m| m.id == member_id) {
@@ -413,7 +446,7 @@ impl Group {
                 return err(ResponseError::GroupMaxSizeReached, &member_id);
             }
             self.owner_changes.push((member_owner.clone(), 1));
-            self.members.push(Member {
+            let member = Member {
                 id: member_id.clone(),
                 owner: member_owner,
                 topics: Vec::new(),
@@ -427,7 +460,9 @@ impl Group {
                 session_deadline: now + request.session_timeout,
                 join_waiter: None,
                 sync_waiter: None,
-            });
+            };
+            self.stored_bytes += member_string_bytes(&member);
+            self.members.push(member);
         } else {
             let me = self.members.iter().find(|m| m.id == member_id);
             let others = self.members.len() - 1;
@@ -450,6 +485,7 @@ impl Group {
         self.account(&request.protocols, true);
         count_topics(&mut self.topic_support, &self.members[index].topics, false);
         count_topics(&mut self.topic_support, &request.topics, true);
+        self.stored_bytes = self.stored_bytes - names_bytes(&self.members[index].topics) + names_bytes(&request.topics);
         let (tx, rx) = oneshot::channel();
         let member = &mut self.members[index];
         member.protocols = request.protocols;
@@ -646,6 +682,7 @@ impl Group {
         let member = self.members.remove(index);
         self.account(&member.protocols, false);
         count_topics(&mut self.topic_support, &member.topics, false);
+        self.stored_bytes -= member_string_bytes(&member) + names_bytes(&member.topics);
         self.owner_changes.push((member.owner.clone(), -1));
         if let Some(w) = member.join_waiter {
             let _ = w.send(JoinOutcome::error(code(ResponseError::UnknownMemberId), &member.id));
@@ -691,11 +728,13 @@ impl Group {
     pub(super) fn expire(&mut self, now: Instant) {
         let changes = &mut self.owner_changes;
         let topic_support = &mut self.topic_support;
-        self.pending.retain(|_, (deadline, owner, topics)| {
+        let stored_bytes = &mut self.stored_bytes;
+        self.pending.retain(|id, (deadline, owner, topics)| {
             let keep = *deadline > now;
             if !keep {
                 changes.push((owner.clone(), -1));
                 count_topics(topic_support, topics, false);
+                *stored_bytes -= id.len() + names_bytes(topics);
             }
             keep
         });
@@ -791,8 +830,9 @@ impl Group {
 
     /// Forgets every pending id: the group is being forgotten.
     pub(super) fn clear_pending(&mut self) {
-        for (_, (_, owner, topics)) in std::mem::take(&mut self.pending) {
+        for (id, (_, owner, topics)) in std::mem::take(&mut self.pending) {
             count_topics(&mut self.topic_support, &topics, false);
+            self.stored_bytes -= id.len() + names_bytes(&topics);
             self.owner_changes.push((owner, -1));
         }
     }

@@ -348,7 +348,7 @@ async fn limit_group_pending_1_pending_ids_are_bounded_and_lapse_soon() {
 async fn limit_group_members_1_and_limit_group_bytes_1_totals_over_all_groups() {
     let limits = GroupLimits {
         max_members_total: 2,
-        max_stored_bytes: 100,
+        max_stored_bytes: 200,
         ..GroupLimits::default()
     };
     let c = Arc::new(GroupCoordinator::new(limits, SharedRng::seeded(9)));
@@ -358,32 +358,34 @@ async fn limit_group_members_1_and_limit_group_bytes_1_totals_over_all_groups() 
         r.protocols = vec![("range".into(), Bytes::from(vec![7u8; metadata]))];
         r
     };
-    // Two members in two groups: 2 x (5 + 40) = 90 bytes held.
+    // Two members in two groups, each with 5 + 40 bytes of protocol, a 34-byte member id and a
+    // 1-byte client id (LIMIT-GROUP-MEMBER-BYTES-1): 2 x 80 = 160 bytes held.
     let mut held = Vec::new();
     for g in ["g1", "g2"] {
         let mut r = in_group(g, 40);
         r.member_id = c.join(r.clone()).await.member_id;
         let joined = c.join(r).await;
         assert_eq!(joined.error_code, 0);
+        assert_eq!(joined.member_id.len(), 34);
         held.push((g, joined.member_id));
     }
-    assert_eq!(c.usage(), (2, 90));
+    assert_eq!(c.usage(), (2, 160));
     // A third member anywhere is refused, whatever its group holds.
     assert_eq!(
         c.join(in_group("g3", 1)).await.error_code,
         ResponseError::CoordinatorNotAvailable.code()
     );
-    // An assignment that would take the bytes past 100 is refused; one that fits is kept.
+    // An assignment that would take the bytes past 200 is refused; one that fits is kept.
     let (g, member) = &held[0];
     let too_big = c
-        .sync(g, 1, member, None, vec![(member.clone(), Bytes::from(vec![0u8; 11]))])
+        .sync(g, 1, member, None, vec![(member.clone(), Bytes::from(vec![0u8; 41]))])
         .await;
     assert_eq!(too_big.error_code, ResponseError::CoordinatorNotAvailable.code());
     let fits = c
-        .sync(g, 1, member, None, vec![(member.clone(), Bytes::from(vec![0u8; 10]))])
+        .sync(g, 1, member, None, vec![(member.clone(), Bytes::from(vec![0u8; 40]))])
         .await;
     assert_eq!(fits.error_code, 0);
-    assert_eq!(c.usage(), (2, 100));
+    assert_eq!(c.usage(), (2, 200));
     // Leaving gives everything back, exactly.
     for (g, member) in &held {
         let left = c.leave(
@@ -569,6 +571,8 @@ fn consumer_heartbeat(member: &str, epoch: i32) -> consumer_protocol::Heartbeat 
         client_id: "c".into(),
         client_host: String::new(),
         owner: "address:127.0.0.1".into(),
+        pattern_scope: "".into(),
+        resolutions: BTreeMap::new(),
     }
 }
 
@@ -589,6 +593,11 @@ async fn group_consumer_type_1_a_group_id_serves_one_protocol_at_a_time() {
     assert_eq!(
         crate::error_map::consumer_group_code(&ConsumerGroupError::NotConsumerGroup),
         ResponseError::GroupIdNotFound.code()
+    );
+    // Before its member is looked up (GROUP-CONSUMER-NONMEMBER-1), as Kafka looks the group up first.
+    assert_eq!(
+        c.consumer_pattern_plan("g", "m", 3, None, &"".into()),
+        Err(ConsumerGroupError::NotConsumerGroup)
     );
     // A consumer-protocol group with a member: JoinGroup is INCONSISTENT_GROUP_PROTOCOL.
     let answer = c
@@ -637,7 +646,8 @@ async fn group_consumer_subscription_1_members_are_bounded_like_classic_ones() {
         Err(ConsumerGroupError::GroupMaxSizeReached)
     );
     assert_eq!(c.owner_usage("address:127.0.0.1"), (1, 1));
-    assert_eq!(c.usage(), (1, 1));
+    // Member id, client id, topic (LIMIT-GROUP-MEMBER-BYTES-1).
+    assert_eq!(c.usage(), (1, 3));
 }
 
 #[tokio::test(start_paused = true)]
@@ -717,4 +727,128 @@ async fn group_consumer_subscription_1_authz_group_4_a_joiner_is_rechecked_under
         c.consumer_heartbeat_authorized("fresh", by_pattern, resolved, Some(&nothing)),
         ConsumerAttempt::Recheck { topics, .. } if topics == ["w1"]
     ));
+}
+
+#[tokio::test(start_paused = true)]
+async fn limit_group_member_bytes_1_every_string_a_consumer_member_brings_is_counted() {
+    let c = coordinator();
+    let mut join = consumer_heartbeat("m", 0);
+    join.instance_id = Some("i".repeat(100));
+    join.rack_id = Some("r".repeat(50));
+    join.client_id = "c".repeat(1_000);
+    join.client_host = "10.0.0.1".into();
+    c.consumer_heartbeat("h", join, &one_topic()).unwrap();
+    // Member id, instance id, rack id, client id, client host, the subscribed topic.
+    assert_eq!(c.usage(), (1, 1 + 100 + 50 + 1_000 + 8 + 1));
+    let mut rack = consumer_heartbeat("m", 1);
+    rack.rack_id = Some("r".repeat(10));
+    (rack.owned, rack.subscribed_topics, rack.rebalance_timeout) = (None, None, None);
+    c.consumer_heartbeat("h", rack, &one_topic()).unwrap();
+    assert_eq!(
+        c.usage(),
+        (1, 1 + 100 + 10 + 1_000 + 8 + 1),
+        "a new rack id replaces the old"
+    );
+    c.consumer_heartbeat("h", consumer_heartbeat("m", -1), &one_topic())
+        .unwrap();
+    assert_eq!(c.usage(), (0, 0), "given back exactly when it leaves");
+}
+
+#[tokio::test(start_paused = true)]
+async fn limit_group_member_bytes_1_a_member_growing_its_subscription_is_held_to_the_total() {
+    let limits = GroupLimits {
+        max_stored_bytes: 100,
+        ..GroupLimits::default()
+    };
+    let c = GroupCoordinator::new(limits, SharedRng::seeded(5));
+    c.consumer_heartbeat("h", consumer_heartbeat("m", 0), &one_topic())
+        .unwrap();
+    // Member id, client id and the topic.
+    assert_eq!(c.usage(), (1, 3));
+    let resubscribe = |name: String| {
+        let mut change = consumer_heartbeat("m", 1);
+        change.subscribed_topics = Some(vec![name]);
+        (change.owned, change.rebalance_timeout) = (None, None);
+        change
+    };
+    assert_eq!(
+        c.consumer_heartbeat("h", resubscribe("x".repeat(200)), &one_topic()),
+        Err(ConsumerGroupError::CoordinatorNotAvailable("LIMIT-GROUP-BYTES-1")),
+        "a member, not only a joiner, is held to LIMIT-GROUP-BYTES-1"
+    );
+    assert_eq!(c.usage(), (1, 3), "nothing of the refused heartbeat was kept");
+    assert!(c
+        .consumer_heartbeat("h", resubscribe("y".repeat(50)), &one_topic())
+        .is_ok());
+    assert_eq!(c.usage(), (1, 52));
+}
+
+#[tokio::test(start_paused = true)]
+async fn limit_group_member_bytes_1_classic_members_and_pending_ids_count_their_strings() {
+    let c = coordinator();
+    let mut request = join_request("", None);
+    request.topics = vec!["orders".into()];
+    request.client_id = "c".repeat(100);
+    let first = c.join(request.clone()).await;
+    assert_eq!(first.error_code, ResponseError::MemberIdRequired.code());
+    // A pending id holds its id and the topics its subscription names.
+    assert_eq!(c.usage(), (1, first.member_id.len() + 6));
+    request.member_id = first.member_id.clone();
+    let joined = c.join(request).await;
+    assert_eq!(joined.error_code, 0);
+    // Protocols ("range" with "m", "roundrobin"), member id, client id, topics.
+    let protocols = 5 + 1 + 10;
+    assert_eq!(c.usage(), (1, protocols + joined.member_id.len() + 100 + 6));
+    let leave = MemberLeave {
+        member_id: joined.member_id,
+        instance_id: None,
+    };
+    assert_eq!(c.leave("g", &[leave]), [0]);
+    assert_eq!(c.usage(), (0, 0));
+}
+
+#[tokio::test(start_paused = true)]
+async fn limit_group_member_id_1_a_classic_instance_id_past_249_bytes_is_refused() {
+    let c = coordinator();
+    let long = "i".repeat(member_strings::MAX_ID_BYTES + 1);
+    let refused = c.join(join_request("", Some(&long))).await;
+    assert_eq!(refused.error_code, ResponseError::InvalidRequest.code());
+    assert!(c.describe("g").is_none(), "nothing was kept");
+    let at_bound = "i".repeat(member_strings::MAX_ID_BYTES);
+    assert_eq!(c.join(join_request("", Some(&at_bound))).await.error_code, 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn group_consumer_nonmember_1_a_non_members_heartbeat_changes_nothing() {
+    let c = coordinator();
+    let resolved = |pairs: &[(&str, &[&str])]| ConsumerLookups {
+        topics: one_topic(),
+        resolutions: pairs
+            .iter()
+            .map(|(p, ts)| (p.to_string(), ts.iter().map(|t| t.to_string()).collect()))
+            .collect(),
+    };
+    let mut member = consumer_heartbeat("a", 0);
+    member.subscribed_topics = Some(Vec::new());
+    member.subscribed_regex = Some("t.*".into());
+    assert!(matches!(
+        c.consumer_heartbeat_authorized("h", member, resolved(&[("t.*", &["t"])]), None),
+        ConsumerAttempt::Done(Ok(_))
+    ));
+    let held = c.usage();
+    // A heartbeat under an id the group does not know, bringing resolutions: one of a pattern of
+    // its own, one that would empty the member's.
+    let mut stranger = consumer_heartbeat("x", 5);
+    stranger.subscribed_regex = Some("u.*".into());
+    assert!(matches!(
+        c.consumer_heartbeat_authorized("h", stranger, resolved(&[("u.*", &["u1", "u2"]), ("t.*", &[])]), None),
+        ConsumerAttempt::Done(Err(ConsumerGroupError::UnknownMemberId))
+    ));
+    assert_eq!(c.usage(), held, "nothing of it is kept");
+    assert_eq!(
+        c.topics("h"),
+        Some(vec!["t".to_string()]),
+        "the member's pattern still matches t"
+    );
+    assert_eq!(c.consumer_describe("h").unwrap().group_epoch, 1, "no new group epoch");
 }

@@ -12,7 +12,7 @@ use crate::error_map;
 use crate::gateway::Gateway;
 use crate::groups::consumer_protocol::{Assignment, Assignor, ConsumerGroupError, Heartbeat, HeartbeatAnswer};
 use crate::groups::topic_id::topic_id;
-use crate::groups::{topic_regex, ConsumerAttempt, ConsumerLookups};
+use crate::groups::{member_strings, topic_regex, ConsumerAttempt, ConsumerLookups, Owner};
 use crate::log_text::clip;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::consumer_group_heartbeat_response::{Assignment as WireAssignment, TopicPartitions};
@@ -51,6 +51,17 @@ fn shape_error(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<
     if request.rack_id.as_ref().is_some_and(|r| r.is_empty()) {
         return invalid("RackId can't be empty.");
     }
+    // LIMIT-GROUP-MEMBER-ID-1: refused before anything of the request is copied or kept.
+    let ids = [
+        ("MemberId", Some(request.member_id.as_str())),
+        ("InstanceId", request.instance_id.as_deref()),
+        ("RackId", request.rack_id.as_deref()),
+    ];
+    for (field, value) in ids {
+        if let Err(refusal) = member_strings::check_id(field, value) {
+            return Some((error_map::member_refusal_code(&refusal), refusal.message()));
+        }
+    }
     if request.server_assignor.as_ref().is_some_and(|a| a.is_empty()) {
         return invalid("ServerAssignor can't be empty.");
     }
@@ -73,9 +84,11 @@ fn shape_error(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<
             "MemberEpoch is {epoch}, but must be greater than or equal to -2."
         ));
     }
-    // GROUP-CONSUMER-REGEX-1: bounded before it is compiled, then compiled under size limits.
-    if let Some(pattern) = request.subscribed_topic_regex.as_ref().filter(|r| !r.is_empty()) {
-        if let Err(refusal) = topic_regex::compile(pattern.as_str()) {
+    // GROUP-CONSUMER-REGEX-1: bounded before anything else of it is done; it is compiled only
+    // when its member did not hold it (GROUP-CONSUMER-REGEX-COST-1).
+    if let Some(pattern) = request.subscribed_topic_regex.as_ref() {
+        if pattern.len() > topic_regex::MAX_PATTERN_BYTES {
+            let refusal = topic_regex::RegexRefusal::TooLong(pattern.len());
             return Some((error_map::regex_code(&refusal), refusal.message()));
         }
     }
@@ -93,6 +106,27 @@ fn shape_error(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<
     None
 }
 
+/// LIMIT-GROUP-MEMBER-BYTES-1: the strings this heartbeat brings for its member (ids, the client
+/// id of its header, subscribed names, pattern) within what one member may hold, `limit`, as
+/// Kafka's member must fit one record of its offsets topic. Counted on the decoded request, before
+/// any of it is copied.
+fn member_size_error(request: &ConsumerGroupHeartbeatRequest, client_id: &str, limit: usize) -> Option<(i16, String)> {
+    let optional = |v: &Option<StrBytes>| v.as_ref().map_or(0, |v| v.len());
+    let names = request
+        .subscribed_topic_names
+        .as_ref()
+        .map_or(0, |names| names.iter().map(|n| n.0.len()).sum());
+    let len = request.member_id.len()
+        + optional(&request.instance_id)
+        + optional(&request.rack_id)
+        + client_id.len()
+        + names
+        + optional(&request.subscribed_topic_regex);
+    member_strings::check_total(len, limit)
+        .err()
+        .map(|refusal| (error_map::member_refusal_code(&refusal), refusal.message()))
+}
+
 pub async fn handle<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
@@ -105,6 +139,12 @@ pub async fn handle<B: Backend>(
     if let Some((code, message)) = shape_error(&request, version) {
         return refused(code, message);
     }
+    let client_id = header.client_id.as_deref().unwrap_or_default();
+    if let Some((code, message)) = member_size_error(&request, client_id, gateway.groups.max_member_bytes()) {
+        tracing::error!("ConsumerGroupHeartbeat for {}: {message}", clip(&group_id));
+        crate::metrics::metrics().limit_hit("LIMIT-GROUP-MEMBER-BYTES-1");
+        return refused(code, message);
+    }
     if !valid_group_id(&group_id) {
         return refused(ResponseError::InvalidGroupId.code(), "The group id is too long.");
     }
@@ -115,20 +155,67 @@ pub async fn handle<B: Backend>(
             "This gateway does not coordinate the group.",
         );
     }
+    let member_id = if request.member_id.is_empty() {
+        // v0: the coordinator names a joining member.
+        uuid::Uuid::from_u64_pair(gateway_rng(gateway), gateway_rng(gateway)).to_string()
+    } else {
+        request.member_id.as_str().to_string()
+    };
+    let mut permissions = PollPermissions::new(gateway, session);
+    let owner = owner(session, peer);
+    // GROUP-CONSUMER-REGEX-SCOPE-1: patterns are resolved with the permissions of the principal
+    // of the members naming them; without SASL every session lists the same topics.
+    let pattern_scope: Owner = if permissions.checks() {
+        owner.clone()
+    } else {
+        Owner::from("")
+    };
+    let requested_regex = request.subscribed_topic_regex.as_deref();
+    // GROUP-CONSUMER-NONMEMBER-1: a heartbeat under an id no member holds is answered here, before
+    // anything of it is copied, compiled or listed.
+    let plan = match gateway.groups.consumer_pattern_plan(
+        &group_id,
+        &member_id,
+        request.member_epoch,
+        requested_regex,
+        &pattern_scope,
+    ) {
+        Ok(plan) => plan,
+        Err(e) => return refused(error_map::consumer_group_code(&e), group_refusal(gateway, &e)),
+    };
+    let mut lookups = ConsumerLookups::default();
+    if plan.validate.is_some() || !plan.resolve.is_empty() {
+        // GROUP-CONSUMER-REGEX-COST-1: one pattern job per owner at a time, off the async workers.
+        let _slot = gateway.groups.regex_slot(&owner).await;
+        if let Some(pattern) = plan.validate.clone() {
+            let compiled = gateway
+                .decode_pool
+                .run(move || topic_regex::compile(&pattern).map(|_| ()))
+                .await;
+            if let Err(refusal) = compiled {
+                return refused(error_map::regex_code(&refusal), refusal.message());
+            }
+        }
+        if !plan.resolve.is_empty() {
+            let refused_pattern = resolve_patterns(
+                gateway,
+                session,
+                &mut permissions,
+                &group_id,
+                plan.resolve,
+                plan.validate.as_deref(),
+                &mut lookups,
+            )
+            .await;
+            if let Err(refusal) = refused_pattern {
+                return refused(error_map::regex_code(&refusal), refusal.message());
+            }
+        }
+    }
     let subscribed: Option<Vec<String>> = request
         .subscribed_topic_names
         .as_ref()
         .map(|names| names.iter().map(|n| n.0.as_str().to_string()).collect());
-    let requested_regex: Option<String> = request.subscribed_topic_regex.as_ref().map(|r| r.as_str().to_string());
-    let mut permissions = PollPermissions::new(gateway, session);
-    let mut lookups = ConsumerLookups::default();
-    // GROUP-CONSUMER-REGEX-1: the group's patterns, when due, resolved against one listing.
-    let due = gateway
-        .groups
-        .consumer_patterns_to_resolve(&group_id, requested_regex.as_deref());
-    if !due.is_empty() {
-        resolve_patterns(gateway, session, &mut permissions, &group_id, &due, &mut lookups).await;
-    }
     // Partition counts of every topic the group and the request subscribe to by name; the topics
     // patterns match were counted when they were listed.
     let mut wanted = gateway.groups.consumer_named_topics(&group_id);
@@ -171,12 +258,6 @@ pub async fn handle<B: Backend>(
         }
         assignment
     });
-    let member_id = if request.member_id.is_empty() {
-        // v0: the coordinator names a joining member.
-        uuid::Uuid::from_u64_pair(gateway_rng(gateway), gateway_rng(gateway)).to_string()
-    } else {
-        request.member_id.as_str().to_string()
-    };
     let heartbeat = Heartbeat {
         member_id,
         member_epoch: request.member_epoch,
@@ -185,28 +266,21 @@ pub async fn handle<B: Backend>(
         rebalance_timeout: (request.rebalance_timeout_ms >= 0)
             .then(|| Duration::from_millis(request.rebalance_timeout_ms as u64)),
         subscribed_topics: subscribed,
-        subscribed_regex: requested_regex,
+        subscribed_regex: requested_regex.map(str::to_string),
         assignor: request
             .server_assignor
             .as_ref()
             .and_then(|a| Assignor::parse(a.as_str())),
         owned,
-        client_id: header
-            .client_id
-            .as_ref()
-            .map_or(String::new(), |c| c.as_str().to_string()),
+        client_id: client_id.to_string(),
         client_host: peer.to_string(),
-        owner: owner(session, peer),
+        owner,
+        pattern_scope,
+        resolutions: BTreeMap::new(),
     };
     match heartbeat_authorized(gateway, &mut permissions, &group_id, heartbeat, lookups).await {
         Err(Refusal::Authorization(code)) => refused(code, "Not authorized for the group's topics."),
-        Err(Refusal::Group(e)) => {
-            let message = match &e {
-                ConsumerGroupError::FencedMemberEpoch(m) => m.clone(),
-                other => format!("{other:?}"),
-            };
-            refused(error_map::consumer_group_code(&e), message)
-        }
+        Err(Refusal::Group(e)) => refused(error_map::consumer_group_code(&e), group_refusal(gateway, &e)),
         Ok(answer) => ConsumerGroupHeartbeatResponse::default()
             .with_member_id(Some(StrBytes::from_string(answer.member_id)))
             .with_member_epoch(answer.member_epoch)
@@ -222,6 +296,35 @@ pub async fn handle<B: Backend>(
                         .collect(),
                 )
             })),
+    }
+}
+
+/// GROUP-CONSUMER-SUBSCRIPTION-1: the message of a refusal by the group; a limit's names the
+/// bound and its rule, so that a member refused past one is told which, and how much it allows.
+fn group_refusal<B>(gateway: &Gateway<B>, e: &ConsumerGroupError) -> String {
+    let limits = &gateway.config.group_limits;
+    match e {
+        ConsumerGroupError::FencedMemberEpoch(m) => m.clone(),
+        ConsumerGroupError::UnknownMemberId => "The member id is not a member of the group.".to_string(),
+        // Kafka's words for GROUP_MAX_SIZE_REACHED.
+        ConsumerGroupError::GroupMaxSizeReached => format!(
+            "The consumer group has reached its maximum capacity of {} members (GROUP-LIMIT-1).",
+            limits.max_members_per_group
+        ),
+        ConsumerGroupError::CoordinatorNotAvailable(rule) => {
+            let bound = match *rule {
+                "LIMIT-GROUP-MEMBERS-1" => format!("{} members in all", limits.max_members_total),
+                "GROUP-LIMIT-1" => format!("{} groups", limits.max_groups),
+                "LIMIT-GROUP-OWNER-1" => format!(
+                    "{} groups created and {} members per principal",
+                    limits.max_groups_per_owner, limits.max_members_per_owner
+                ),
+                "LIMIT-GROUP-BYTES-1" => format!("{} bytes of group state", limits.max_stored_bytes),
+                _ => "its group limits".to_string(),
+            };
+            format!("This gateway holds as much as it may ({bound}, {rule}); retry later.")
+        }
+        other => format!("{other:?}"),
     }
 }
 
@@ -301,18 +404,18 @@ async fn heartbeat_authorized<B: Backend>(
 /// listed once for all of them (Iggy's GetTopics decides what the session sees, as Kafka filters
 /// matches by DESCRIBE), keeping only the topics the session may poll when SASL is on. The
 /// partition counts listed go with the matches, so the topics matched are not looked up again.
+/// GROUP-CONSUMER-REGEX-COST-1: the patterns are compiled and matched on the decode pool; one the
+/// lazy DFA gives up on keeps its last resolution, unless it is `new_pattern`, the one the
+/// heartbeat brings its member, which is then refused.
 async fn resolve_patterns<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
     permissions: &mut PollPermissions<'_, B>,
     group_id: &str,
-    patterns: &[String],
+    patterns: Vec<String>,
+    new_pattern: Option<&str>,
     lookups: &mut ConsumerLookups,
-) {
-    let compiled: Vec<(&String, regex::Regex)> = patterns
-        .iter()
-        .filter_map(|p| topic_regex::compile(p).ok().map(|r| (p, r)))
-        .collect();
+) -> Result<(), topic_regex::RegexRefusal> {
     let config = &gateway.config;
     let mut listed: BTreeMap<String, u32> = BTreeMap::new();
     for stream in config.topics.streams() {
@@ -335,12 +438,29 @@ async fn resolve_patterns<B: Backend>(
                     clip(group_id),
                     clip(&stream)
                 );
-                return;
+                return Ok(());
             }
         }
     }
-    for (pattern, regex) in compiled {
-        let mut matched = topic_regex::matching(&regex, listed.keys().map(String::as_str));
+    let names: Vec<String> = listed.keys().cloned().collect();
+    let outcomes = gateway
+        .decode_pool
+        .run(move || topic_regex::resolve(&patterns, &names))
+        .await;
+    for (pattern, outcome) in outcomes {
+        let mut matched = match outcome {
+            Ok(matched) => matched,
+            Err(refusal) if new_pattern == Some(pattern.as_str()) => return Err(refusal),
+            Err(refusal) => {
+                tracing::info!(
+                    "consumer group {}: pattern {} keeps its last resolution: {} (GROUP-CONSUMER-REGEX-COST-1)",
+                    clip(group_id),
+                    clip(&pattern),
+                    refusal.message()
+                );
+                continue;
+            }
+        };
         if permissions.checks() {
             let mut allowed = BTreeSet::new();
             for topic in matched {
@@ -353,8 +473,9 @@ async fn resolve_patterns<B: Backend>(
         for topic in &matched {
             lookups.topics.insert(topic.clone(), listed.get(topic).copied());
         }
-        lookups.resolutions.insert(pattern.clone(), matched);
+        lookups.resolutions.insert(pattern, matched);
     }
+    Ok(())
 }
 
 fn gateway_rng<B>(gateway: &Gateway<B>) -> u64 {
@@ -365,6 +486,7 @@ fn gateway_rng<B>(gateway: &Gateway<B>) -> u64 {
 mod tests {
     use super::*;
     use kafka_protocol::messages::{GroupId, TopicName};
+    use member_strings::MAX_ID_BYTES;
 
     fn join() -> ConsumerGroupHeartbeatRequest {
         ConsumerGroupHeartbeatRequest::default()
@@ -406,6 +528,51 @@ mod tests {
     }
 
     #[test]
+    fn limit_group_member_id_1_ids_past_249_bytes_are_invalid_request() {
+        let long = StrBytes::from_string("x".repeat(MAX_ID_BYTES + 1));
+        let at_bound = StrBytes::from_string("x".repeat(MAX_ID_BYTES));
+        let invalid = ResponseError::InvalidRequest.code();
+        let cases = [
+            ("MemberId", join().with_member_id(long.clone())),
+            ("InstanceId", join().with_instance_id(Some(long.clone()))),
+            ("RackId", join().with_rack_id(Some(long.clone()))),
+        ];
+        for (field, request) in cases {
+            let (code, message) = shape_error(&request, 1).unwrap_or_else(|| panic!("{field} accepted"));
+            assert_eq!(code, invalid, "{field}");
+            assert!(message.contains(field) && message.contains("249"), "{message}");
+        }
+        let within = join()
+            .with_member_id(at_bound.clone())
+            .with_instance_id(Some(at_bound.clone()))
+            .with_rack_id(Some(at_bound));
+        assert_eq!(shape_error(&within, 1), None);
+    }
+
+    #[test]
+    fn limit_group_member_bytes_1_a_heartbeat_bringing_more_than_a_member_may_hold_is_refused() {
+        let names = |count: usize, len: usize| -> Vec<TopicName> {
+            (0..count)
+                .map(|i| TopicName(StrBytes::from_string(format!("{i:0len$}"))))
+                .collect()
+        };
+        let limit = 10_000;
+        // 9 names of 1,000 bytes, an id, a client id: within.
+        let fits = join().with_subscribed_topic_names(Some(names(9, 1_000)));
+        assert_eq!(member_size_error(&fits, "client", limit), None);
+        // The same with a long client id, or one more name: past it.
+        let (code, message) = member_size_error(&fits, &"c".repeat(1_000), limit).expect("refused");
+        assert_eq!(code, ResponseError::InvalidRequest.code());
+        assert!(message.contains("10000"), "{message}");
+        let more = join().with_subscribed_topic_names(Some(names(10, 1_000)));
+        assert!(member_size_error(&more, "client", limit).is_some());
+        let pattern = join()
+            .with_subscribed_topic_names(Some(names(9, 1_000)))
+            .with_subscribed_topic_regex(Some(StrBytes::from_string("p".repeat(1_000))));
+        assert!(member_size_error(&pattern, "", limit).is_some(), "the pattern counts");
+    }
+
+    #[test]
     fn group_consumer_regex_1_patterns_are_accepted_within_bounds_and_refused_past_them() {
         let with = |pattern: &str| {
             join()
@@ -418,10 +585,9 @@ mod tests {
             shape_error(&join().with_subscribed_topic_regex(Some(StrBytes::default())), 1),
             None
         );
+        // Compiled later, and only when its member did not hold it (GROUP-CONSUMER-REGEX-COST-1).
+        assert_eq!(shape_error(&with("orders-("), 1), None);
         let invalid_regex = ResponseError::InvalidRegularExpression.code();
-        let (code, message) = shape_error(&with("orders-("), 1).expect("refused");
-        assert_eq!(code, invalid_regex);
-        assert!(message.contains("not a valid regular expression"), "{message}");
         let (code, message) = shape_error(&with(&"a".repeat(topic_regex::MAX_PATTERN_BYTES + 1)), 1).expect("refused");
         assert_eq!(code, invalid_regex);
         assert!(message.contains("1024"), "{message}");

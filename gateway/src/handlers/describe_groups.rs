@@ -118,7 +118,8 @@ pub async fn handle<B: Backend>(
                 None => false,
             };
             // GROUP-CONSUMER-DESCRIBE-1: a consumer-protocol group is no classic group.
-            let consumer = found.is_none() && gateway.groups.consumer_describe(&id).is_some();
+            // Asked without copying the group's members (LIMIT-GROUP-ANSWER-BYTES-1).
+            let consumer = found.is_none() && gateway.groups.is_consumer(&id);
             let hidden =
                 hidden || (consumer && permissions.checks() && permissions.on_group(&id).await != Verdict::Allowed);
             match found {

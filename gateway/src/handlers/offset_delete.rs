@@ -1,6 +1,7 @@
 //! OffsetDelete (OFFSETDELETE-1, OFFSETDELETE-2, OFFSETDELETE-3): a group's committed offsets
 //! of named partitions are deleted through the coordinator, as a commit of -1 deletes one
-//! (CO-DELETE-1), except on topics the group's live members subscribe to. What Kafka's
+//! (CO-DELETE-1), except on topics the group's live members subscribe to, of either protocol
+//! (GROUP-CONSUMER-OFFSETDELETE-1). What Kafka's
 //! `kafka-consumer-groups --delete-offsets` and `Admin.deleteConsumerGroupOffsets` send.
 
 use super::delete_groups::mapped_topics;
@@ -10,22 +11,12 @@ use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::error_map;
 use crate::gateway::Gateway;
+use crate::groups::OffsetDeleteGuard;
 use crate::offset_store::OffsetStore;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::offset_delete_response::{OffsetDeleteResponsePartition, OffsetDeleteResponseTopic};
 use kafka_protocol::messages::{OffsetDeleteRequest, OffsetDeleteResponse};
 use std::sync::Arc;
-
-/// The protocol type whose members' subscriptions the coordinator reads (GROUP-SUBSCRIPTION-1).
-const CONSUMER_PROTOCOL: &str = "consumer";
-
-/// What the group's live members keep from deletion.
-enum Guard {
-    /// No member: every named partition may go.
-    Empty,
-    /// Consumer-protocol members, subscribed to these topics.
-    Subscribed(Vec<String>),
-}
 
 fn answer(code: i16) -> OffsetDeleteResponse {
     OffsetDeleteResponse::default().with_error_code(code)
@@ -41,7 +32,7 @@ async fn group_exists<B: Backend>(
     request: &OffsetDeleteRequest,
 ) -> Result<bool, i16> {
     let group_id = request.group_id.0.as_str();
-    if gateway.groups.describe(group_id).is_some() {
+    if gateway.groups.offset_delete_guard(group_id).is_some() {
         return Ok(true);
     }
     let named = request.topics.iter().map(|t| {
@@ -91,11 +82,11 @@ pub async fn handle<B: Backend>(
     let _serialised = lock.lock().await;
     // OFFSETDELETE-2: live members keep their subscribed topics; a group of another protocol
     // type, whose subscriptions the coordinator cannot read, keeps everything while it has members.
-    let guard = match gateway.groups.describe(group_id) {
-        Some(group) if group.members.is_empty() => Guard::Empty,
-        Some(group) if group.protocol_type == CONSUMER_PROTOCOL => Guard::Subscribed(group.topics),
-        Some(_) => return answer(ResponseError::NonEmptyGroup.code()),
-        None => Guard::Empty,
+    // GROUP-CONSUMER-OFFSETDELETE-1: so does a consumer-protocol group, its patterns' topics too.
+    let guard = match gateway.groups.offset_delete_guard(group_id) {
+        Some(OffsetDeleteGuard::Opaque) => return answer(ResponseError::NonEmptyGroup.code()),
+        Some(guard) => guard,
+        None => OffsetDeleteGuard::Empty,
     };
     let store = OffsetStore {
         backend: session.backend.as_ref(),
@@ -120,7 +111,7 @@ pub async fn handle<B: Backend>(
                 Verdict::Unknown(_) => resolved = Err(ResponseError::CoordinatorNotAvailable.code()),
             }
         }
-        let subscribed = matches!(&guard, Guard::Subscribed(topics) if topics.iter().any(|t| t == name));
+        let subscribed = matches!(&guard, OffsetDeleteGuard::Subscribed(topics) if topics.contains(name));
         if let Ok((target, _)) = &resolved {
             if !subscribed {
                 // AUTHZ-OFFSETS-1: deleting runs in the user's session, through its offsets client.

@@ -27,7 +27,14 @@ fn hb(member: &str, epoch: i32, topics: Option<&[&str]>, owned: Option<Assignmen
         client_id: "c".into(),
         client_host: "h".into(),
         owner: owner(),
+        pattern_scope: scope(),
+        resolutions: BTreeMap::new(),
     }
+}
+
+/// Without SASL every member's patterns are resolved in one scope.
+fn scope() -> Owner {
+    "".into()
 }
 
 fn meta(topics: &[(&str, u32)]) -> BTreeMap<String, Option<u32>> {
@@ -364,18 +371,32 @@ fn resolution(pattern: &str, topics: &[&str]) -> BTreeMap<String, BTreeSet<Strin
     BTreeMap::from([(pattern.to_string(), topics.iter().map(|t| t.to_string()).collect())])
 }
 
+fn resolved(mut h: Heartbeat, pattern: &str, topics: &[&str]) -> Heartbeat {
+    h.resolutions = resolution(pattern, topics);
+    h
+}
+
+const INTERVAL: Duration = Duration::from_secs(10);
+
+fn plan(g: &mut ConsumerGroup, member: &str, epoch: i32, requested: Option<&str>, now: Instant) -> PatternPlan {
+    g.pattern_plan(member, epoch, requested, &scope(), now, INTERVAL, 8)
+        .expect("a member or a joiner")
+}
+
 #[test]
 fn group_consumer_regex_1_a_subscription_is_the_union_of_names_and_matches() {
     let mut g = ConsumerGroup::new("g".into(), owner());
     let now = Instant::now();
     let m = meta(&[("orders-eu", 2), ("orders-us", 2), ("audit", 1)]);
-    let interval = Duration::from_secs(10);
-    // A new pattern is handed out to be resolved; the caller lists the topics and matches.
-    assert_eq!(g.patterns_to_resolve(Some("orders-.*"), now, interval), ["orders-.*"]);
-    g.apply_resolutions(resolution("orders-.*", &["orders-eu", "orders-us"]), now);
+    // A new pattern is handed out to be checked and resolved; the caller lists the topics and
+    // matches, and the heartbeat brings what matched.
+    let first = plan(&mut g, "a", 0, Some("orders-.*"), now);
+    assert_eq!(first.validate.as_deref(), Some("orders-.*"));
+    assert_eq!(first.resolve, ["orders-.*"]);
+    let join = with_regex(hb("a", 0, Some(&["audit"]), Some(Assignment::new())), "orders-.*");
     let a = g
         .heartbeat(
-            with_regex(hb("a", 0, Some(&["audit"]), Some(Assignment::new())), "orders-.*"),
+            resolved(join, "orders-.*", &["orders-eu", "orders-us"]),
             &m,
             &settings(),
             now,
@@ -387,25 +408,22 @@ fn group_consumer_regex_1_a_subscription_is_the_union_of_names_and_matches() {
         BTreeSet::from(["audit".to_string(), "orders-eu".to_string(), "orders-us".to_string()])
     );
     assert_eq!(g.named_topics(), BTreeSet::from(["audit".to_string()]));
-    // Heartbeats within the interval list nothing; once it passes every pattern is due again.
-    assert!(g
-        .patterns_to_resolve(None, now + Duration::from_secs(9), interval)
-        .is_empty());
-    assert!(g
-        .patterns_to_resolve(Some("orders-.*"), now + Duration::from_secs(9), interval)
-        .is_empty());
-    let later = now + Duration::from_secs(10);
-    assert_eq!(g.patterns_to_resolve(None, later, interval), ["orders-.*"]);
+    // Heartbeats within the interval list nothing; once it passes the pattern is due again.
+    let soon = now + Duration::from_secs(9);
+    assert_eq!(plan(&mut g, "a", 1, None, soon), PatternPlan::default());
+    assert_eq!(plan(&mut g, "a", 1, Some("orders-.*"), soon), PatternPlan::default());
+    let later = now + INTERVAL;
+    assert_eq!(plan(&mut g, "a", 1, None, later).resolve, ["orders-.*"]);
     assert!(
-        g.patterns_to_resolve(None, later, interval).is_empty(),
+        plan(&mut g, "a", 1, None, later).resolve.is_empty(),
         "handed out once: a concurrent heartbeat does not list again"
     );
     // A topic created since: the group epoch moves and the member is given its partition.
     let m2 = meta(&[("orders-eu", 2), ("orders-us", 2), ("orders-ap", 1), ("audit", 1)]);
-    assert!(g.apply_resolutions(resolution("orders-.*", &["orders-ap", "orders-eu", "orders-us"]), later));
+    let refresh = hb("a", a.member_epoch, None, a.assignment.clone());
     let a2 = g
         .heartbeat(
-            hb("a", a.member_epoch, None, a.assignment.clone()),
+            resolved(refresh, "orders-.*", &["orders-ap", "orders-eu", "orders-us"]),
             &m2,
             &settings(),
             later,
@@ -414,23 +432,31 @@ fn group_consumer_regex_1_a_subscription_is_the_union_of_names_and_matches() {
     assert!(a2.member_epoch > a.member_epoch);
     assert_eq!(held(&a2.assignment), 6);
     // The same resolution again changes nothing.
-    assert!(!g.apply_resolutions(resolution("orders-.*", &["orders-ap", "orders-eu", "orders-us"]), later));
-    // Dropping the pattern (an empty one, as librdkafka sends) keeps only the named topic, and
-    // the resolution is forgotten with its bytes.
-    let (_, bytes_with) = g.usage();
+    let same = hb("a", a2.member_epoch, None, a2.assignment.clone());
     let a3 = g
         .heartbeat(
-            with_regex(hb("a", a2.member_epoch, None, a2.assignment.clone()), ""),
+            resolved(same, "orders-.*", &["orders-ap", "orders-eu", "orders-us"]),
             &m2,
             &settings(),
             later,
         )
         .unwrap();
+    assert_eq!(a3.member_epoch, a2.member_epoch);
+    // Dropping the pattern (an empty one, as librdkafka sends) keeps only the named topic, and
+    // the resolution is forgotten with its bytes.
+    let (_, bytes_with) = g.usage();
+    g.heartbeat(
+        with_regex(hb("a", a3.member_epoch, None, a3.assignment.clone()), ""),
+        &m2,
+        &settings(),
+        later,
+    )
+    .unwrap();
     assert_eq!(g.topics(), BTreeSet::from(["audit".to_string()]));
-    assert!(g.resolution("orders-.*").is_none());
-    assert!(g.usage().1 < bytes_with);
+    assert!(g.resolution(&scope(), "orders-.*").is_none());
+    // The member's pattern (9 bytes), and its resolution: the pattern and three 9-byte topics.
+    assert_eq!(g.usage().1, bytes_with - 9 - (9 + 3 * 9));
     assert_eq!(g.member("a").unwrap().subscribed_regex, None);
-    let _ = a3;
 }
 
 #[test]
@@ -438,23 +464,129 @@ fn group_consumer_regex_1_members_naming_one_pattern_share_its_resolution() {
     let mut g = ConsumerGroup::new("g".into(), owner());
     let now = Instant::now();
     let m = meta(&[("orders-eu", 2), ("orders-us", 2)]);
-    let interval = Duration::from_secs(10);
-    assert_eq!(g.patterns_to_resolve(Some("orders-.*"), now, interval), ["orders-.*"]);
-    g.apply_resolutions(resolution("orders-.*", &["orders-eu", "orders-us"]), now);
-    for member in ["a", "b"] {
-        g.heartbeat(
-            with_regex(hb(member, 0, Some(&[]), Some(Assignment::new())), "orders-.*"),
-            &m,
-            &settings(),
-            now,
-        )
-        .unwrap();
-    }
+    let a = with_regex(hb("a", 0, Some(&[]), Some(Assignment::new())), "orders-.*");
+    g.heartbeat(
+        resolved(a, "orders-.*", &["orders-eu", "orders-us"]),
+        &m,
+        &settings(),
+        now,
+    )
+    .unwrap();
+    let second = plan(&mut g, "b", 0, Some("orders-.*"), now);
     assert!(
-        g.patterns_to_resolve(Some("orders-.*"), now, interval).is_empty(),
+        second.resolve.is_empty(),
         "the second member's pattern was resolved already"
     );
+    assert_eq!(
+        second.validate.as_deref(),
+        Some("orders-.*"),
+        "but is new to that member"
+    );
+    g.heartbeat(
+        with_regex(hb("b", 0, Some(&[]), Some(Assignment::new())), "orders-.*"),
+        &m,
+        &settings(),
+        now,
+    )
+    .unwrap();
     let targets: usize = ["a", "b"].iter().map(|m| assignment_size(&g.target_of(m))).sum();
     assert_eq!(targets, 4);
     assert_eq!(assignment_size(&g.target_of("a")), 2);
+}
+
+#[test]
+fn group_consumer_nonmember_1_a_non_member_is_handed_no_pattern_and_marks_nothing() {
+    let mut g = ConsumerGroup::new("g".into(), owner());
+    let now = Instant::now();
+    let m = meta(&[("t1", 1)]);
+    let a = with_regex(hb("a", 0, Some(&[]), Some(Assignment::new())), "t.*");
+    g.heartbeat(resolved(a, "t.*", &["t1"]), &m, &settings(), now).unwrap();
+    let later = now + INTERVAL;
+    // Under an id nobody holds, with an epoch: refused, whatever pattern it names.
+    for requested in [None, Some("t.*"), Some("u.*")] {
+        assert_eq!(
+            g.pattern_plan("stranger", 3, requested, &scope(), later, INTERVAL, 8),
+            Err(ConsumerGroupError::UnknownMemberId)
+        );
+    }
+    // A joiner resolves its own new pattern, and refreshes nothing of the group's.
+    let joiner = plan(&mut g, "j", 0, Some("u.*"), later);
+    assert_eq!(joiner.resolve, ["u.*"]);
+    // The member's refresh is still due: nobody took it.
+    assert_eq!(plan(&mut g, "a", 1, None, later).resolve, ["t.*"]);
+    // A resolution of a pattern no member subscribes to is not kept, even from a member.
+    let (_, bytes) = g.usage();
+    let stray = resolved(hb("a", 1, None, None), "u.*", &["u1", "u2"]);
+    g.heartbeat(stray, &m, &settings(), later).unwrap();
+    assert_eq!(g.usage().1, bytes);
+    assert!(g.resolution(&scope(), "u.*").is_none());
+}
+
+#[test]
+fn group_consumer_regex_cost_1_a_members_pattern_is_compiled_once_and_resolutions_are_rationed() {
+    let mut g = ConsumerGroup::new("g".into(), owner());
+    let now = Instant::now();
+    let m = meta(&[("t1", 1)]);
+    // Twelve members, each with a pattern of its own.
+    for i in 0..12 {
+        let member = format!("m{i}");
+        let pattern = format!("t{i}.*");
+        let join = with_regex(hb(&member, 0, Some(&[]), Some(Assignment::new())), &pattern);
+        g.heartbeat(resolved(join, &pattern, &[]), &m, &settings(), now)
+            .unwrap();
+    }
+    // A member resending the pattern it holds compiles nothing.
+    let again = plan(&mut g, "m0", 1, Some("t0.*"), now);
+    assert_eq!(again, PatternPlan::default());
+    // Changing it compiles the new one.
+    assert_eq!(plan(&mut g, "m0", 1, Some("x.*"), now).validate.as_deref(), Some("x.*"));
+    // Once stale, a heartbeat refreshes at most 8 of them, the least recently resolved first;
+    // the next heartbeat takes the rest.
+    let later = now + INTERVAL;
+    let first = plan(&mut g, "m0", 1, None, later);
+    assert_eq!(first.resolve.len(), 8);
+    let second = plan(&mut g, "m1", 1, None, later);
+    assert_eq!(second.resolve.len(), 4);
+    let all: BTreeSet<String> = first.resolve.into_iter().chain(second.resolve).collect();
+    assert_eq!(all.len(), 12, "every pattern once");
+}
+
+#[test]
+fn group_consumer_regex_scope_1_each_principal_keeps_its_own_resolution() {
+    let mut g = ConsumerGroup::new("g".into(), owner());
+    let now = Instant::now();
+    let m = meta(&[("t1", 1), ("t2", 1)]);
+    let (ann, ben): (Owner, Owner) = ("user:ann".into(), "user:ben".into());
+    let member = |id: &str, scope: &Owner, topics: &[&str]| {
+        let mut join = with_regex(hb(id, 0, Some(&[]), Some(Assignment::new())), "t.*");
+        join.pattern_scope = scope.clone();
+        resolved(join, "t.*", topics)
+    };
+    // Ann may poll both topics, Ben only t1: each sees what its own permissions matched.
+    g.heartbeat(member("a", &ann, &["t1", "t2"]), &m, &settings(), now)
+        .unwrap();
+    g.heartbeat(member("b", &ben, &["t1"]), &m, &settings(), now).unwrap();
+    let subscription = |g: &ConsumerGroup, id: &str| g.subscription_of(g.member(id).unwrap());
+    assert_eq!(
+        subscription(&g, "a"),
+        BTreeSet::from(["t1".to_string(), "t2".to_string()])
+    );
+    assert_eq!(subscription(&g, "b"), BTreeSet::from(["t1".to_string()]));
+    // Ben's refresh, whatever it finds, leaves Ann's as it was.
+    let mut refresh = hb("b", g.member("b").unwrap().epoch, None, None);
+    refresh.pattern_scope = ben.clone();
+    g.heartbeat(resolved(refresh, "t.*", &[]), &m, &settings(), now)
+        .unwrap();
+    assert_eq!(
+        subscription(&g, "a"),
+        BTreeSet::from(["t1".to_string(), "t2".to_string()])
+    );
+    assert!(subscription(&g, "b").is_empty());
+    // A scope's plan hands out its own patterns only.
+    assert_eq!(
+        g.pattern_plan("a", 1, Some("t.*"), &ann, now, INTERVAL, 8)
+            .unwrap()
+            .resolve,
+        Vec::<String>::new()
+    );
 }
