@@ -62,6 +62,9 @@ pub struct PeerHealth {
     standings: Mutex<Vec<Standing>>,
     /// Probe rounds still to run before this gateway counts itself up (GROUP-COORDINATOR-4).
     warm_up_rounds: std::sync::atomic::AtomicU32,
+    /// Probe rounds counted since start: what a test or an operator waits on to know that
+    /// probes ran, rather than for a time.
+    rounds: std::sync::atomic::AtomicU64,
 }
 
 /// A peer whose standing changed with the last round of probes.
@@ -83,7 +86,13 @@ impl PeerHealth {
             me,
             standings: Mutex::new(standings),
             warm_up_rounds: std::sync::atomic::AtomicU32::new(warm_up),
+            rounds: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Probe rounds counted since this gateway started.
+    pub fn rounds(&self) -> u64 {
+        self.rounds.load(std::sync::atomic::Ordering::Acquire)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Standing>> {
@@ -152,6 +161,8 @@ impl PeerHealth {
                 changes.push(Change { node: node.clone(), up });
             }
         }
+        // Counted under the lock, so whoever reads the count sees the standings it counts.
+        self.rounds.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         changes
     }
 }
