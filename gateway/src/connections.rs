@@ -152,9 +152,16 @@ impl Activity {
         self.busy.store(false, Ordering::Relaxed);
     }
 
-    /// Resolves once the accept loop shed this connection (LIMIT-CONNECTIONS-SHED-1).
+    /// Resolves once the accept loop shed this connection (LIMIT-CONNECTIONS-SHED-1), or
+    /// someone [closed](Activity::close) it.
     pub async fn shed(&self) {
         self.shed.notified().await
+    }
+
+    /// Tells the connection's task to close, as shedding does: how the peer channel closes a
+    /// peer's older link when the peer opens a newer one (GROUP-COORDINATOR-6).
+    pub fn close(&self) {
+        self.shed.notify_one();
     }
 }
 

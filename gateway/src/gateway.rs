@@ -55,6 +55,12 @@ pub struct Gateway<B> {
     pub read_ahead: ReadAhead,
     /// Which peer gateways answer probes (GROUP-COORDINATOR-2).
     pub peer_health: crate::peers::PeerHealth,
+    /// The peer channel's nonces (GROUP-COORDINATOR-7): a source of their own, so that probing
+    /// does not shift what the seed decides elsewhere.
+    pub peer_rng: SharedRng,
+    /// Whether the runtime serving clients runs, as the peer channel tells peers
+    /// (GROUP-COORDINATOR-8).
+    pub peer_pulse: Arc<crate::peer_channel::ServingPulse>,
 }
 
 impl<B: Backend> Gateway<B> {
@@ -79,6 +85,7 @@ impl<B: Backend> Gateway<B> {
         }
         let sessions = SessionPool::new(config.sasl.max_sessions, config.sasl.session_lifetime_ms, salt);
         let peer_health = crate::peers::PeerHealth::new(config.peers.clone(), config.advertised.id);
+        let peer_rng = rng.fork(u64::from_be_bytes(*b"kig-peer"));
         Self {
             config,
             backend,
@@ -97,6 +104,8 @@ impl<B: Backend> Gateway<B> {
             reauthentications: std::sync::atomic::AtomicU64::new(0),
             read_ahead: ReadAhead::new(read_ahead_bytes),
             peer_health,
+            peer_rng,
+            peer_pulse: Default::default(),
         }
     }
 

@@ -87,6 +87,7 @@ pub struct Metrics {
     backend_duration: Family<OperationLabels, Histogram>,
     backend_errors: Family<OperationLabels, Counter>,
     limits_hit: Family<RuleLabels, Counter>,
+    peer_probe_rounds: Counter,
 }
 
 /// Request and backend latencies from 100 µs to about 52 s, doubling.
@@ -199,6 +200,12 @@ impl Metrics {
             "Times a limit refused, closed, clamped or delayed something, by LIMIT-* rule ID (docs/spec/limits.md)",
             limits_hit.clone(),
         );
+        let peer_probe_rounds = Counter::default();
+        registry.register(
+            "peer_probe_rounds",
+            "Rounds of probes of the peer gateways run (GROUP-COORDINATOR-2); a peer's standing changes are logged",
+            peer_probe_rounds.clone(),
+        );
         let api_slots = (0..API_KEY_SLOTS as i16)
             .map(|key| {
                 let name = kafka_protocol::messages::ApiKey::try_from(key)
@@ -226,6 +233,7 @@ impl Metrics {
             backend_duration,
             backend_errors,
             limits_hit,
+            peer_probe_rounds,
         }
     }
 
@@ -315,6 +323,11 @@ impl Metrics {
     /// A limit was hit: `rule` is its LIMIT-* rule ID.
     pub fn limit_hit(&self, rule: &'static str) {
         self.limits_hit.get_or_create(&RuleLabels { rule }).inc();
+    }
+
+    /// One round of peer probes ran (GROUP-COORDINATOR-2).
+    pub fn peer_probe_round(&self) {
+        self.peer_probe_rounds.inc();
     }
 
     /// A connection opened; the returned guard counts it closed when dropped.

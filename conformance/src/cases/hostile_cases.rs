@@ -127,7 +127,7 @@ pub const OWN_GATEWAY_AREA: &str = "hostile_gateways";
 /// The hostile cases that start their own gateways, for the trace.
 pub const OWN_GATEWAY_CASES: &[super::ListedCase] = &[super::ListedCase {
     name: "hostile_connection_flood_on_a_peer_moves_no_group",
-    rules: &["GROUP-COORDINATOR-2"],
+    rules: &["GROUP-COORDINATOR-6", "GROUP-COORDINATOR-7", "GROUP-COORDINATOR-2"],
 }];
 
 pub fn cases() -> Vec<Case> {

@@ -38,18 +38,27 @@ const GROUPS: usize = 16;
 /// down (GROUP-COORDINATOR-2, default 3), and one more.
 const FLOODED_ROUNDS: u64 = 2 * kafka_iggy_gateway::config::DEFAULT_PEER_DOWN_AFTER_PROBES as u64 + 1;
 
-/// The flags of gateway `index` (node id `index + 1`) of a peered pair on `kafka`.
-fn peer_flags(index: usize, kafka: &[SocketAddr]) -> Vec<String> {
+/// The secret the case's gateways share (GROUP-COORDINATOR-7).
+pub const PEER_SECRET: &str = "kig-hostile-peers-secret";
+
+/// The flags of gateway `index` (node id `index + 1`) of a peered pair whose Kafka listeners
+/// are `kafka` and peer channels `channels` (GROUP-COORDINATOR-6).
+pub fn peer_flags(index: usize, kafka: &[SocketAddr], channels: &[SocketAddr]) -> Vec<String> {
     let peers: Vec<String> = kafka
         .iter()
+        .zip(channels)
         .enumerate()
-        .map(|(i, a)| format!("{}={a}", i + 1))
+        .map(|(i, (a, c))| format!("{}={a}/{}", i + 1, c.port()))
         .collect();
     vec![
         "--instance-id".into(),
         (index + 1).to_string(),
         "--peers".into(),
         peers.join(","),
+        "--peer-listen".into(),
+        channels[index].to_string(),
+        "--peer-secret".into(),
+        PEER_SECRET.into(),
         "--peer-probe-interval-ms".into(),
         PROBE_INTERVAL_MS.to_string(),
     ]
@@ -204,11 +213,12 @@ async fn keep_speaking(mut client: WireClient<TcpStream>, mut stop: watch::Recei
 /// A well-behaved client of the flooded gateway, connected before the flood, is served
 /// throughout (the hostile watchdog).
 pub async fn hostile_connection_flood_on_a_peer_moves_no_group<L: Launcher>(launcher: &L) -> anyhow::Result<Outcome> {
-    let addresses = free_addresses(2)?;
-    let other = launcher.start(addresses[0], peer_flags(0, &addresses)).await?;
-    let mut flags = peer_flags(1, &addresses);
+    let addresses = free_addresses(4)?;
+    let (kafka, channels) = addresses.split_at(2);
+    let other = launcher.start(kafka[0], peer_flags(0, kafka, channels)).await?;
+    let mut flags = peer_flags(1, kafka, channels);
     flags.extend(["--max-connections".to_string(), FLOOD_TABLE.to_string()]);
-    let flooded = launcher.start(addresses[1], flags).await?;
+    let flooded = launcher.start(kafka[1], flags).await?;
     let warm = u64::from(kafka_iggy_gateway::peers::WARM_UP_ROUNDS) + 1;
     await_rounds(&other, warm, "the first gateway warming up").await?;
     await_rounds(&flooded, warm, "the flooded gateway warming up").await?;
