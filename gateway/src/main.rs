@@ -148,6 +148,7 @@ fn fit_connections_to_descriptors(config: &mut Config) {
             }
             limits.max_connections = allowed;
             limits.max_connections_per_address = limits.max_connections_per_address.min(allowed);
+            limits.max_connections_per_prefix = limits.max_connections_per_prefix.min(allowed);
         }
         Err(e) => tracing::warn!(
             "could not read or raise the open-file limit: {e}; max_connections stays {}",

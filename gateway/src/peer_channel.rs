@@ -408,6 +408,8 @@ impl Responder {
         let table = ConnectionTable::new(AdmissionLimits {
             max_connections: places,
             max_connections_per_address: places,
+            max_connections_per_prefix: places,
+            prefixes: Default::default(),
             shed_idle_after_ms: u64::MAX,
         });
         Self {

@@ -209,6 +209,8 @@ pub async fn try_serve<B: Backend, L: Listener>(
     let table = ConnectionTable::new(AdmissionLimits {
         max_connections: limits.max_connections,
         max_connections_per_address: limits.max_connections_per_address.min(limits.max_connections),
+        max_connections_per_prefix: limits.max_connections_per_prefix.min(limits.max_connections),
+        prefixes: limits.address_prefixes,
         shed_idle_after_ms: u64::try_from(limits.shed_idle_after.as_millis()).unwrap_or(u64::MAX),
     });
     let mut connections = JoinSet::new();
@@ -243,10 +245,11 @@ pub async fn try_serve<B: Backend, L: Listener>(
                             if refused.hit() {
                                 tracing::warn!(
                                     %peer,
-                                    "refusing connections: {} open, max_connections {}, max_connections_per_address {}, none silent enough to close ({})",
+                                    "refusing connections: {} open, max_connections {}, max_connections_per_address {}, max_connections_per_prefix {}, none silent enough to close ({})",
                                     table.len(),
                                     limits.max_connections,
                                     limits.max_connections_per_address,
+                                    limits.max_connections_per_prefix,
                                     refusal.rule()
                                 );
                             }

@@ -52,7 +52,9 @@ async fn gateway_with_peers(peers: &[&str]) -> EmbeddedGateway {
         instance_id: Some(1),
         peers: peers.iter().map(|p| format!("{p}/19192")).collect(),
         peer_listen: Some("127.0.0.1:19192".parse().unwrap()),
-        peer_secret: Some(kafka_iggy_gateway::auth::credentials::Secret::new("admin-apis-peer-secret")),
+        peer_secret: Some(kafka_iggy_gateway::auth::credentials::Secret::new(
+            "admin-apis-peer-secret",
+        )),
         ..Args::default()
     };
     let config = Config::resolve(args, FileConfig::default()).expect("valid config");

@@ -196,7 +196,7 @@ pub async fn handle<B: Backend>(
             .as_ref()
             .map_or(String::new(), |c| c.as_str().to_string()),
         client_host: peer.to_string(),
-        owner: owner(session, peer),
+        owner: owner(gateway, session, peer),
     };
     match heartbeat_authorized(gateway, &mut permissions, &group_id, heartbeat, lookups).await {
         Err(Refusal::Authorization(code)) => refused(code, "Not authorized for the group's topics."),
