@@ -5,7 +5,7 @@
 
 use crate::auth::connection::ConnectionAuth;
 use crate::auth::sessions::{Session, SessionPool};
-use crate::auth::throttle::{LoginQueues, LoginThrottle};
+use crate::auth::throttle::{LoginQueues, LoginThrottle, UsernameQueues};
 use crate::backend::{Backend, ClientId};
 use crate::clock::{Clock, SharedRng};
 use crate::config::{Config, Node};
@@ -47,6 +47,8 @@ pub struct Gateway<B> {
     pub login_throttle: Mutex<LoginThrottle>,
     /// One login at a time per address (AUTH-SASL-THROTTLE-1).
     pub login_queues: LoginQueues,
+    /// One untrusted login at a time per username (AUTH-SASL-THROTTLE-2).
+    pub username_queues: UsernameQueues,
     /// Whose offsets client is in each offsets group (AUTHZ-OFFSETS-1).
     pub offset_members: OffsetMembers<B>,
     /// Successful KIP-368 re-authentications on open connections, since start.
@@ -100,6 +102,7 @@ impl<B: Backend> Gateway<B> {
             sessions,
             login_throttle: Mutex::new(LoginThrottle::default()),
             login_queues: LoginQueues::default(),
+            username_queues: UsernameQueues::default(),
             offset_members: OffsetMembers::default(),
             reauthentications: std::sync::atomic::AtomicU64::new(0),
             read_ahead: ReadAhead::new(read_ahead_bytes),
