@@ -85,7 +85,8 @@ impl<B: Backend> Gateway<B> {
         for chunk in salt.chunks_mut(8) {
             chunk.copy_from_slice(&rng.next_u64().to_be_bytes());
         }
-        let sessions = SessionPool::new(config.sasl.max_sessions, config.sasl.session_lifetime_ms, salt);
+        let sessions = SessionPool::new(config.sasl.max_sessions, config.sasl.session_lifetime_ms, salt)
+            .with_max_sessions_per_user(config.sasl.max_sessions_per_user);
         let peer_health = crate::peers::PeerHealth::new(config.peers.clone(), config.advertised.id);
         let peer_rng = rng.fork(u64::from_be_bytes(*b"kig-peer"));
         Self {

@@ -96,6 +96,11 @@ async fn authenticate<B: Backend>(
                 LoginError::TooManySessions(_) => {
                     "Authentication failed: the gateway has no room for another session; retry later".into()
                 }
+                // LIMIT-SESSIONS-USER-1: told only after Iggy accepted the credentials, so it
+                // tells a guesser nothing of the user.
+                LoginError::TooManySessionsForUser(_) => {
+                    "Authentication failed: the user has no room for another session (all in use); retry later".into()
+                }
             };
             drop((username_turn, turn));
             tracing::warn!(%peer, %username, "SASL authentication failed: {e} (AUTH-SASL-FAIL-1)");
