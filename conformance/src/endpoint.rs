@@ -120,6 +120,9 @@ pub struct LocalOptions {
     pub auto_create_topics: Option<bool>,
     /// Partitions of an auto-created topic (1 unless set).
     pub default_partitions: Option<u32>,
+    /// Command-line flags, as the gateway binary takes them, for what the fields above do not
+    /// say; a field above that is set wins over its flag.
+    pub extra_args: Vec<String>,
 }
 
 /// The group.min.session.timeout.ms the in-process gateway runs with.
@@ -155,17 +158,24 @@ impl<B: Backend> LocalGateway<B> {
         let bind = options.listen.unwrap_or_else(|| "127.0.0.1:0".parse().expect("valid"));
         let listener = tokio::net::TcpListener::bind(bind).await?;
         let addr: SocketAddr = listener.local_addr()?;
-        let instance_id = options.instance_id.unwrap_or(TEST_INSTANCE_ID);
+        let extra = <Args as clap::Parser>::try_parse_from(
+            std::iter::once("kafka-iggy-gateway".to_string()).chain(options.extra_args.iter().cloned()),
+        )?;
+        let instance_id = options.instance_id.or(extra.instance_id).unwrap_or(TEST_INSTANCE_ID);
         let args = Args {
             listen: Some(addr),
             advertised: options.advertised.clone(),
             instance_id: Some(instance_id),
             max_frame_size: Some(TEST_MAX_FRAME_SIZE),
-            peers: options.peers.clone(),
-            peer_probe_interval_ms: options.peer_probe_interval_ms,
-            auto_create_topics: options.auto_create_topics,
-            default_partitions: options.default_partitions,
-            ..Args::default()
+            peers: if options.peers.is_empty() {
+                extra.peers.clone()
+            } else {
+                options.peers.clone()
+            },
+            peer_probe_interval_ms: options.peer_probe_interval_ms.or(extra.peer_probe_interval_ms),
+            auto_create_topics: options.auto_create_topics.or(extra.auto_create_topics),
+            default_partitions: options.default_partitions.or(extra.default_partitions),
+            ..extra
         };
         let file = FileConfig {
             group_min_session_timeout_ms: Some(

@@ -58,4 +58,19 @@ impl SharedRng {
     pub fn next_u64(&self) -> u64 {
         self.0.lock().expect("rng lock poisoned").next_u64()
     }
+
+    /// A source of its own, seeded from a copy of this one's state mixed with `salt`, leaving
+    /// this one where it was: a new user of randomness (the peer channel's nonces) gets values
+    /// the seed decides without shifting what every other user of this source draws.
+    pub fn fork(&self, salt: u64) -> SharedRng {
+        let mut copy = self.0.lock().expect("rng lock poisoned").clone();
+        SharedRng::seeded(copy.next_u64() ^ salt)
+    }
+
+    /// `N` bytes from this source.
+    pub fn bytes<const N: usize>(&self) -> [u8; N] {
+        let mut bytes = [0u8; N];
+        self.0.lock().expect("rng lock poisoned").fill_bytes(&mut bytes);
+        bytes
+    }
 }

@@ -61,9 +61,24 @@ pub struct Args {
     /// 0..=65535; high 16 bits of every producer id, and this gateway's node id.
     #[arg(long, env = "IGGY_KAFKA_INSTANCE_ID")]
     pub instance_id: Option<u16>,
-    /// Other gateways fronting the same Iggy, as id=host:port, comma separated.
+    /// Other gateways fronting the same Iggy, comma separated, each as id=host:port/peer_port
+    /// (or id=host:port/peer_host:peer_port): its Kafka listener, then its peer channel
+    /// (GROUP-COORDINATOR-6).
     #[arg(long, env = "IGGY_KAFKA_PEERS", value_delimiter = ',')]
     pub peers: Vec<String>,
+    /// Where this gateway answers its peers' probes, apart from Kafka clients
+    /// (GROUP-COORDINATOR-6); required with peers. Reachable by the peers only.
+    #[arg(long, env = "IGGY_KAFKA_PEER_LISTEN")]
+    pub peer_listen: Option<SocketAddr>,
+    /// The secret every peer gateway shares, at least 16 bytes, that probes and answers are
+    /// authenticated with (GROUP-COORDINATOR-7); required with peers. Prefer the variable or the
+    /// file to the flag, which other users of the host can read.
+    #[arg(long, env = "IGGY_KAFKA_PEER_SECRET")]
+    pub peer_secret: Option<Secret>,
+    /// How long the runtime serving a peer's clients may go without running before its probes
+    /// count as failed (GROUP-COORDINATOR-8; default 10000).
+    #[arg(long, env = "IGGY_KAFKA_PEER_STALL_LIMIT_MS")]
+    pub peer_stall_limit_ms: Option<u64>,
     /// How often each peer gateway is probed, and how long a probe may take
     /// (GROUP-COORDINATOR-2; default 1000).
     #[arg(long, env = "IGGY_KAFKA_PEER_PROBE_INTERVAL_MS")]
@@ -145,6 +160,9 @@ pub struct FileConfig {
     pub instance_id: Option<u16>,
     #[serde(default)]
     pub peers: Vec<String>,
+    pub peer_listen: Option<SocketAddr>,
+    pub peer_secret: Option<Secret>,
+    pub peer_stall_limit_ms: Option<u64>,
     pub peer_probe_interval_ms: Option<u64>,
     pub peer_down_after_probes: Option<u32>,
     pub max_frame_size: Option<usize>,
@@ -195,6 +213,32 @@ pub struct Node {
     pub port: i32,
 }
 
+/// The peer channel: where this gateway answers its peers' probes and where it probes theirs
+/// (GROUP-COORDINATOR-6), and the secret they share (GROUP-COORDINATOR-7).
+#[derive(Debug, Clone)]
+pub struct PeerChannel {
+    pub listen: SocketAddr,
+    /// Each other gateway's peer channel, `host:port`, by node id.
+    pub addresses: BTreeMap<i32, String>,
+    pub secret: Secret,
+    /// GROUP-COORDINATOR-8.
+    pub stall_limit: Duration,
+}
+
+impl PeerChannel {
+    /// What this gateway's responder needs of the configuration.
+    pub fn responder_settings(&self, config: &Config) -> crate::peer_channel::ResponderSettings {
+        crate::peer_channel::ResponderSettings {
+            me: config.advertised.id,
+            peers: self.addresses.keys().copied().collect(),
+            secret: self.secret.clone(),
+            stall_limit: self.stall_limit,
+            // Ten probe periods without a probe: the peer is gone, or has a newer link.
+            idle_timeout: (config.peer_probe_interval * 10).max(Duration::from_secs(10)),
+        }
+    }
+}
+
 /// The resolved configuration.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -207,6 +251,8 @@ pub struct Config {
     pub peer_probe_interval: Duration,
     /// Failed probes in a row that count a peer down (GROUP-COORDINATOR-2).
     pub peer_down_after_probes: u32,
+    /// Where peers probe each other; `Some` whenever another gateway is configured.
+    pub peer_channel: Option<PeerChannel>,
     pub max_frame_size: usize,
     pub backend: BackendKind,
     /// One `HOST:PORT`, or a cluster's roster, comma separated (CLUSTER-ROSTER-1).
@@ -247,11 +293,37 @@ pub const DEFAULT_IGGY_FAILOVER_TIMEOUT_MS: u64 = 10_000;
 /// the 10 s session timeout Kafka's consumers default to.
 pub const DEFAULT_PEER_PROBE_INTERVAL_MS: u64 = 1_000;
 pub const DEFAULT_PEER_DOWN_AFTER_PROBES: u32 = 3;
+/// GROUP-COORDINATOR-8: a runtime that has not run for 10 s serves no client either (Kafka's
+/// consumers time out a request after 30 s, their sessions after 45 s); far above the stalls of
+/// hundreds of ms a hostile request may cause, which must not move groups.
+pub const DEFAULT_PEER_STALL_LIMIT_MS: u64 = 10_000;
 
 impl Default for Config {
     fn default() -> Self {
         Config::resolve(Args::default(), FileConfig::default()).expect("defaults are valid")
     }
+}
+
+/// A peer as configured: its node, and its peer channel's `host:port` when given after a `/`
+/// (`id=host:port/peer_port` takes the Kafka listener's host).
+fn parse_peer(spec: &str) -> anyhow::Result<(Node, Option<String>)> {
+    let (kafka, channel) = match spec.split_once('/') {
+        Some((kafka, channel)) => (kafka, Some(channel)),
+        None => (spec, None),
+    };
+    let node = parse_node(kafka)?;
+    let channel = match channel {
+        None => None,
+        Some(channel) => {
+            let (host, port) = channel.rsplit_once(':').unwrap_or((&node.host, channel));
+            let port: u16 = port.parse().with_context(|| format!("peer channel port in {spec:?}"))?;
+            if host.is_empty() {
+                bail!("peer {spec:?} has an empty peer channel host");
+            }
+            Some(format!("{host}:{port}"))
+        }
+    };
+    Ok((node, channel))
 }
 
 fn parse_node(spec: &str) -> anyhow::Result<Node> {
@@ -294,10 +366,16 @@ impl Config {
             .unwrap_or_else(|| listen.to_string());
         let advertised = parse_node(&format!("{instance_id}={advertised}"))?;
         let peer_specs = if args.peers.is_empty() { file.peers } else { args.peers };
-        let mut peers = peer_specs
+        let parsed = peer_specs
             .iter()
-            .map(|p| parse_node(p))
+            .map(|p| parse_peer(p))
             .collect::<anyhow::Result<Vec<_>>>()?;
+        let channels: BTreeMap<i32, String> = parsed
+            .iter()
+            .filter(|(node, _)| node.id != advertised.id)
+            .filter_map(|(node, channel)| Some((node.id, channel.clone()?)))
+            .collect();
+        let mut peers: Vec<Node> = parsed.into_iter().map(|(node, _)| node).collect();
         if !peers.iter().any(|p| p.id == advertised.id) {
             peers.push(advertised.clone());
         }
@@ -316,6 +394,19 @@ impl Config {
         if peer_probe_interval_ms == 0 || peer_down_after_probes == 0 {
             bail!("peer_probe_interval_ms and peer_down_after_probes must be at least 1");
         }
+        let peer_channel = if peers.len() > 1 {
+            Some(resolve_peer_channel(
+                &peers,
+                advertised.id,
+                channels,
+                args.peer_listen.or(file.peer_listen),
+                args.peer_secret.or(file.peer_secret),
+                args.peer_stall_limit_ms.or(file.peer_stall_limit_ms),
+                peer_probe_interval_ms,
+            )?)
+        } else {
+            None
+        };
         let max_frame_size = args
             .max_frame_size
             .or(file.max_frame_size)
@@ -356,6 +447,7 @@ impl Config {
             peers,
             peer_probe_interval: Duration::from_millis(peer_probe_interval_ms),
             peer_down_after_probes,
+            peer_channel,
             max_frame_size,
             backend: args.backend.or(file.backend).unwrap_or_default(),
             iggy_address,
@@ -415,6 +507,52 @@ impl Config {
             log_format: args.log_format.or(file.log_format).unwrap_or_default(),
         })
     }
+}
+
+/// GROUP-COORDINATOR-6, GROUP-COORDINATOR-7: with peers, a peer listener, a peer channel for
+/// every other gateway and a shared secret are required, refused at start when missing, so that
+/// no gateway probes its peers through their Kafka listeners nor unauthenticated.
+fn resolve_peer_channel(
+    peers: &[Node],
+    me: i32,
+    addresses: BTreeMap<i32, String>,
+    listen: Option<SocketAddr>,
+    secret: Option<Secret>,
+    stall_limit_ms: Option<u64>,
+    probe_interval_ms: u64,
+) -> anyhow::Result<PeerChannel> {
+    let listen = listen.context(
+        "peers are configured: set peer_listen, where this gateway answers its peers' probes (GROUP-COORDINATOR-6)",
+    )?;
+    if let Some(node) = peers.iter().find(|p| p.id != me && !addresses.contains_key(&p.id)) {
+        bail!(
+            "peer {} names no peer channel: write it as {}={}:{}/PEER_PORT (GROUP-COORDINATOR-6)",
+            node.id,
+            node.id,
+            node.host,
+            node.port
+        );
+    }
+    let secret = secret
+        .context("peers are configured: set peer_secret, the secret every peer gateway shares (GROUP-COORDINATOR-7)")?;
+    let min = crate::peer_channel::MIN_SECRET_BYTES;
+    if secret.expose().len() < min {
+        bail!("peer_secret must be at least {min} bytes (GROUP-COORDINATOR-7)");
+    }
+    let stall_limit_ms = stall_limit_ms.unwrap_or(DEFAULT_PEER_STALL_LIMIT_MS);
+    // A runtime that runs is seen between two probes; a limit below two periods would count a
+    // healthy one stalled.
+    if stall_limit_ms < 2 * probe_interval_ms {
+        bail!(
+            "peer_stall_limit_ms ({stall_limit_ms}) must be at least twice peer_probe_interval_ms ({probe_interval_ms}) (GROUP-COORDINATOR-8)"
+        );
+    }
+    Ok(PeerChannel {
+        listen,
+        addresses,
+        secret,
+        stall_limit: Duration::from_millis(stall_limit_ms),
+    })
 }
 
 /// Kafka topic names to Iggy streams and topics (TOPIC-MAPPING-1).
@@ -547,6 +685,62 @@ mod tests {
     }
 
     #[test]
+    fn group_coordinator_6_group_coordinator_7_peers_need_a_peer_listener_a_channel_each_and_a_secret() {
+        let resolve = |peers: &str, flags: &[&str]| {
+            let args = Args::try_parse_from(
+                ["gw", "--instance-id", "1", "--peers", peers]
+                    .into_iter()
+                    .chain(flags.iter().copied()),
+            )
+            .unwrap();
+            Config::resolve(args, FileConfig::default())
+        };
+        let peers = "1=a:9092/9192,2=b:9093/c:9300";
+        let channel = ["--peer-listen", "0.0.0.0:9192", "--peer-secret", "0123456789abcdef"];
+        let c = resolve(peers, &channel).unwrap();
+        let resolved = c.peer_channel.clone().expect("a peer channel");
+        assert_eq!(resolved.listen, "0.0.0.0:9192".parse().unwrap());
+        assert_eq!(
+            resolved.addresses,
+            BTreeMap::from([(2, "c:9300".to_string())]),
+            "the other gateway's channel, on the host given"
+        );
+        assert_eq!(resolved.stall_limit, Duration::from_millis(DEFAULT_PEER_STALL_LIMIT_MS));
+        assert_eq!(
+            c.peers.iter().map(|p| (p.id, p.port)).collect::<Vec<_>>(),
+            [(1, 9092), (2, 9093)],
+            "the Kafka listeners, as FindCoordinator names them"
+        );
+        let c = resolve("1=a:9092,2=b:9093/9193", &channel).unwrap();
+        assert_eq!(
+            c.peer_channel.unwrap().addresses[&2],
+            "b:9193",
+            "else on its Kafka host"
+        );
+        for (peers, flags, names) in [
+            (peers, &["--peer-secret", "0123456789abcdef"][..], "peer_listen"),
+            (peers, &["--peer-listen", "0.0.0.0:9192"][..], "peer_secret"),
+            ("1=a:9092/9192,2=b:9093", &channel[..], "names no peer channel"),
+            ("1=a:9092,2=b:9093/x", &channel[..], "peer channel port"),
+            (
+                peers,
+                &["--peer-listen", "0.0.0.0:9192", "--peer-secret", "short"][..],
+                "at least 16 bytes",
+            ),
+        ] {
+            let err = resolve(peers, flags).expect_err(names);
+            assert!(format!("{err:#}").contains(names), "{names}: {err:#}");
+        }
+        let err = resolve(peers, &[&channel[..], &["--peer-stall-limit-ms", "1500"]].concat()).unwrap_err();
+        assert!(err.to_string().contains("twice"), "{err}");
+        // Alone, no peer channel is needed.
+        let alone = Config::resolve(Args::default(), FileConfig::default()).unwrap();
+        assert!(alone.peer_channel.is_none());
+        // The secret prints as nothing (AUTH-SASL-SECRET-1's type).
+        assert!(!format!("{:?}", resolve(peers, &channel).unwrap()).contains("0123456789abcdef"));
+    }
+
+    #[test]
     fn topic_mapping_1_overrides_and_default_stream() {
         let m = TopicMapping::new(
             "kafka".into(),
@@ -582,7 +776,9 @@ mod tests {
             r#"
             listen = "127.0.0.1:19092"
             instance_id = 3
-            peers = ["1=10.0.0.1:9092"]
+            peers = ["1=10.0.0.1:9092/9192"]
+            peer_listen = "0.0.0.0:9192"
+            peer_secret = "0123456789abcdef"
             default_stream = "main"
             [topics.orders]
             stream = "shop"

@@ -1,13 +1,15 @@
 //! The table of open client connections: each one's address, when it last sent a request, and
 //! a way to close it. It owns the admission of a new connection (LIMIT-CONNECTIONS-1,
-//! LIMIT-CONNECTIONS-ADDRESS-1) and the choice of the connection closed to make room for it
-//! (LIMIT-CONNECTIONS-SHED-1).
+//! LIMIT-CONNECTIONS-ADDRESS-1, LIMIT-CONNECTIONS-PREFIX-1) and the choice of the connection
+//! closed to make room for it (LIMIT-CONNECTIONS-SHED-1), with clients told apart by their
+//! address prefix (LIMIT-ADDRESS-KEY-1).
 //!
 //! The choice is a pure function ([`choose`]) of a snapshot of the table, the newcomer's address
 //! and the time: no randomness, ties broken by connection id, time from tokio's clock, so a
 //! simulation seed decides it (PROTO-DETERMINISM-1). The table is locked only to admit and to
 //! remove a connection; a connection stamps its activity in atomics of its own.
 
+use crate::limits::AddressPrefixes;
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -24,6 +26,10 @@ pub type ConnectionId = u64;
 pub struct AdmissionLimits {
     pub max_connections: usize,
     pub max_connections_per_address: usize,
+    /// Connections from one address prefix (LIMIT-CONNECTIONS-PREFIX-1).
+    pub max_connections_per_prefix: usize,
+    /// What makes one client (LIMIT-ADDRESS-KEY-1).
+    pub prefixes: AddressPrefixes,
     /// Silence after which a connection that has spoken may be shed.
     pub shed_idle_after_ms: u64,
 }
@@ -57,6 +63,9 @@ pub enum Refusal {
     /// Its address holds `max_connections_per_address` and none of them may be shed
     /// (LIMIT-CONNECTIONS-ADDRESS-1).
     AddressFull,
+    /// Its address prefix holds `max_connections_per_prefix` and none of them may be shed
+    /// (LIMIT-CONNECTIONS-PREFIX-1).
+    PrefixFull,
 }
 
 impl Refusal {
@@ -65,6 +74,7 @@ impl Refusal {
         match self {
             Refusal::TableFull => "LIMIT-CONNECTIONS-1",
             Refusal::AddressFull => "LIMIT-CONNECTIONS-ADDRESS-1",
+            Refusal::PrefixFull => "LIMIT-CONNECTIONS-PREFIX-1",
         }
     }
 }
@@ -93,28 +103,37 @@ fn silent_longest<'a>(
 /// Decides a new connection from `address` at `now_ms`, the table holding `occupants`.
 ///
 /// LIMIT-CONNECTIONS-ADDRESS-1: an address at its quota may only replace a silent connection of
-/// its own. LIMIT-CONNECTIONS-SHED-1: a full table makes room by closing the sheddable connection
-/// silent longest; when the newcomer's address already holds its fair share of the table
-/// (`max_connections` over the addresses present), its own silent connections go first.
+/// its own; LIMIT-CONNECTIONS-PREFIX-1: so may an address prefix at its quota. LIMIT-ADDRESS-KEY-1,
+/// LIMIT-CONNECTIONS-SHED-1: a full table makes room by closing the sheddable connection silent
+/// longest; when the newcomer's prefix already holds its fair share of the table
+/// (`max_connections` over the prefixes present), its own silent connections go first.
 pub fn choose(occupants: &[Occupant], address: IpAddr, now_ms: u64, limits: &AdmissionLimits) -> Admission {
     let own = || occupants.iter().filter(|o| o.address == address);
-    let from_address = own().count();
-    if from_address >= limits.max_connections_per_address {
+    if own().count() >= limits.max_connections_per_address {
         return match silent_longest(own(), now_ms, limits) {
             Some(victim) => Admission::AdmitShedding(victim),
             None => Admission::Refuse(Refusal::AddressFull),
         };
     }
+    let key = limits.prefixes.key(address);
+    let kin = || occupants.iter().filter(|o| limits.prefixes.key(o.address) == key);
+    let from_prefix = kin().count();
+    if from_prefix >= limits.max_connections_per_prefix {
+        return match silent_longest(kin(), now_ms, limits) {
+            Some(victim) => Admission::AdmitShedding(victim),
+            None => Admission::Refuse(Refusal::PrefixFull),
+        };
+    }
     if occupants.len() < limits.max_connections {
         return Admission::Admit;
     }
-    let mut addresses: Vec<IpAddr> = occupants.iter().map(|o| o.address).collect();
-    addresses.push(address);
-    addresses.sort_unstable();
-    addresses.dedup();
-    let fair_share = (limits.max_connections / addresses.len()).max(1);
-    let own_first = if from_address >= fair_share {
-        silent_longest(own(), now_ms, limits)
+    let mut clients: Vec<IpAddr> = occupants.iter().map(|o| limits.prefixes.key(o.address)).collect();
+    clients.push(key);
+    clients.sort_unstable();
+    clients.dedup();
+    let fair_share = (limits.max_connections / clients.len()).max(1);
+    let own_first = if from_prefix >= fair_share {
+        silent_longest(kin(), now_ms, limits)
     } else {
         None
     };
@@ -152,38 +171,55 @@ impl Activity {
         self.busy.store(false, Ordering::Relaxed);
     }
 
-    /// Resolves once the accept loop shed this connection (LIMIT-CONNECTIONS-SHED-1).
+    /// Resolves once the accept loop shed this connection (LIMIT-CONNECTIONS-SHED-1), or
+    /// someone [closed](Activity::close) it.
     pub async fn shed(&self) {
         self.shed.notified().await
+    }
+
+    /// Tells the connection's task to close, as shedding does: how the peer channel closes a
+    /// peer's older link when the peer opens a newer one (GROUP-COORDINATOR-6).
+    pub fn close(&self) {
+        self.shed.notify_one();
     }
 }
 
 struct Entry {
     address: IpAddr,
+    /// Its address's key (LIMIT-ADDRESS-KEY-1).
+    prefix: IpAddr,
     activity: Arc<Activity>,
 }
 
-/// The open connections, and how many of them each address holds.
+/// The open connections, and how many of them each address and each prefix holds.
 #[derive(Default)]
 struct Entries {
     by_id: BTreeMap<ConnectionId, Entry>,
     per_address: HashMap<IpAddr, usize>,
+    per_prefix: HashMap<IpAddr, usize>,
+}
+
+/// One fewer for `key` in `counts`, forgetting it at zero.
+fn count_down(counts: &mut HashMap<IpAddr, usize>, key: &IpAddr) {
+    if let Some(count) = counts.get_mut(key) {
+        *count -= 1;
+        if *count == 0 {
+            counts.remove(key);
+        }
+    }
 }
 
 impl Entries {
     fn insert(&mut self, id: ConnectionId, entry: Entry) {
         *self.per_address.entry(entry.address).or_default() += 1;
+        *self.per_prefix.entry(entry.prefix).or_default() += 1;
         self.by_id.insert(id, entry);
     }
 
     fn remove(&mut self, id: &ConnectionId) -> Option<Entry> {
         let entry = self.by_id.remove(id)?;
-        if let Some(count) = self.per_address.get_mut(&entry.address) {
-            *count -= 1;
-            if *count == 0 {
-                self.per_address.remove(&entry.address);
-            }
-        }
+        count_down(&mut self.per_address, &entry.address);
+        count_down(&mut self.per_prefix, &entry.prefix);
         Some(entry)
     }
 }
@@ -276,10 +312,13 @@ impl ConnectionTable {
     pub fn admit(self: &Arc<Self>, address: IpAddr) -> Result<(Registration, Option<Shed>), Refusal> {
         let now_ms = self.now_ms();
         let mut entries = self.entries();
-        // Below both limits nothing is chosen: no snapshot is taken.
+        // Below every limit nothing is chosen: no snapshot is taken.
+        let prefix = self.limits.prefixes.key(address);
         let from_address = entries.per_address.get(&address).copied().unwrap_or(0);
-        let room =
-            entries.by_id.len() < self.limits.max_connections && from_address < self.limits.max_connections_per_address;
+        let from_prefix = entries.per_prefix.get(&prefix).copied().unwrap_or(0);
+        let room = entries.by_id.len() < self.limits.max_connections
+            && from_address < self.limits.max_connections_per_address
+            && from_prefix < self.limits.max_connections_per_prefix;
         let admission = if room {
             Admission::Admit
         } else {
@@ -302,6 +341,7 @@ impl ConnectionTable {
             id,
             Entry {
                 address,
+                prefix,
                 activity: activity.clone(),
             },
         );
@@ -332,6 +372,11 @@ mod tests {
     const LIMITS: AdmissionLimits = AdmissionLimits {
         max_connections: 4,
         max_connections_per_address: 4,
+        max_connections_per_prefix: 4,
+        prefixes: AddressPrefixes {
+            v4: crate::limits::DEFAULT_ADDRESS_PREFIX_V4,
+            v6: crate::limits::DEFAULT_ADDRESS_PREFIX_V6,
+        },
         shed_idle_after_ms: 10_000,
     };
 
@@ -405,6 +450,40 @@ mod tests {
         assert_eq!(choose(&table, ip(3), now, &LIMITS), Admission::AdmitShedding(0));
     }
 
+    fn v6(last: u16) -> IpAddr {
+        IpAddr::from([0x2001, 0xdb8, 0, 7, 0, 0, 0, last])
+    }
+
+    #[test]
+    fn limit_address_key_1_an_ipv6_64_rotating_its_addresses_sheds_its_own_first() {
+        let now = 20_000;
+        // A victim's connection that never spoke, the oldest; three of one /64, each from an
+        // address of its own, as a client rotating through its prefix connects.
+        let table = [
+            Occupant {
+                address: ip(1),
+                ..occupant(0, 1, 1_000, false)
+            },
+            Occupant {
+                address: v6(1),
+                ..occupant(1, 0, 2_000, false)
+            },
+            Occupant {
+                address: v6(2),
+                ..occupant(2, 0, 3_000, false)
+            },
+            Occupant {
+                address: v6(3),
+                ..occupant(3, 0, 4_000, false)
+            },
+        ];
+        // A fourth address of the /64 holds more than its share: its own prefix's go first.
+        assert_eq!(choose(&table, v6(4), now, &LIMITS), Admission::AdmitShedding(1));
+        // Another /64 is another client.
+        let elsewhere = IpAddr::from([0x2001, 0xdb8, 0, 8, 0, 0, 0, 1]);
+        assert_eq!(choose(&table, elsewhere, now, &LIMITS), Admission::AdmitShedding(0));
+    }
+
     #[test]
     fn limit_connections_address_1_an_address_at_its_quota_replaces_only_its_own() {
         let limits = AdmissionLimits {
@@ -426,6 +505,66 @@ mod tests {
         assert_eq!(choose(&table, ip(2), now, &limits), Admission::Admit);
         let table = [table[0], table[1], occupant(2, 1, 100, false)];
         assert_eq!(choose(&table, ip(1), now, &limits), Admission::AdmitShedding(2));
+    }
+
+    #[test]
+    fn limit_connections_prefix_1_a_prefix_at_its_quota_replaces_only_its_own() {
+        let limits = AdmissionLimits {
+            max_connections_per_prefix: 2,
+            ..LIMITS
+        };
+        let now = 20_000;
+        let talking = |id, address| Occupant {
+            address,
+            ..occupant(id, 0, 19_000, true)
+        };
+        let table = [talking(0, v6(1)), talking(1, v6(2)), occupant(2, 5, 0, false)];
+        // A third address of the /64 is refused though each address holds one connection.
+        assert_eq!(
+            choose(&table, v6(3), now, &limits),
+            Admission::Refuse(Refusal::PrefixFull)
+        );
+        assert_eq!(choose(&table, ip(6), now, &limits), Admission::Admit);
+        // A silent one of the prefix makes room for it, and only for it.
+        let table = [
+            table[0],
+            Occupant {
+                address: v6(2),
+                ..occupant(1, 0, 100, false)
+            },
+            table[2],
+        ];
+        assert_eq!(choose(&table, v6(3), now, &limits), Admission::AdmitShedding(1));
+        // IPv4 keyed by a /24 when configured: 10.0.0.x are one client.
+        let limits = AdmissionLimits {
+            prefixes: AddressPrefixes { v4: 24, v6: 64 },
+            ..limits
+        };
+        let table = [occupant(0, 1, 19_000, true), occupant(1, 2, 19_000, true)];
+        assert_eq!(
+            choose(&table, ip(3), now, &limits),
+            Admission::Refuse(Refusal::PrefixFull)
+        );
+        assert_eq!(
+            choose(&table, IpAddr::from([10, 0, 1, 3]), now, &limits),
+            Admission::Admit
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn limit_connections_prefix_1_the_table_counts_prefixes_as_connections_come_and_go() {
+        let table = ConnectionTable::new(AdmissionLimits {
+            max_connections_per_prefix: 2,
+            ..LIMITS
+        });
+        let (a, _) = table.admit(v6(1)).unwrap();
+        let (b, _) = table.admit(v6(2)).unwrap();
+        for held in [&a, &b] {
+            held.activity.request_started();
+        }
+        assert_eq!(table.admit(v6(3)).err(), Some(Refusal::PrefixFull));
+        drop(a);
+        let (_c, _) = table.admit(v6(3)).expect("a place of the prefix was given back");
     }
 
     #[tokio::test(start_paused = true)]

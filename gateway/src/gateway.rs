@@ -5,7 +5,7 @@
 
 use crate::auth::connection::ConnectionAuth;
 use crate::auth::sessions::{Session, SessionPool};
-use crate::auth::throttle::{LoginQueues, LoginThrottle};
+use crate::auth::throttle::{LoginQueues, LoginThrottle, UsernameQueues};
 use crate::backend::{Backend, ClientId};
 use crate::clock::{Clock, SharedRng};
 use crate::config::{Config, Node};
@@ -49,6 +49,8 @@ pub struct Gateway<B> {
     pub login_throttle: Mutex<LoginThrottle>,
     /// One login at a time per address (AUTH-SASL-THROTTLE-1).
     pub login_queues: LoginQueues,
+    /// One untrusted login at a time per username (AUTH-SASL-THROTTLE-2).
+    pub username_queues: UsernameQueues,
     /// Whose offsets client is in each offsets group (AUTHZ-OFFSETS-1).
     pub offset_members: OffsetMembers<B>,
     /// Successful KIP-368 re-authentications on open connections, since start.
@@ -57,6 +59,12 @@ pub struct Gateway<B> {
     pub read_ahead: ReadAhead,
     /// Which peer gateways answer probes (GROUP-COORDINATOR-2).
     pub peer_health: crate::peers::PeerHealth,
+    /// The peer channel's nonces (GROUP-COORDINATOR-7): a source of their own, so that probing
+    /// does not shift what the seed decides elsewhere.
+    pub peer_rng: SharedRng,
+    /// Whether the runtime serving clients runs, as the peer channel tells peers
+    /// (GROUP-COORDINATOR-8).
+    pub peer_pulse: Arc<crate::peer_channel::ServingPulse>,
 }
 
 impl<B: Backend> Gateway<B> {
@@ -80,8 +88,10 @@ impl<B: Backend> Gateway<B> {
         for chunk in salt.chunks_mut(8) {
             chunk.copy_from_slice(&rng.next_u64().to_be_bytes());
         }
-        let sessions = SessionPool::new(config.sasl.max_sessions, config.sasl.session_lifetime_ms, salt);
+        let sessions = SessionPool::new(config.sasl.max_sessions, config.sasl.session_lifetime_ms, salt)
+            .with_max_sessions_per_user(config.sasl.max_sessions_per_user);
         let peer_health = crate::peers::PeerHealth::new(config.peers.clone(), config.advertised.id);
+        let peer_rng = rng.fork(u64::from_be_bytes(*b"kig-peer"));
         Self {
             config,
             backend,
@@ -97,10 +107,13 @@ impl<B: Backend> Gateway<B> {
             sessions,
             login_throttle: Mutex::new(LoginThrottle::default()),
             login_queues: LoginQueues::default(),
+            username_queues: UsernameQueues::default(),
             offset_members: OffsetMembers::default(),
             reauthentications: std::sync::atomic::AtomicU64::new(0),
             read_ahead: ReadAhead::new(read_ahead_bytes),
             peer_health,
+            peer_rng,
+            peer_pulse: Default::default(),
         }
     }
 

@@ -29,6 +29,7 @@ pub mod log_text;
 pub mod metrics;
 pub mod offset_store;
 pub mod ops_http;
+pub mod peer_channel;
 pub mod peers;
 pub mod producer_id;
 pub mod producer_state;

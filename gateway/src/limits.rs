@@ -4,6 +4,7 @@
 
 use anyhow::bail;
 use serde::Deserialize;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
 
 /// Kafka's `socket.request.max.bytes` default, which this gateway also takes as the ceiling of
@@ -121,6 +122,18 @@ pub struct LimitSettings {
     /// error instead (LIMIT-RESPONSE-BYTES-1).
     #[arg(long, env = "IGGY_KAFKA_MAX_RESPONSE_BYTES")]
     pub max_response_bytes: Option<usize>,
+    /// Leading bits of an IPv4 client address that make one client for the per-address limits
+    /// (LIMIT-ADDRESS-KEY-1); default 32, the whole address.
+    #[arg(long, env = "IGGY_KAFKA_ADDRESS_PREFIX_V4")]
+    pub address_prefix_v4: Option<u8>,
+    /// Leading bits of an IPv6 client address that make one client for the per-address limits
+    /// (LIMIT-ADDRESS-KEY-1); default 64, the prefix one host or site is given.
+    #[arg(long, env = "IGGY_KAFKA_ADDRESS_PREFIX_V6")]
+    pub address_prefix_v6: Option<u8>,
+    /// Open connections from one address prefix at most (LIMIT-CONNECTIONS-PREFIX-1); default
+    /// `max_connections`.
+    #[arg(long, env = "IGGY_KAFKA_MAX_CONNECTIONS_PER_PREFIX")]
+    pub max_connections_per_prefix: Option<usize>,
 }
 
 impl LimitSettings {
@@ -159,6 +172,9 @@ impl LimitSettings {
             max_connections_per_address: self.max_connections_per_address.or(file.max_connections_per_address),
             shed_idle_after_ms: self.shed_idle_after_ms.or(file.shed_idle_after_ms),
             max_response_bytes: self.max_response_bytes.or(file.max_response_bytes),
+            address_prefix_v4: self.address_prefix_v4.or(file.address_prefix_v4),
+            address_prefix_v6: self.address_prefix_v6.or(file.address_prefix_v6),
+            max_connections_per_prefix: self.max_connections_per_prefix.or(file.max_connections_per_prefix),
         }
     }
 }
@@ -180,6 +196,10 @@ pub struct Limits {
     pub max_connections_per_address: usize,
     pub shed_idle_after: Duration,
     pub max_response_bytes: usize,
+    /// LIMIT-ADDRESS-KEY-1.
+    pub address_prefixes: AddressPrefixes,
+    /// LIMIT-CONNECTIONS-PREFIX-1.
+    pub max_connections_per_prefix: usize,
 }
 
 /// The group coordinator's share of the settings, resolved (GroupLimits takes them).
@@ -251,6 +271,13 @@ impl Limits {
             max_connections_per_address: settings.max_connections_per_address.unwrap_or(max_connections),
             shed_idle_after: Duration::from_millis(settings.shed_idle_after_ms.unwrap_or(DEFAULT_SHED_IDLE_AFTER_MS)),
             max_response_bytes: settings.max_response_bytes.unwrap_or(DEFAULT_MAX_RESPONSE_BYTES),
+            address_prefixes: AddressPrefixes {
+                v4: settings.address_prefix_v4.unwrap_or(DEFAULT_ADDRESS_PREFIX_V4),
+                v6: settings.address_prefix_v6.unwrap_or(DEFAULT_ADDRESS_PREFIX_V6),
+            },
+            // As per address: clients behind one prefix (a NAT pool, an office's /64) may use the
+            // whole table unless the operator says otherwise; shedding keys on the prefix.
+            max_connections_per_prefix: settings.max_connections_per_prefix.unwrap_or(max_connections),
         };
         let groups = GroupLimitSettings {
             max_join_protocols: settings.max_join_protocols.unwrap_or(group_defaults.max_join_protocols),
@@ -291,10 +318,16 @@ impl Limits {
             ("group_max_groups_per_principal", groups.max_groups_per_owner),
             ("group_max_members_per_principal", groups.max_members_per_owner),
             ("max_response_bytes", limits.max_response_bytes),
+            ("max_connections_per_prefix", limits.max_connections_per_prefix),
         ] {
             if value == 0 {
                 bail!("{name} must be at least 1");
             }
+        }
+        // LIMIT-ADDRESS-KEY-1: a prefix of 0 bits would make every client one.
+        let AddressPrefixes { v4, v6 } = limits.address_prefixes;
+        if !(1..=32).contains(&v4) || !(1..=128).contains(&v6) {
+            bail!("address_prefix_v4 must be 1..=32 and address_prefix_v6 1..=128, not {v4} and {v6}");
         }
         let chunk = crate::protocol::frame::ADMISSION_CHUNK;
         if limits.max_inflight_request_bytes < chunk {
@@ -304,6 +337,48 @@ impl Limits {
             );
         }
         Ok((limits, groups))
+    }
+}
+
+/// The IPv4 prefix that makes one client by default: the whole address, as Kafka's
+/// `max.connections.per.ip` counts.
+pub const DEFAULT_ADDRESS_PREFIX_V4: u8 = 32;
+/// The IPv6 prefix that makes one client by default: a /64, what a host or a site is handed
+/// (RFC 4291's interface identifiers fill the rest, and privacy addresses rotate through it).
+pub const DEFAULT_ADDRESS_PREFIX_V6: u8 = 64;
+
+/// LIMIT-ADDRESS-KEY-1: how many leading bits of a client's address make it one client for the
+/// limits that count per address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AddressPrefixes {
+    pub v4: u8,
+    pub v6: u8,
+}
+
+impl Default for AddressPrefixes {
+    fn default() -> Self {
+        Self {
+            v4: DEFAULT_ADDRESS_PREFIX_V4,
+            v6: DEFAULT_ADDRESS_PREFIX_V6,
+        }
+    }
+}
+
+impl AddressPrefixes {
+    /// The client `address` counts as: its prefix, the rest zeroed. An IPv4 address mapped into
+    /// IPv6 (a dual-stack listener's `::ffff:a.b.c.d`) is taken as the IPv4 address it is, or
+    /// every IPv4 client would share one IPv6 prefix.
+    pub fn key(&self, address: IpAddr) -> IpAddr {
+        match address.to_canonical() {
+            IpAddr::V4(a) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(self.v4.min(32))).unwrap_or(0);
+                IpAddr::V4(Ipv4Addr::from(u32::from(a) & mask))
+            }
+            IpAddr::V6(a) => {
+                let mask = u128::MAX.checked_shl(128 - u32::from(self.v6.min(128))).unwrap_or(0);
+                IpAddr::V6(Ipv6Addr::from(u128::from(a) & mask))
+            }
+        }
     }
 }
 
@@ -339,6 +414,45 @@ mod tests {
         assert_eq!(error_message("short"), "short");
         assert_eq!(truncate_utf8("abcdef", 6), "abcdef");
         assert!(truncate_utf8("abcdefg", 6).len() <= 6);
+    }
+
+    #[test]
+    fn limit_address_key_1_the_key_is_the_prefix_and_a_mapped_ipv4_is_ipv4() {
+        let prefixes = AddressPrefixes::default();
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        assert_eq!(prefixes.key(ip("2001:db8:0:7:a:b:c:d")), ip("2001:db8:0:7::"));
+        assert_eq!(
+            prefixes.key(ip("2001:db8:0:7::1")),
+            prefixes.key(ip("2001:db8:0:7:ffff::9")),
+            "one /64, one client"
+        );
+        assert_ne!(prefixes.key(ip("2001:db8:0:7::1")), prefixes.key(ip("2001:db8:0:8::1")));
+        assert_eq!(
+            prefixes.key(ip("192.0.2.77")),
+            ip("192.0.2.77"),
+            "IPv4: the whole address"
+        );
+        assert_eq!(prefixes.key(ip("::ffff:192.0.2.77")), ip("192.0.2.77"));
+        let wide = AddressPrefixes { v4: 24, v6: 48 };
+        assert_eq!(wide.key(ip("192.0.2.77")), ip("192.0.2.0"));
+        assert_eq!(wide.key(ip("2001:db8:1:7::1")), ip("2001:db8:1::"));
+        assert_eq!(
+            AddressPrefixes { v4: 32, v6: 128 }.key(ip("2001:db8::5")),
+            ip("2001:db8::5")
+        );
+        for bad in [
+            LimitSettings {
+                address_prefix_v4: Some(0),
+                ..LimitSettings::default()
+            },
+            LimitSettings {
+                address_prefix_v6: Some(129),
+                ..LimitSettings::default()
+            },
+        ] {
+            let err = Limits::resolve(&bad).unwrap_err();
+            assert!(err.to_string().contains("address_prefix"), "{err}");
+        }
     }
 
     #[test]

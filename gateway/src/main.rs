@@ -10,7 +10,7 @@ use kafka_iggy_gateway::clock::{SharedRng, SystemClock};
 use kafka_iggy_gateway::config::{Args, BackendKind, Config, LogFormat};
 use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::ops_http::{serve_ops, GatewayOps};
-use kafka_iggy_gateway::server::{serve, Shutdown};
+use kafka_iggy_gateway::server::{try_serve, Shutdown};
 use std::io::IsTerminal;
 use std::sync::Arc;
 
@@ -73,7 +73,8 @@ async fn run<B: Backend>(listener: tokio::net::TcpListener, gateway: Arc<Gateway
         eprintln!("{second} during shutdown: stopping now");
         std::process::exit(1);
     });
-    serve(listener, gateway, shutdown).await;
+    // GROUP-COORDINATOR-6: a peer channel that cannot be served fails the start.
+    try_serve(listener, gateway, shutdown).await?;
     // /readyz answered 503 while the connections drained; now the listener goes too.
     if let Some(ops) = ops {
         ops.abort();
@@ -147,6 +148,7 @@ fn fit_connections_to_descriptors(config: &mut Config) {
             }
             limits.max_connections = allowed;
             limits.max_connections_per_address = limits.max_connections_per_address.min(allowed);
+            limits.max_connections_per_prefix = limits.max_connections_per_prefix.min(allowed);
         }
         Err(e) => tracing::warn!(
             "could not read or raise the open-file limit: {e}; max_connections stays {}",

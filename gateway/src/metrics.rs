@@ -92,6 +92,7 @@ pub struct Metrics {
     producer_log_read_messages: Counter,
     producer_log_read_bytes: Counter,
     producer_states: Gauge,
+    peer_probe_rounds: Counter,
 }
 
 /// Request and backend latencies from 100 µs to about 52 s, doubling.
@@ -235,6 +236,12 @@ impl Metrics {
             "Producer entries (one per producer and partition) this gateway holds (LIMIT-PRODUCERS-1)",
             producer_states.clone(),
         );
+        let peer_probe_rounds = Counter::default();
+        registry.register(
+            "peer_probe_rounds",
+            "Rounds of probes of the peer gateways run (GROUP-COORDINATOR-2); a peer's standing changes are logged",
+            peer_probe_rounds.clone(),
+        );
         let api_slots = (0..API_KEY_SLOTS as i16)
             .map(|key| {
                 let name = kafka_protocol::messages::ApiKey::try_from(key)
@@ -267,6 +274,7 @@ impl Metrics {
             producer_log_read_messages,
             producer_log_read_bytes,
             producer_states,
+            peer_probe_rounds,
         }
     }
 
@@ -374,6 +382,11 @@ impl Metrics {
     /// The producer-state gauge, set at each scrape from the table's own count.
     pub fn set_producer_states(&self, entries: usize) {
         self.producer_states.set(entries as i64);
+    }
+
+    /// One round of peer probes ran (GROUP-COORDINATOR-2).
+    pub fn peer_probe_round(&self) {
+        self.peer_probe_rounds.inc();
     }
 
     /// A connection opened; the returned guard counts it closed when dropped.

@@ -6,14 +6,11 @@
 //! coordinator of a group is the peer its id hashes to when that peer is up, else the next one
 //! up in node-id order: a pure function of the group id, the peer list and the set of peers up,
 //! so every survivor that sees the same peers down names the same coordinator, and only the
-//! groups of a peer that went down move. The probing itself is the only I/O here, behind a dial
-//! function the server supplies, so the same code runs over tokio and turmoil sockets.
+//! groups of a peer that went down move. The probes themselves go over the peer channel
+//! (`peer_channel`), which the server runs.
 
 use crate::config::Node;
-use std::future::Future;
 use std::sync::Mutex;
-use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// Answered probes in a row that count a down peer up again: one answer after an outage may be
 /// a process still starting, and groups moving back and forth cost every member a rebalance.
@@ -24,9 +21,6 @@ pub const UP_AFTER_PROBES: u32 = 2;
 /// first of which may come up to a period late, so one round more than that, plus one of
 /// margin, lets every survivor let go first.
 pub const WARM_UP_ROUNDS: u32 = UP_AFTER_PROBES + 2;
-
-/// The largest ApiVersions answer a probe reads; a real one is a few hundred bytes.
-const MAX_PROBE_ANSWER_BYTES: usize = 64 * 1024;
 
 /// One peer's standing, from the probes so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +59,9 @@ pub struct PeerHealth {
     /// Moves whenever a standing changes or the warm-up ends: whatever was decided on who leads
     /// what is stale once it moves (PRODUCER-LEADER-1).
     generation: std::sync::atomic::AtomicU64,
+    /// Probe rounds counted since start: what a test or an operator waits on to know that
+    /// probes ran, rather than for a time.
+    rounds: std::sync::atomic::AtomicU64,
 }
 
 /// A peer whose standing changed with the last round of probes.
@@ -87,7 +84,13 @@ impl PeerHealth {
             standings: Mutex::new(standings),
             warm_up_rounds: std::sync::atomic::AtomicU32::new(warm_up),
             generation: std::sync::atomic::AtomicU64::new(0),
+            rounds: std::sync::atomic::AtomicU64::new(0),
         }
+    }
+
+    /// Probe rounds counted since this gateway started.
+    pub fn rounds(&self) -> u64 {
+        self.rounds.load(std::sync::atomic::Ordering::Acquire)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Standing>> {
@@ -127,6 +130,18 @@ impl PeerHealth {
     /// (PRODUCER-LEADER-1).
     pub fn generation(&self) -> u64 {
         self.generation.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// GROUP-COORDINATOR-8: warms up again, as a gateway that restarted, once its peers may
+    /// have counted it down and taken its groups: it names the next peer up for its own groups
+    /// until [`WARM_UP_ROUNDS`] more probe rounds have run.
+    pub fn rewarm(&self) {
+        if self.has_others() {
+            self.warm_up_rounds
+                .store(WARM_UP_ROUNDS, std::sync::atomic::Ordering::Release);
+            // PRODUCER-LEADER-1: its partitions go to the next peer up until it warms up again.
+            self.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        }
     }
 
     /// Whether this gateway has run its warm-up probe rounds and coordinates its own groups
@@ -180,6 +195,8 @@ impl PeerHealth {
         if warmed_up || !changes.is_empty() {
             self.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         }
+        // Counted under the lock, so whoever reads the count sees the standings it counts.
+        self.rounds.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         changes
     }
 }
@@ -206,61 +223,6 @@ pub fn coordinator_among(group_id: &str, nodes: &[Node], up: impl Fn(usize) -> b
 pub fn first_up_among(first: usize, nodes: &[Node], up: impl Fn(usize) -> bool) -> usize {
     let n = nodes.len().max(1);
     (0..n).map(|step| (first + step) % n).find(|&i| up(i)).unwrap_or(first)
-}
-
-/// How a probe decides a peer answered.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbeKind {
-    /// An ApiVersions v0 answered with a frame: the peer's request loop runs.
-    ApiVersions,
-    /// A TCP connection accepted: what a plaintext probe can learn of a TLS listener.
-    Connect,
-}
-
-/// ApiVersions v0 with correlation id 1 and client id `kig-peer-probe`, size prefix included.
-fn api_versions_v0() -> Vec<u8> {
-    const CLIENT_ID: &[u8] = b"kig-peer-probe";
-    let mut body = Vec::with_capacity(10 + CLIENT_ID.len());
-    body.extend_from_slice(&18i16.to_be_bytes());
-    body.extend_from_slice(&0i16.to_be_bytes());
-    body.extend_from_slice(&1i32.to_be_bytes());
-    body.extend_from_slice(&(CLIENT_ID.len() as i16).to_be_bytes());
-    body.extend_from_slice(CLIENT_ID);
-    let mut frame = (body.len() as i32).to_be_bytes().to_vec();
-    frame.extend_from_slice(&body);
-    frame
-}
-
-/// Whether the peer on `stream` answers an ApiVersions v0 with a frame of correlation id 1.
-async fn answers_api_versions<S: AsyncRead + AsyncWrite + Unpin>(stream: &mut S) -> std::io::Result<bool> {
-    stream.write_all(&api_versions_v0()).await?;
-    let size = stream.read_i32().await?;
-    let Ok(size) = usize::try_from(size) else {
-        return Ok(false);
-    };
-    if !(4..=MAX_PROBE_ANSWER_BYTES).contains(&size) {
-        return Ok(false);
-    }
-    let correlation_id = stream.read_i32().await?;
-    Ok(correlation_id == 1)
-}
-
-/// One probe of `node` through `dial`, within `timeout`.
-pub async fn probe<S, F, Fut>(dial: &F, node: &Node, kind: ProbeKind, timeout: Duration) -> bool
-where
-    S: AsyncRead + AsyncWrite + Unpin,
-    F: Fn(String) -> Fut,
-    Fut: Future<Output = std::io::Result<S>>,
-{
-    let address = format!("{}:{}", node.host, node.port);
-    let attempt = async {
-        let mut stream = dial(address).await?;
-        match kind {
-            ProbeKind::Connect => Ok(true),
-            ProbeKind::ApiVersions => answers_api_versions(&mut stream).await,
-        }
-    };
-    matches!(tokio::time::timeout(timeout, attempt).await, Ok(Ok(true)))
 }
 
 #[cfg(test)]
@@ -386,6 +348,29 @@ mod tests {
     }
 
     #[test]
+    fn group_coordinator_8_a_gateway_told_stalled_names_the_next_peer_until_it_warmed_up_again() {
+        let health = warm(nodes(2), 1);
+        let group = (0..)
+            .map(|i| format!("g{i}"))
+            .find(|g| hashed_index(g, 2) == 1)
+            .expect("some group hashes to node 1");
+        assert_eq!(health.coordinator(&group).id, 1);
+        health.rewarm();
+        for round in 0..WARM_UP_ROUNDS {
+            assert_eq!(
+                health.coordinator(&group).id,
+                0,
+                "round {round}: the peer that took the group while this one stalled keeps it"
+            );
+            health.record(&[true], 3);
+        }
+        assert_eq!(health.coordinator(&group).id, 1);
+        let alone = PeerHealth::new(nodes(1), 0);
+        alone.rewarm();
+        assert!(alone.is_warm(), "alone, nobody took anything");
+    }
+
+    #[test]
     fn group_coordinator_2_this_gateway_is_never_down_in_its_own_eyes() {
         let health = warm(nodes(3), 2);
         assert_eq!(health.others().map(|n| n.id).collect::<Vec<_>>(), [0, 1]);
@@ -395,28 +380,5 @@ mod tests {
         for i in 0..50 {
             assert_eq!(health.coordinator(&format!("g{i}")).id, 2);
         }
-    }
-
-    #[tokio::test]
-    async fn group_coordinator_2_a_probe_reads_the_answer_to_its_api_versions() {
-        let (mut peer, mut prober) = tokio::io::duplex(1024);
-        let answer = tokio::spawn(async move {
-            let mut request = vec![0u8; api_versions_v0().len()];
-            peer.read_exact(&mut request).await.unwrap();
-            assert_eq!(request, api_versions_v0());
-            // Size 10: correlation id 1, error 0, no API keys.
-            peer.write_all(&[0, 0, 0, 10, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0])
-                .await
-                .unwrap();
-        });
-        assert!(answers_api_versions(&mut prober).await.unwrap());
-        answer.await.unwrap();
-        let (mut closed, mut prober) = tokio::io::duplex(1024);
-        drop(closed.shutdown().await);
-        drop(closed);
-        assert!(
-            answers_api_versions(&mut prober).await.is_err(),
-            "a peer that closes did not answer"
-        );
     }
 }

@@ -17,6 +17,7 @@ use crate::backend::Backend;
 use crate::connections::{AdmissionLimits, ConnectionTable, Registration, Shed};
 use crate::gateway::Gateway;
 use crate::metrics::metrics;
+use crate::peer_channel::{PeerListener, Responder};
 use crate::protocol::frame::{read_admitted_frame, FrameCap, FrameError};
 use crate::protocol::response_frame::write_response;
 use crate::reply::Reply;
@@ -41,6 +42,18 @@ pub trait Listener: Send + 'static {
         let _ = address;
         async { Err(std::io::ErrorKind::Unsupported.into()) }
     }
+
+    /// Binds `address` on this listener's network for the peer channel and serves `responder`
+    /// there until `stop` (GROUP-COORDINATOR-6), where a stalled client-serving runtime cannot
+    /// hold it; resolves once bound. A listener of no network has no peer channel.
+    fn serve_peers(
+        address: SocketAddr,
+        responder: Arc<Responder>,
+        stop: watch::Receiver<bool>,
+    ) -> impl Future<Output = std::io::Result<PeerListener>> + Send {
+        let _ = (address, responder, stop);
+        async { Err(std::io::ErrorKind::Unsupported.into()) }
+    }
 }
 
 impl Listener for tokio::net::TcpListener {
@@ -52,7 +65,41 @@ impl Listener for tokio::net::TcpListener {
     }
 
     async fn dial(address: String) -> std::io::Result<Self::Stream> {
-        tokio::net::TcpStream::connect(address).await
+        let stream = tokio::net::TcpStream::connect(address).await?;
+        stream.set_nodelay(true)?;
+        Ok(stream)
+    }
+
+    /// GROUP-COORDINATOR-6: on a thread and a runtime of their own, so that probes are answered
+    /// however busy or blocked the runtime serving clients is. Bound here, on the caller's
+    /// thread, so that a port in use fails the start.
+    async fn serve_peers(
+        address: SocketAddr,
+        responder: Arc<Responder>,
+        stop: watch::Receiver<bool>,
+    ) -> std::io::Result<PeerListener> {
+        let listener = std::net::TcpListener::bind(address)?;
+        listener.set_nonblocking(true)?;
+        let (done, closed) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new()
+            .name("kig-peer-channel".into())
+            .spawn(move || {
+                match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+                    Ok(runtime) => {
+                        runtime.block_on(async move {
+                            match tokio::net::TcpListener::from_std(listener) {
+                                Ok(listener) => responder.serve(listener, stop).await,
+                                Err(e) => tracing::error!("peer channel: cannot serve {address}: {e}"),
+                            }
+                        });
+                        // Every link closes with the runtime, before the close is reported.
+                        drop(runtime);
+                    }
+                    Err(e) => tracing::error!("peer channel: no runtime for {address}: {e}"),
+                }
+                let _ = done.send(());
+            })?;
+        Ok(PeerListener::new(closed))
     }
 }
 
@@ -111,22 +158,59 @@ impl Burst {
 
 /// Serves connections from `listener` until `shutdown` triggers, then waits for every
 /// connection to finish its current request, for at most the shutdown timeout
-/// (PROTO-SHUTDOWN-2).
-pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gateway<B>>, shutdown: Shutdown) {
+/// (PROTO-SHUTDOWN-2). When it cannot start ([`try_serve`]), it logs why and returns.
+pub async fn serve<B: Backend, L: Listener>(listener: L, gateway: Arc<Gateway<B>>, shutdown: Shutdown) {
+    if let Err(e) = try_serve(listener, gateway, shutdown).await {
+        tracing::error!("not serving: {e}");
+    }
+}
+
+/// [`serve`], failing at once when the peer channel cannot be served (GROUP-COORDINATOR-6):
+/// without it every peer counts this gateway down and takes its groups, which it would keep, so
+/// it serves no client either.
+pub async fn try_serve<B: Backend, L: Listener>(
+    mut listener: L,
+    gateway: Arc<Gateway<B>>,
+    shutdown: Shutdown,
+) -> std::io::Result<()> {
+    // GROUP-COORDINATOR-6: peers probe this gateway on a listener of their own; resolved
+    // configuration holds a peer channel whenever there are peers.
+    let peer_listener = match &gateway.config.peer_channel {
+        Some(channel) if gateway.peer_health.has_others() => {
+            let responder = Arc::new(Responder::new(
+                channel.responder_settings(&gateway.config),
+                gateway.peer_rng.clone(),
+                gateway.peer_pulse.clone(),
+            ));
+            let served = L::serve_peers(channel.listen, responder, shutdown.subscribe()).await;
+            Some(served.map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot serve the peer channel on {} (GROUP-COORDINATOR-6): {e}",
+                        channel.listen
+                    ),
+                )
+            })?)
+        }
+        _ => None,
+    };
     let mut stop = shutdown.subscribe();
     let timers = tokio::spawn({
         let gateway = gateway.clone();
         let stop = shutdown.subscribe();
         async move { gateway.groups.run_timers(stop).await }
     });
-    let prober = gateway
-        .peer_health
-        .has_others()
-        .then(|| tokio::spawn(probe_peers::<B, L>(gateway.clone(), shutdown.subscribe())));
+    let prober = gateway.peer_health.has_others().then(|| {
+        tokio::spawn(pulse(gateway.clone(), shutdown.subscribe()));
+        tokio::spawn(probe_peers::<B, L>(gateway.clone(), shutdown.subscribe()))
+    });
     let limits = gateway.config.limits.clone();
     let table = ConnectionTable::new(AdmissionLimits {
         max_connections: limits.max_connections,
         max_connections_per_address: limits.max_connections_per_address.min(limits.max_connections),
+        max_connections_per_prefix: limits.max_connections_per_prefix.min(limits.max_connections),
+        prefixes: limits.address_prefixes,
         shed_idle_after_ms: u64::try_from(limits.shed_idle_after.as_millis()).unwrap_or(u64::MAX),
     });
     let mut connections = JoinSet::new();
@@ -161,10 +245,11 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
                             if refused.hit() {
                                 tracing::warn!(
                                     %peer,
-                                    "refusing connections: {} open, max_connections {}, max_connections_per_address {}, none silent enough to close ({})",
+                                    "refusing connections: {} open, max_connections {}, max_connections_per_address {}, max_connections_per_prefix {}, none silent enough to close ({})",
                                     table.len(),
                                     limits.max_connections,
                                     limits.max_connections_per_address,
+                                    limits.max_connections_per_prefix,
                                     refusal.rule()
                                 );
                             }
@@ -225,24 +310,64 @@ pub async fn serve<B: Backend, L: Listener>(mut listener: L, gateway: Arc<Gatewa
     if let Some(prober) = prober {
         let _ = prober.await;
     }
+    // The port is free again once serve returns: a restarted gateway binds it at once.
+    if let Some(peer_listener) = peer_listener {
+        peer_listener.closed().await;
+    }
     // The offsets client's connection ends with the server: Iggy drops its memberships.
     gateway.backend.release_client(gateway.offsets_client);
+    Ok(())
 }
 
-/// Counts and logs a connection closed to make room (LIMIT-CONNECTIONS-SHED-1); at debug level,
-/// since a flood of silent connections makes one per accept.
-/// Probes the peer gateways every `peer_probe_interval` until shutdown (GROUP-COORDINATOR-2),
-/// and when a peer's standing changes, lets go of the groups another gateway coordinates now
+/// GROUP-COORDINATOR-8: beats on the runtime serving clients, so that the peer channel's
+/// responder, on a runtime of its own, can tell peers whether this one runs; and when the
+/// responder has told them it stalled past `peer_stall_limit`, lets this gateway's groups go and
+/// warms up again, as after a restart (GROUP-COORDINATOR-4), since its peers may hold them now.
+async fn pulse<B: Backend>(gateway: Arc<Gateway<B>>, mut stop: watch::Receiver<bool>) {
+    // Four beats a probe period: a probe a period after the last finds one.
+    let period = (gateway.config.peer_probe_interval / 4).max(Duration::from_millis(1));
+    let mut ticker = tokio::time::interval(period);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => return,
+            _ = ticker.tick() => {}
+        }
+        gateway.peer_pulse.beat();
+        if gateway.peer_pulse.take_fence() {
+            tracing::warn!(
+                "this gateway runs again after its peers were told it had stalled: letting its groups go and warming up again (GROUP-COORDINATOR-8)"
+            );
+            gateway.peer_health.rewarm();
+            let_go_of_groups_elsewhere(&gateway);
+        }
+    }
+}
+
+/// Probes the peer gateways every `peer_probe_interval` until shutdown, each over its peer
+/// channel (GROUP-COORDINATOR-2, GROUP-COORDINATOR-6, GROUP-COORDINATOR-7), and when a peer's
+/// standing changes, lets go of the groups another gateway coordinates now
 /// (GROUP-COORDINATOR-3).
 async fn probe_peers<B: Backend, L: Listener>(gateway: Arc<Gateway<B>>, mut stop: watch::Receiver<bool>) {
-    use crate::peers::{probe, ProbeKind};
+    use crate::peer_channel::{probe, Link, ProbeSettings};
     let config = gateway.config.clone();
-    // A plaintext probe of a TLS listener learns only that it accepts connections.
-    let kind = if config.tls.is_some() {
-        ProbeKind::Connect
-    } else {
-        ProbeKind::ApiVersions
+    let Some(channel) = config.peer_channel.clone() else {
+        return;
     };
+    let settings = ProbeSettings {
+        me: config.advertised.id,
+        secret: channel.secret.clone(),
+        rng: gateway.peer_rng.clone(),
+    };
+    let others: Vec<_> = gateway.peer_health.others().cloned().collect();
+    let addresses: Vec<String> = others
+        .iter()
+        .map(|node| channel.addresses.get(&node.id).cloned().unwrap_or_default())
+        .collect();
+    // One link per peer, kept from round to round.
+    let mut links: Vec<Option<Link<L::Stream>>> = others.iter().map(|_| None).collect();
+    let mut last_failure: Vec<Option<String>> = vec![None; others.len()];
     let period = config.peer_probe_interval;
     let mut ticker = tokio::time::interval(period);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -253,16 +378,31 @@ async fn probe_peers<B: Backend, L: Listener>(gateway: Arc<Gateway<B>>, mut stop
             _ = ticker.tick() => {}
         }
         let mut probes = JoinSet::new();
-        let others: Vec<_> = gateway.peer_health.others().cloned().collect();
-        for (index, node) in others.iter().cloned().enumerate() {
-            probes.spawn(async move { (index, probe(&L::dial, &node, kind, period).await) });
+        for (index, link) in links.iter_mut().enumerate() {
+            let (link, settings) = (link.take(), settings.clone());
+            let (node, address) = (others[index].id, addresses[index].clone());
+            probes.spawn(async move {
+                let dial = L::dial;
+                let (link, outcome) = probe(&settings, link, &dial, node, &address, period).await;
+                (index, link, outcome)
+            });
         }
         let mut answered = vec![false; others.len()];
         while let Some(joined) = probes.join_next().await {
-            if let Ok((index, ok)) = joined {
-                answered[index] = ok;
+            if let Ok((index, link, outcome)) = joined {
+                links[index] = link;
+                answered[index] = outcome.answered();
+                if let Some(why) = outcome.failure() {
+                    tracing::debug!(
+                        "peer gateway {} ({}): probe failed: {why}",
+                        others[index].id,
+                        addresses[index]
+                    );
+                    last_failure[index] = Some(why);
+                }
             }
         }
+        metrics().peer_probe_round();
         let changes = gateway.peer_health.record(&answered, config.peer_down_after_probes);
         if changes.is_empty() {
             continue;
@@ -277,8 +417,13 @@ async fn probe_peers<B: Backend, L: Listener>(gateway: Arc<Gateway<B>>, mut stop
                     node.port
                 );
             } else {
+                let why = others
+                    .iter()
+                    .position(|n| n.id == node.id)
+                    .and_then(|i| last_failure[i].clone())
+                    .unwrap_or_default();
                 tracing::warn!(
-                    "peer gateway {} ({}:{}) did not answer {} probes in a row: its groups move to the next gateway up (GROUP-COORDINATOR-2)",
+                    "peer gateway {} ({}:{}) did not answer {} probes in a row (last: {why}): its groups move to the next gateway up (GROUP-COORDINATOR-2)",
                     node.id,
                     node.host,
                     node.port,
@@ -286,21 +431,27 @@ async fn probe_peers<B: Backend, L: Listener>(gateway: Arc<Gateway<B>>, mut stop
                 );
             }
         }
-        let me = config.advertised.id;
-        let handed = gateway
-            .groups
-            .relinquish(|group| gateway.peer_health.coordinator(group).id == me);
-        if !handed.is_empty() {
-            tracing::info!(
-                "let go of {} groups another gateway coordinates now; their members look the coordinator up again (GROUP-COORDINATOR-3)",
-                handed.len()
-            );
-        }
-        // GROUP-COORDINATOR-5: off the probe loop, which a slow Iggy must not hold up.
-        let moved = gateway.offset_members.take_moved(|group| gateway.is_coordinator(group));
-        if !moved.is_empty() {
-            tokio::spawn(leave_moved_offsets_groups(gateway.clone(), moved));
-        }
+        let_go_of_groups_elsewhere(&gateway);
+    }
+}
+
+/// Lets go of every group another gateway coordinates now (GROUP-COORDINATOR-3), and of their
+/// offsets groups (GROUP-COORDINATOR-5).
+fn let_go_of_groups_elsewhere<B: Backend>(gateway: &Arc<Gateway<B>>) {
+    let me = gateway.config.advertised.id;
+    let handed = gateway
+        .groups
+        .relinquish(|group| gateway.peer_health.coordinator(group).id == me);
+    if !handed.is_empty() {
+        tracing::info!(
+            "let go of {} groups another gateway coordinates now; their members look the coordinator up again (GROUP-COORDINATOR-3)",
+            handed.len()
+        );
+    }
+    // GROUP-COORDINATOR-5: off the probe loop, which a slow Iggy must not hold up.
+    let moved = gateway.offset_members.take_moved(|group| gateway.is_coordinator(group));
+    if !moved.is_empty() {
+        tokio::spawn(leave_moved_offsets_groups(gateway.clone(), moved));
     }
 }
 
@@ -332,6 +483,8 @@ async fn leave_moved_offsets_groups<B: Backend>(
     }
 }
 
+/// Counts and logs a connection closed to make room (LIMIT-CONNECTIONS-SHED-1); at debug level,
+/// since a flood of silent connections makes one per accept.
 fn log_shed(shed: &Shed, why: &str) {
     metrics().limit_hit("LIMIT-CONNECTIONS-SHED-1");
     tracing::debug!(

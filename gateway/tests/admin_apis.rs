@@ -46,9 +46,15 @@ fn s(text: &str) -> StrBytes {
 /// A gateway with `peers` (this one is instance 1 at 127.0.0.1:9092) and topics `orders` and
 /// `audit`, two partitions of five records each.
 async fn gateway_with_peers(peers: &[&str]) -> EmbeddedGateway {
+    // Peers need a peer channel each and a secret (GROUP-COORDINATOR-6, GROUP-COORDINATOR-7);
+    // this gateway never serves, so nothing listens there.
     let args = Args {
         instance_id: Some(1),
-        peers: peers.iter().map(|p| p.to_string()).collect(),
+        peers: peers.iter().map(|p| format!("{p}/19192")).collect(),
+        peer_listen: Some("127.0.0.1:19192".parse().unwrap()),
+        peer_secret: Some(kafka_iggy_gateway::auth::credentials::Secret::new(
+            "admin-apis-peer-secret",
+        )),
         ..Args::default()
     };
     let config = Config::resolve(args, FileConfig::default()).expect("valid config");

@@ -19,6 +19,7 @@ use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use kig_core::batch::{encode_batch, Record, RecordBatch};
 use kig_core::compression::Compression;
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 mod sasl_support;
@@ -588,6 +589,52 @@ async fn auth_sasl_throttle_1_parallel_guesses_from_one_address_wait_their_turn_
     );
 }
 
+/// A login with the wrong password `password` from `address`; true when it was refused.
+async fn guess_from(g: EmbeddedGateway, user: &'static str, password: String, address: IpAddr) -> bool {
+    let mut c = g.new_connection(address);
+    let (response, close) = login(&g, &mut c, user, &password).await;
+    response.error_code != 0 && close
+}
+
+#[tokio::test(start_paused = true)]
+async fn auth_sasl_throttle_2_guesses_at_one_username_from_many_addresses_reach_iggy_one_at_a_time() {
+    let g = gateway_with_login_delay(std::time::Duration::from_millis(100));
+    g.backend
+        .create_user("ann", "secret", UserStatus::Active, None)
+        .unwrap();
+    // Ann logged in from her address before the attack.
+    let mut c = g.new_connection(peer());
+    assert_eq!(login(&g, &mut c, "ann", "secret").await.0.error_code, 0);
+    let before = g.backend.logins_attempted();
+    // Twenty different passwords, each from an address of its own.
+    let guesses: Vec<_> = (1..=20u8)
+        .map(|i| {
+            let address = IpAddr::from([10, 9, 0, i]);
+            tokio::spawn(guess_from(g.clone(), "ann", format!("guess-{i}"), address))
+        })
+        .collect();
+    // Each login takes Iggy 100 ms: one at a time, at most two have been asked by 150 ms.
+    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    let asked = g.backend.logins_attempted() - before;
+    assert!(asked <= 2, "{asked} guesses from 20 addresses reached Iggy at once");
+    // Ann, from the address she logged in from before, is not queued behind them.
+    let mut c = g.new_connection(peer());
+    assert_eq!(login(&g, &mut c, "ann", "secret").await.0.error_code, 0);
+    assert!(
+        guesses.iter().any(|guess| !guess.is_finished()),
+        "ann's login waited for every guess"
+    );
+    for guess in guesses {
+        assert!(guess.await.unwrap());
+    }
+    // Ann's second login took her pooled session (AUTH-SASL-JOIN-1): Iggy was asked per guess.
+    assert_eq!(
+        g.backend.logins_attempted(),
+        before + 20,
+        "Iggy is asked once per guess"
+    );
+}
+
 #[tokio::test(start_paused = true)]
 async fn auth_sasl_throttle_1_a_success_for_another_user_keeps_the_failures_against_the_first() {
     let g = gateway_with_login_delay(std::time::Duration::ZERO);
@@ -657,6 +704,7 @@ async fn limit_sessions_1_a_connection_re_authenticates_at_full_capacity() {
             mechanism: Some(Mechanism::Plain),
             session_lifetime_ms: Some(60_000),
             max_sessions: Some(1),
+            ..SaslSettings::default()
         },
         ..Args::default()
     };

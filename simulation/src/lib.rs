@@ -49,6 +49,7 @@ use kafka_iggy_gateway::config::{Args, Config, FileConfig};
 use kafka_iggy_gateway::embedded_gateway;
 use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::limits::LimitSettings;
+use kafka_iggy_gateway::peer_channel::{spawn_on_this_runtime, PeerListener, Responder};
 use kafka_iggy_gateway::server::{serve, Listener, Shutdown};
 use kafka_wire_client::WireClient;
 use std::net::SocketAddr;
@@ -59,6 +60,10 @@ use turmoil::net::{TcpListener, TcpStream};
 pub const GATEWAY_HOST: &str = "gateway";
 /// The port the gateway listens on.
 pub const GATEWAY_PORT: u16 = 9092;
+/// The port a gateway with peers answers their probes on (GROUP-COORDINATOR-6).
+pub const PEER_PORT: u16 = 9192;
+/// The secret the simulated gateways share (GROUP-COORDINATOR-7).
+pub const PEER_SECRET: &str = "kig-simulated-peers";
 /// What the gateway's clock reads when the simulation starts: 2023-11-14T22:13:20Z, in µs.
 pub const EPOCH_US: u64 = 1_700_000_000_000_000;
 
@@ -76,6 +81,17 @@ impl Listener for TurmoilListener {
 
     async fn dial(address: String) -> std::io::Result<Self::Stream> {
         TcpStream::connect(address).await
+    }
+
+    /// GROUP-COORDINATOR-6 on the simulated network: a host's sockets belong to its one runtime,
+    /// so the peer channel is a task there, as everything the seed decides must be.
+    async fn serve_peers(
+        address: SocketAddr,
+        responder: Arc<Responder>,
+        stop: tokio::sync::watch::Receiver<bool>,
+    ) -> std::io::Result<PeerListener> {
+        let listener = TcpListener::bind(address).await?;
+        Ok(spawn_on_this_runtime(TurmoilListener(listener), responder, stop))
     }
 }
 

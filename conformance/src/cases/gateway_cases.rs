@@ -277,9 +277,10 @@ pub async fn gateway_restart_members_rejoin_and_resume_without_loss<S: BackendSo
 pub async fn group_over_two_gateways_sees_one_coordinator_and_agrees_on_offsets<S: BackendSource>(
     source: &S,
 ) -> anyhow::Result<()> {
-    let addresses = free_addresses(2);
+    // Two Kafka listeners, then their two peer channels.
+    let addresses = free_addresses(4);
     let mut gateways = Vec::new();
-    for index in 0..addresses.len() {
+    for index in 0..2 {
         gateways.push(peer_gateway(source, &addresses, index).await?);
     }
     let bootstraps: Vec<String> = gateways.iter().map(|g| g.endpoint.bootstrap.clone()).collect();
@@ -382,25 +383,35 @@ pub async fn group_over_two_gateways_sees_one_coordinator_and_agrees_on_offsets<
     Ok(())
 }
 
-/// Starts gateway `index` (node id `index + 1`) of `addresses`, each knowing all of them as
-/// peers, and returns once it coordinates its own groups (GROUP-COORDINATOR-4).
+/// Starts gateway `index` (node id `index + 1`) of `addresses` (the Kafka listeners, then as
+/// many peer channels), each knowing all of them as peers, and returns once it coordinates its
+/// own groups (GROUP-COORDINATOR-4).
 async fn peer_gateway<S: BackendSource>(
     source: &S,
     addresses: &[SocketAddr],
     index: usize,
 ) -> anyhow::Result<LocalGateway<S::Backend>> {
-    let peers = addresses
+    // GROUP-COORDINATOR-6: each gateway's peer channel apart from its Kafka listener.
+    let (kafka, channels) = addresses.split_at(addresses.len() / 2);
+    let peers = kafka
         .iter()
+        .zip(channels)
         .enumerate()
-        .map(|(i, a)| format!("{}={a}", i + 1))
+        .map(|(i, (a, c))| format!("{}={a}/{}", i + 1, c.port()))
         .collect();
     let gateway = LocalGateway::serve(
         source.backend_for_new_gateway().await?,
         LocalOptions {
-            listen: Some(addresses[index]),
+            listen: Some(kafka[index]),
             instance_id: Some(index as u16 + 1),
             peers,
             peer_probe_interval_ms: Some(CASE_PEER_PROBE_INTERVAL_MS),
+            extra_args: vec![
+                "--peer-listen".into(),
+                channels[index].to_string(),
+                "--peer-secret".into(),
+                crate::cases::hostile_cases::PEER_SECRET.into(),
+            ],
             ..LocalOptions::default()
         },
     )
@@ -433,7 +444,8 @@ async fn await_coordinator(client: &mut Client, group: &str, node: i32, what: &s
 /// the dead gateway is back on its address, the group moves back: the survivor answers
 /// NOT_COORDINATOR for it, and the consumer rejoins the returned gateway and commits there.
 pub async fn group_moves_to_a_surviving_gateway_and_back<S: BackendSource>(source: &S) -> anyhow::Result<()> {
-    let addresses = free_addresses(2);
+    // Two Kafka listeners, then their two peer channels.
+    let addresses = free_addresses(4);
     let survivor = peer_gateway(source, &addresses, 0).await?;
     let mortal = peer_gateway(source, &addresses, 1).await?;
     let bootstrap = format!("{},{}", addresses[0], addresses[1]);

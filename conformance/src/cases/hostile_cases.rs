@@ -108,15 +108,30 @@ const LATEST: i64 = -1;
 mod connections;
 mod consumer_protocol;
 mod echoed_strings;
+pub mod launch;
+mod peers;
 mod requests;
 mod support;
 mod watchdog;
 pub use connections::*;
 pub use consumer_protocol::*;
 pub use echoed_strings::*;
+pub use peers::*;
 pub use requests::*;
 pub(crate) use support::*;
 pub use watchdog::*;
+
+/// The area of the hostile cases that start their own gateways ([`launch`]): two peered
+/// gateways, or settings of their own. `tests/hostile_gateways_suite.rs` runs them in process
+/// and the hostile bench on the release binary; they are listed for the trace, not run against
+/// an endpoint.
+pub const OWN_GATEWAY_AREA: &str = "hostile_gateways";
+
+/// The hostile cases that start their own gateways, for the trace.
+pub const OWN_GATEWAY_CASES: &[super::ListedCase] = &[super::ListedCase {
+    name: "hostile_connection_flood_on_a_peer_moves_no_group",
+    rules: &["GROUP-COORDINATOR-6", "GROUP-COORDINATOR-7", "GROUP-COORDINATOR-2"],
+}];
 
 pub fn cases() -> Vec<Case> {
     vec![

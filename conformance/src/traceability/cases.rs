@@ -1,7 +1,7 @@
 //! Every conformance case with its area and the rule IDs it checks: the suite's list (whichever
 //! way a case file declares its cases) and the model-only cases.
 
-use crate::cases::{cluster_cases, model_only_cases, preauth_cases};
+use crate::cases::{cluster_cases, hostile_cases, model_only_cases, preauth_cases};
 use crate::runner::Filter;
 use crate::suite;
 
@@ -35,7 +35,7 @@ impl ListedCase {
 /// cases, then the authorization cases), then the model-only cases, which `model_only_suite`
 /// runs on models built for them, then the pre-authentication cases, which `preauth_suite` runs
 /// on models built for them, then the cluster tier's fault cases, which `cluster-tier` runs on
-/// three real Iggy nodes.
+/// three real Iggy nodes, then the hostile cases that start their own gateways.
 pub fn listed_cases() -> Vec<ListedCase> {
     let mut listed: Vec<ListedCase> = suite::list(&Filter::all())
         .iter()
@@ -56,5 +56,10 @@ pub fn listed_cases() -> Vec<ListedCase> {
             .iter()
             .map(|c| ListedCase::new(c.name, cluster_cases::AREA, c.rules)),
     );
+    // The hostile cases that start their own gateways, which `hostile_gateways_suite` runs.
+    listed.extend(hostile_cases::OWN_GATEWAY_CASES.iter().map(|c| ListedCase {
+        file: "conformance/src/cases/hostile_cases.rs".into(),
+        ..ListedCase::new(c.name, hostile_cases::OWN_GATEWAY_AREA, c.rules)
+    }));
     listed
 }

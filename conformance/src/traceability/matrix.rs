@@ -234,8 +234,9 @@ fn status_cell<'r>(own: &[&ListedCase], set_of: impl Fn(&ListedCase) -> Option<&
 
 /// The areas a suite run does not cover: the model-only and the pre-authentication cases run
 /// on models built for them (`model_only_suite`, `preauth_suite`), the cluster cases on three
-/// real Iggy nodes of their own (`cluster-tier`).
-const NOT_IN_SUITE_RUNS: &[&str] = &["model_only", "preauth", "cluster"];
+/// real Iggy nodes of their own (`cluster-tier`), the hostile cases that start their own
+/// gateways in `hostile_gateways_suite` and the hostile bench.
+const NOT_IN_SUITE_RUNS: &[&str] = &["model_only", "preauth", "cluster", "hostile_gateways"];
 /// The areas a run may hold beyond the suite: the real-Iggy tier's own checks.
 const BEYOND_THE_SUITE: &[&str] = &["real_iggy"];
 

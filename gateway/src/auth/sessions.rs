@@ -1,8 +1,8 @@
 //! Backend sessions per principal: a client's requests run in a backend session logged in to
 //! Iggy as the client's own user, so Iggy's permissions decide them (AUTHZ-SESSION-1). Sessions
 //! are pooled by credentials, joined when logins with the same credentials overlap
-//! (AUTH-SASL-JOIN-1), bounded in number, counting every live one (LIMIT-SESSIONS-1), and in
-//! age (AUTH-SESSION-1).
+//! (AUTH-SASL-JOIN-1), bounded in number, counting every live one (LIMIT-SESSIONS-1), per user
+//! (LIMIT-SESSIONS-USER-1), and in age (AUTH-SESSION-1).
 
 use super::credentials::{Credentials, Principal, SecretKind};
 use crate::backend::{Backend, BackendError, ClientId};
@@ -28,15 +28,39 @@ pub struct Session<B> {
     pub slot: Option<SessionSlot>,
 }
 
-/// A place among a pool's live sessions (LIMIT-SESSIONS-1), given back on drop: a session
-/// replaced in the pool, or expired, still counts while connections hold it.
+/// Live sessions per username (LIMIT-SESSIONS-USER-1).
+type UserSessions = Mutex<HashMap<String, usize>>;
+
+/// A place among a pool's live sessions (LIMIT-SESSIONS-1) and among its user's
+/// (LIMIT-SESSIONS-USER-1), given back on drop: a session replaced in the pool, or expired,
+/// still counts while connections hold it.
 #[derive(Debug)]
-pub struct SessionSlot(Arc<AtomicUsize>);
+pub struct SessionSlot {
+    live: Arc<AtomicUsize>,
+    users: Arc<UserSessions>,
+    user: String,
+}
 
 impl Drop for SessionSlot {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+        self.live.fetch_sub(1, Ordering::SeqCst);
+        let mut users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(held) = users.get_mut(&self.user) {
+            *held -= 1;
+            if *held == 0 {
+                users.remove(&self.user);
+            }
+        }
     }
+}
+
+/// Which bound a new session would pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Full {
+    /// `max_sessions` (LIMIT-SESSIONS-1).
+    Pool,
+    /// `max_sessions_per_user` (LIMIT-SESSIONS-USER-1).
+    User,
 }
 
 impl<B> Session<B> {
@@ -60,6 +84,9 @@ pub enum LoginError {
     /// LIMIT-SESSIONS-1
     #[error("the gateway holds its maximum of {0} backend sessions, all in use")]
     TooManySessions(usize),
+    /// LIMIT-SESSIONS-USER-1
+    #[error("the user holds its maximum of {0} backend sessions, all in use")]
+    TooManySessionsForUser(usize),
 }
 
 /// Errors that say the server was not reached, rather than that it refused.
@@ -83,6 +110,9 @@ pub struct SessionPool<B> {
     entries: Mutex<HashMap<[u8; 32], Arc<Session<B>>>>,
     /// Sessions alive, pooled or not (LIMIT-SESSIONS-1).
     live: Arc<AtomicUsize>,
+    /// Of them, each user's (LIMIT-SESSIONS-USER-1).
+    users: Arc<UserSessions>,
+    max_per_user: usize,
     /// One login at a time per credentials (AUTH-SASL-JOIN-1).
     joins: super::turns::Turns<[u8; 32]>,
     salt: [u8; 32],
@@ -95,11 +125,19 @@ impl<B: Backend> SessionPool<B> {
         Self {
             entries: Mutex::new(HashMap::new()),
             live: Arc::new(AtomicUsize::new(0)),
+            users: Default::default(),
+            max_per_user: super::settings::DEFAULT_MAX_SESSIONS_PER_USER.min(max_sessions),
             joins: Default::default(),
             salt,
             max_sessions,
             lifetime_ms,
         }
+    }
+
+    /// At most `max` live sessions per user (LIMIT-SESSIONS-USER-1).
+    pub fn with_max_sessions_per_user(mut self, max: usize) -> Self {
+        self.max_per_user = max;
+        self
     }
 
     /// How long a session is used for new logins, and how long a connection stays
@@ -178,7 +216,7 @@ impl<B: Backend> SessionPool<B> {
                         );
                         continue;
                     }
-                    let slot = self.take_slot(now_ms)?;
+                    let slot = self.take_slot(now_ms, &principal.username)?;
                     let session = Arc::new(Session {
                         backend: Arc::new(backend),
                         principal: Some(principal),
@@ -215,14 +253,29 @@ impl<B: Backend> SessionPool<B> {
         session.opened_at_ms.saturating_add(self.lifetime_ms)
     }
 
-    /// A place for one more live session, if there is one now.
-    fn try_slot(&self) -> Option<SessionSlot> {
+    fn users(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        self.users.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A place for one more live session of `user`, if there is one now; else the bound in
+    /// the way, the user's first.
+    fn try_slot(&self, user: &str) -> Result<SessionSlot, Full> {
+        let mut users = self.users();
+        let held = users.get(user).copied().unwrap_or(0);
+        if held >= self.max_per_user {
+            return Err(Full::User);
+        }
         self.live
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |live| {
                 (live < self.max_sessions).then_some(live + 1)
             })
-            .ok()
-            .map(|_| SessionSlot(self.live.clone()))
+            .map_err(|_| Full::Pool)?;
+        users.insert(user.to_string(), held + 1);
+        Ok(SessionSlot {
+            live: self.live.clone(),
+            users: self.users.clone(),
+            user: user.to_string(),
+        })
     }
 
     /// Whether one more session would fit: fewer live than `max_sessions`, or an idle one
@@ -235,10 +288,13 @@ impl<B: Backend> SessionPool<B> {
     /// idle ones, oldest first, and each gives its place back when no connection holds it; a
     /// session a connection still holds keeps its place, pooled or not. When every live session
     /// is young or in use, the login is refused rather than opening more Iggy connections.
-    fn take_slot(&self, now_ms: u64) -> Result<SessionSlot, LoginError> {
-        if let Some(slot) = self.try_slot() {
-            return Ok(slot);
-        }
+    /// LIMIT-SESSIONS-USER-1: a user at its cap makes room only from its own sessions: the idle
+    /// one that goes is its own, and when all of its are in use its login is refused.
+    fn take_slot(&self, now_ms: u64, user: &str) -> Result<SessionSlot, LoginError> {
+        let full = match self.try_slot(user) {
+            Ok(slot) => return Ok(slot),
+            Err(full) => full,
+        };
         let evicted = {
             let mut entries = self.entries();
             let mut evicted = Vec::new();
@@ -250,9 +306,11 @@ impl<B: Backend> SessionPool<B> {
             for key in expired {
                 evicted.extend(entries.remove(&key));
             }
+            let of_user = |s: &Session<B>| s.principal.as_ref().is_some_and(|p| p.username == user);
             let idle = entries
                 .iter()
                 .filter(|(_, s)| Arc::strong_count(s) == 1)
+                .filter(|(_, s)| full == Full::Pool || of_user(s))
                 .min_by_key(|(_, s)| s.opened_at_ms)
                 .map(|(k, _)| *k);
             evicted.extend(idle.and_then(|k| entries.remove(&k)));
@@ -260,9 +318,15 @@ impl<B: Backend> SessionPool<B> {
         };
         // Dropped outside the lock: an idle one gives its place back here.
         drop(evicted);
-        self.try_slot().ok_or_else(|| {
-            crate::metrics::metrics().limit_hit("LIMIT-SESSIONS-1");
-            LoginError::TooManySessions(self.max_sessions)
+        self.try_slot(user).map_err(|full| match full {
+            Full::Pool => {
+                crate::metrics::metrics().limit_hit("LIMIT-SESSIONS-1");
+                LoginError::TooManySessions(self.max_sessions)
+            }
+            Full::User => {
+                crate::metrics::metrics().limit_hit("LIMIT-SESSIONS-USER-1");
+                LoginError::TooManySessionsForUser(self.max_per_user)
+            }
         })
     }
 }
@@ -355,6 +419,61 @@ mod tests {
         let wrong = pool.login(&*root, &Credentials::password("ann", "wrong"), 0, 9).await;
         assert!(matches!(wrong, Err(LoginError::Refused(_))));
         assert_eq!(root.logins_attempted(), 2);
+    }
+
+    #[tokio::test]
+    async fn limit_sessions_user_1_one_user_with_many_tokens_leaves_sessions_for_others() {
+        let root = model();
+        let (ann, _) = root
+            .open_session(&Credentials::password("ann", "secret"))
+            .await
+            .unwrap();
+        let pool = SessionPool::<EmbeddedBackend>::new(64, 60_000, [7; 32]);
+        let mut held = Vec::new();
+        for i in 0..20 {
+            let token = ann.create_personal_access_token(&format!("t{i}"), None).unwrap();
+            held.push(pool.login(&root, &Credentials::token("ann", token), 0, i).await);
+        }
+        let refused = held.iter().filter(|login| login.is_err()).count();
+        assert_eq!(refused, 4, "ann's 17th and later sessions were opened");
+        assert!(matches!(held[16], Err(LoginError::TooManySessionsForUser(16))));
+        assert_eq!(pool.live(), 16);
+        // Another user still logs in.
+        let ben = pool.login(&root, &Credentials::password("ben", "secret"), 0, 99).await;
+        assert!(ben.is_ok());
+        // When one of ann's sessions is let go, another of hers takes its place, not a
+        // stranger's: with every place of the pool taken, ann makes room from her own.
+        let pool = SessionPool::<EmbeddedBackend>::new(3, 60_000, [7; 32]).with_max_sessions_per_user(2);
+        let mut tokens = Vec::new();
+        for i in 0..3 {
+            tokens.push(ann.create_personal_access_token(&format!("u{i}"), None).unwrap());
+        }
+        let first = pool
+            .login(&root, &Credentials::token("ann", tokens[0].clone()), 0, 1)
+            .await
+            .unwrap();
+        let _second = pool
+            .login(&root, &Credentials::token("ann", tokens[1].clone()), 10, 2)
+            .await
+            .unwrap();
+        let ben = pool
+            .login(&root, &Credentials::password("ben", "secret"), 20, 3)
+            .await
+            .unwrap();
+        drop(ben);
+        assert!(
+            matches!(
+                pool.login(&root, &Credentials::token("ann", tokens[2].clone()), 30, 4)
+                    .await,
+                Err(LoginError::TooManySessionsForUser(2))
+            ),
+            "ben's idle session is no room for ann"
+        );
+        drop(first);
+        pool.login(&root, &Credentials::token("ann", tokens[2].clone()), 40, 5)
+            .await
+            .expect("ann's own idle session makes room");
+        assert_eq!(pool.live(), 3);
     }
 
     #[tokio::test]

@@ -30,6 +30,10 @@ pub const DEFAULT_SESSION_LIFETIME_MS: u64 = 15 * 60 * 1000;
 pub const MIN_SESSION_LIFETIME_MS: u64 = 1_000;
 /// Backend sessions pooled at most (LIMIT-SESSIONS-1); each holds Iggy connections.
 pub const DEFAULT_MAX_SESSIONS: usize = 1_024;
+/// Backend sessions of one user at most (LIMIT-SESSIONS-USER-1): a session per credentials, and
+/// a credentials' session may be replaced while connections still hold it, so 16 leaves room
+/// for 8 passwords or tokens of one user in use at once; 64 users fill the default pool.
+pub const DEFAULT_MAX_SESSIONS_PER_USER: usize = 16;
 
 /// One optional setting each; the same struct is read from flags and from `[sasl]`.
 #[derive(Debug, Clone, Default, clap::Args, Deserialize)]
@@ -46,6 +50,10 @@ pub struct SaslSettings {
     /// Backend sessions (one per principal and credentials) pooled at most (LIMIT-SESSIONS-1).
     #[arg(long = "sasl-max-sessions", env = "IGGY_KAFKA_SASL_MAX_SESSIONS")]
     pub max_sessions: Option<usize>,
+    /// Backend sessions of one user at most, over all its passwords and tokens
+    /// (LIMIT-SESSIONS-USER-1; default 16, at most `max_sessions`).
+    #[arg(long = "sasl-max-sessions-per-user", env = "IGGY_KAFKA_SASL_MAX_SESSIONS_PER_USER")]
+    pub max_sessions_per_user: Option<usize>,
 }
 
 impl SaslSettings {
@@ -55,6 +63,7 @@ impl SaslSettings {
             mechanism: self.mechanism.or(file.mechanism),
             session_lifetime_ms: self.session_lifetime_ms.or(file.session_lifetime_ms),
             max_sessions: self.max_sessions.or(file.max_sessions),
+            max_sessions_per_user: self.max_sessions_per_user.or(file.max_sessions_per_user),
         }
     }
 }
@@ -65,6 +74,8 @@ pub struct Sasl {
     pub mechanism: Option<Mechanism>,
     pub session_lifetime_ms: u64,
     pub max_sessions: usize,
+    /// LIMIT-SESSIONS-USER-1.
+    pub max_sessions_per_user: usize,
 }
 
 impl Default for Sasl {
@@ -73,6 +84,7 @@ impl Default for Sasl {
             mechanism: None,
             session_lifetime_ms: DEFAULT_SESSION_LIFETIME_MS,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_sessions_per_user: DEFAULT_MAX_SESSIONS_PER_USER,
         }
     }
 }
@@ -88,10 +100,19 @@ impl Sasl {
         if max_sessions == 0 {
             bail!("sasl max_sessions must be at least 1");
         }
+        // Above max_sessions it would bound nothing: lowered to it.
+        let max_sessions_per_user = settings
+            .max_sessions_per_user
+            .unwrap_or(defaults.max_sessions_per_user)
+            .min(max_sessions);
+        if max_sessions_per_user == 0 {
+            bail!("sasl max_sessions_per_user must be at least 1");
+        }
         Ok(Sasl {
             mechanism: settings.mechanism,
             session_lifetime_ms,
             max_sessions,
+            max_sessions_per_user,
         })
     }
 
@@ -117,5 +138,23 @@ mod tests {
         })
         .is_err());
         assert!(toml::from_str::<SaslSettings>("mechanism = \"scram\"").is_err());
+    }
+
+    #[test]
+    fn limit_sessions_user_1_the_per_user_cap_is_a_setting_at_most_the_pool() {
+        assert_eq!(Sasl::default().max_sessions_per_user, DEFAULT_MAX_SESSIONS_PER_USER);
+        let s: SaslSettings = toml::from_str("max_sessions = 8\nmax_sessions_per_user = 3").unwrap();
+        assert_eq!(Sasl::resolve(&s).unwrap().max_sessions_per_user, 3);
+        let s: SaslSettings = toml::from_str("max_sessions = 8").unwrap();
+        assert_eq!(
+            Sasl::resolve(&s).unwrap().max_sessions_per_user,
+            8,
+            "lowered to the pool"
+        );
+        let zero = SaslSettings {
+            max_sessions_per_user: Some(0),
+            ..SaslSettings::default()
+        };
+        assert!(Sasl::resolve(&zero).is_err());
     }
 }

@@ -162,7 +162,7 @@ pub async fn handle<B: Backend>(
         request.member_id.as_str().to_string()
     };
     let mut permissions = PollPermissions::new(gateway, session);
-    let owner = owner(session, peer);
+    let owner = owner(gateway, session, peer);
     // GROUP-CONSUMER-REGEX-SCOPE-1: patterns are resolved with the permissions of the principal
     // of the members naming them; without SASL every session lists the same topics.
     let pattern_scope: Owner = if permissions.checks() {

@@ -13,11 +13,12 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 /// Whom a request's group resources count against: its principal, or without SASL the
-/// client's address, which then stands for the principal (LIMIT-GROUP-OWNER-1).
-pub(crate) fn owner<B>(session: &Session<B>, peer: IpAddr) -> Owner {
+/// client's address key, which then stands for the principal (LIMIT-GROUP-OWNER-1): an IPv6
+/// client rotating through its /64 is one owner (LIMIT-ADDRESS-KEY-1).
+pub(crate) fn owner<B>(gateway: &Gateway<B>, session: &Session<B>, peer: IpAddr) -> Owner {
     match &session.principal {
         Some(principal) => format!("user:{}", principal.username).into(),
-        None => format!("address:{peer}").into(),
+        None => format!("address:{}", gateway.config.limits.address_prefixes.key(peer)).into(),
     }
 }
 
@@ -155,6 +156,20 @@ impl<'a, B: Backend> PollPermissions<'a, B> {
 mod tests {
     use super::*;
     use iggy_common::IggyError;
+
+    #[test]
+    fn limit_address_key_1_limit_group_owner_1_one_ipv6_64_is_one_owner_without_sasl() {
+        let gateway = crate::embedded_gateway(Default::default(), std::sync::Arc::new(crate::clock::SystemClock), 1);
+        let session = &gateway.default_session;
+        let of = |address: &str| owner(&gateway, session, address.parse().unwrap());
+        assert_eq!(of("2001:db8:0:7::1"), of("2001:db8:0:7:ffff::2"));
+        assert_ne!(of("2001:db8:0:7::1"), of("2001:db8:0:8::1"));
+        assert_ne!(
+            of("192.0.2.1"),
+            of("192.0.2.2"),
+            "IPv4 by the whole address, by default"
+        );
+    }
 
     #[test]
     fn authz_group_4_a_permission_probe_without_an_answer_refuses() {

@@ -133,7 +133,7 @@ pub async fn handle<B: Backend>(
                 .map(|p| (p.name.as_str().to_string(), bytes::Bytes::copy_from_slice(&p.metadata)))
                 .collect(),
             require_known_member_id: version >= 4,
-            owner: owner(session, peer),
+            owner: owner(gateway, session, peer),
             topics: Vec::new(),
         };
         // GROUP-SUBSCRIPTION-1: sizes first, then the subscription, read once.

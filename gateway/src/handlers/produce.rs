@@ -340,7 +340,7 @@ pub async fn handle<B: Backend>(
     _version: i16,
 ) -> Option<ProduceResponse> {
     // LIMIT-PRODUCERS-1: whom a new producer entry counts against.
-    let owner: Owner = super::group_authz::owner(session, peer);
+    let owner: Owner = super::group_authz::owner(gateway, session, peer);
     let acks = request.acks;
     let request_refusal = if !(-1..=1).contains(&acks) {
         Some(refused(ResponseError::InvalidRequiredAcks, format!("acks {acks}")))

@@ -24,20 +24,24 @@ const REFUSED: &str = "Authentication failed: invalid username or password";
 
 /// Authenticates `message` on `connection`: a session, or the message to answer with.
 ///
-/// AUTH-SASL-THROTTLE-1: the logins of one address take turns, and each waits, before Iggy is
-/// asked, as long as the failures of its address, its username and the pair say; Iggy is asked
-/// once per message. Failures are logged, never with the secret.
+/// AUTH-SASL-THROTTLE-1: the logins of one address key take turns, and each waits, before Iggy
+/// is asked, as long as the failures of its address, its username and the pair say; Iggy is
+/// asked once per message. AUTH-SASL-THROTTLE-2: a login from a place its username has not
+/// logged in from lately also takes the username's turn, across addresses. Failures are
+/// logged, never with the secret.
 async fn authenticate<B: Backend>(
     gateway: &Gateway<B>,
     connection: &mut ConnectionAuth<B>,
     message: &[u8],
 ) -> Result<Arc<Session<B>>, String> {
     let peer = connection.peer;
+    // LIMIT-ADDRESS-KEY-1: the counts and turns are per client, an IPv6 /64 being one.
+    let address = gateway.config.limits.address_prefixes.key(peer);
     let throttle = || gateway.login_throttle.lock().unwrap_or_else(|e| e.into_inner());
     let credentials = match plain::parse(message) {
         Ok(credentials) => credentials,
         Err(e) => {
-            throttle().failed(peer, "", gateway.now_ms());
+            throttle().failed(address, "", gateway.now_ms());
             tracing::warn!(%peer, "SASL authentication failed: {e} (AUTH-SASL-FAIL-1)");
             return Err(format!("Authentication failed: {e}"));
         }
@@ -56,8 +60,15 @@ async fn authenticate<B: Backend>(
             handshake: connection.pending_handshake(),
         };
     }
-    let turn = gateway.login_queues.turn(peer).await;
-    let wait_ms = throttle().wait_before_ms(peer, &credentials.username, gateway.now_ms());
+    let turn = gateway.login_queues.turn(address).await;
+    let trusted = throttle().is_trusted(address, &credentials.username, gateway.now_ms());
+    let username_turn = if trusted {
+        None
+    } else {
+        let key = crate::auth::throttle::username_turn_key(&credentials.username);
+        Some(gateway.username_queues.turn(key).await)
+    };
+    let wait_ms = throttle().wait_before_ms(address, &credentials.username, gateway.now_ms());
     if wait_ms > 0 {
         crate::metrics::metrics().limit_hit("AUTH-SASL-THROTTLE-1");
         tracing::debug!(%peer, %username, "SASL login waits {wait_ms} ms after recent failures (AUTH-SASL-THROTTLE-1)");
@@ -70,23 +81,28 @@ async fn authenticate<B: Backend>(
         .await;
     let session = match login {
         Ok(session) => {
-            throttle().succeeded(peer, &credentials.username);
-            drop(turn);
+            throttle().succeeded(address, &credentials.username, gateway.now_ms());
+            drop((username_turn, turn));
             session
         }
         Err(e) => {
             let told = match &e {
                 LoginError::Refused(_) => {
                     // Only a refusal is a guess; Iggy unreachable or no room is not the client's.
-                    throttle().failed(peer, &credentials.username, gateway.now_ms());
+                    throttle().failed(address, &credentials.username, gateway.now_ms());
                     REFUSED.to_string()
                 }
                 LoginError::Unavailable(_) => "Authentication failed: Iggy is unreachable; retry later".into(),
                 LoginError::TooManySessions(_) => {
                     "Authentication failed: the gateway has no room for another session; retry later".into()
                 }
+                // LIMIT-SESSIONS-USER-1: told only after Iggy accepted the credentials, so it
+                // tells a guesser nothing of the user.
+                LoginError::TooManySessionsForUser(_) => {
+                    "Authentication failed: the user has no room for another session (all in use); retry later".into()
+                }
             };
-            drop(turn);
+            drop((username_turn, turn));
             tracing::warn!(%peer, %username, "SASL authentication failed: {e} (AUTH-SASL-FAIL-1)");
             return Err(told);
         }

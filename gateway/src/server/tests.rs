@@ -134,9 +134,9 @@ async fn connect_buffered(tx: &Incoming, buffer_size: usize) -> DuplexStream {
 }
 
 /// A connection from `address`.
-async fn connect_from(tx: &Incoming, address: [u8; 4], buffer_size: usize) -> DuplexStream {
+async fn connect_from(tx: &Incoming, address: impl Into<std::net::IpAddr>, buffer_size: usize) -> DuplexStream {
     let (client, server) = tokio::io::duplex(buffer_size);
-    let peer = SocketAddr::from((address, 1));
+    let peer = SocketAddr::from((address.into(), 1));
     tx.send((server, peer)).await.expect("server accepts");
     client
 }
@@ -567,6 +567,38 @@ async fn limit_connections_address_1_one_address_holds_at_most_its_quota() {
         served(&mut other).await,
         "the other address's connection was not touched"
     );
+    shutdown.trigger();
+    task.await.unwrap();
+}
+
+#[tokio::test(start_paused = true)]
+async fn limit_connections_prefix_1_limit_address_key_1_one_ipv6_64_holds_at_most_its_quota() {
+    let (tx, shutdown, task) = start_with(with_limits(crate::limits::LimitSettings {
+        max_connections: Some(10),
+        max_connections_per_address: Some(2),
+        max_connections_per_prefix: Some(3),
+        ..Default::default()
+    }));
+    // A client rotating through its /64: every connection from an address of its own.
+    let of_64 = |host: u16| [0x2001, 0xdb8, 0, 7, 0, 0, 0, host];
+    let mut held = Vec::new();
+    for host in 1..=3 {
+        let mut c = connect_from(&tx, of_64(host), 64 * 1024).await;
+        assert!(served(&mut c).await);
+        held.push(c);
+    }
+    let mut fourth = connect_from(&tx, of_64(4), 64 * 1024).await;
+    assert!(
+        closed(&mut fourth).await,
+        "a fourth address of the /64 is closed though each address holds one connection"
+    );
+    let mut other_64 = connect_from(&tx, [0x2001, 0xdb8, 0, 8, 0, 0, 0, 1], 64 * 1024).await;
+    assert!(served(&mut other_64).await, "another /64 is another client");
+    let mut v4 = connect_from(&tx, [10, 0, 0, 1], 64 * 1024).await;
+    assert!(served(&mut v4).await, "IPv4 clients are keyed by their whole address");
+    for c in &mut held {
+        assert!(served(c).await, "the /64's first connections were not touched");
+    }
     shutdown.trigger();
     task.await.unwrap();
 }

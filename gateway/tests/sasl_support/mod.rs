@@ -23,7 +23,7 @@ pub fn gateway_with(sasl: Option<Mechanism>, lifetime_ms: Option<u64>) -> Embedd
         sasl: SaslSettings {
             mechanism: sasl,
             session_lifetime_ms: lifetime_ms,
-            max_sessions: None,
+            ..SaslSettings::default()
         },
         ..Args::default()
     };

@@ -17,7 +17,7 @@ use crate::kafka::fetch;
 use crate::remote::RemoteBackend;
 use crate::replica::{node_name, ReplicatedLog, NODES};
 use crate::trace::{Event, Trace};
-use crate::{serve_on_host, SimClock, EPOCH_US, GATEWAY_PORT};
+use crate::{serve_on_host, SimClock, EPOCH_US, GATEWAY_PORT, PEER_PORT, PEER_SECRET};
 use consumer::{ConsumerRun, ConsumerSpec, Progress, SharedProgress};
 use consumer_protocol::{MemberChurn, MemberRun};
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
@@ -137,9 +137,12 @@ fn gateway_config(k: usize, n: usize) -> Config {
         listen: Some(std::net::SocketAddr::from(([0, 0, 0, 0], GATEWAY_PORT))),
         advertised: Some(format!("{}:{GATEWAY_PORT}", gateway_name(k))),
         instance_id: Some(k as u16),
+        // GROUP-COORDINATOR-6, GROUP-COORDINATOR-7: each peer's channel on its own port.
         peers: (0..n)
-            .map(|i| format!("{i}={}:{GATEWAY_PORT}", gateway_name(i)))
+            .map(|i| format!("{i}={}:{GATEWAY_PORT}/{PEER_PORT}", gateway_name(i)))
             .collect(),
+        peer_listen: Some(std::net::SocketAddr::from(([0, 0, 0, 0], PEER_PORT))),
+        peer_secret: Some(kafka_iggy_gateway::auth::credentials::Secret::new(PEER_SECRET)),
         limits: LimitSettings {
             // Decoding on another OS thread would finish at a moment no seed decides
             // (PROTO-DETERMINISM-1).

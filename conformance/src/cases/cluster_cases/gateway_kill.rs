@@ -57,11 +57,14 @@ pub(super) async fn gateway_process_killed_while_its_group_commits_resumes_on_th
     let cluster = IggyCluster::start(binary).await?;
     let logs = std::env::temp_dir().join(format!("kig-cluster-gateways-{}", std::process::id()));
     std::fs::create_dir_all(&logs)?;
-    let addresses = free_addresses(2)?;
+    // Two Kafka listeners, then the gateways' peer channels (GROUP-COORDINATOR-6).
+    let all = free_addresses(4)?;
+    let (addresses, channels) = all.split_at(2);
     let mut survivor = GatewayProcess::start(
         &gateway_bin,
         &cluster,
-        &addresses,
+        addresses,
+        channels,
         0,
         PEER_PROBE_INTERVAL_MS,
         logs.join("gateway-1.log"),
@@ -70,14 +73,15 @@ pub(super) async fn gateway_process_killed_while_its_group_commits_resumes_on_th
     let mut mortal = GatewayProcess::start(
         &gateway_bin,
         &cluster,
-        &addresses,
+        addresses,
+        channels,
         1,
         PEER_PROBE_INTERVAL_MS,
         logs.join("gateway-2.log"),
     )
     .await?;
     let prefix = format!("cluster-gateway-killed-{}", std::process::id());
-    let group = await_two_warm_gateways(&addresses, &prefix).await?;
+    let group = await_two_warm_gateways(addresses, &prefix).await?;
     let on_survivor = Endpoint::at(addresses[0].to_string());
     let bootstrap = format!("{},{}", addresses[0], addresses[1]);
     let topic = on_survivor.unique_topic("cluster-gateway-killed");

@@ -437,19 +437,22 @@ impl Drop for GatewayProcess {
 
 impl GatewayProcess {
     /// Starts gateway `index` (node id `index + 1`) of `addresses`, each knowing all of them as
-    /// peers probed every `probe_ms`, on `cluster`'s roster; returns once it listens.
+    /// peers probed every `probe_ms` on their peer channels `channels` (GROUP-COORDINATOR-6), on
+    /// `cluster`'s roster; returns once it listens.
     pub async fn start(
         binary: &Path,
         cluster: &IggyCluster,
         addresses: &[SocketAddr],
+        channels: &[SocketAddr],
         index: usize,
         probe_ms: u64,
         log: PathBuf,
     ) -> anyhow::Result<Self> {
         let peers: Vec<String> = addresses
             .iter()
+            .zip(channels)
             .enumerate()
-            .map(|(i, a)| format!("{}={a}", i + 1))
+            .map(|(i, (a, c))| format!("{}={a}/{}", i + 1, c.port()))
             .collect();
         let out = std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
         let child = Command::new(binary)
@@ -467,6 +470,9 @@ impl GatewayProcess {
             .arg((index + 1).to_string())
             .arg("--peers")
             .arg(peers.join(","))
+            .arg("--peer-listen")
+            .arg(channels[index].to_string())
+            .env("IGGY_KAFKA_PEER_SECRET", crate::cases::hostile_cases::PEER_SECRET)
             .arg("--peer-probe-interval-ms")
             .arg(probe_ms.to_string())
             .env("RUST_LOG", "info")
