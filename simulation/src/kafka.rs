@@ -62,7 +62,7 @@ pub fn encode_producer_batch(
             key: None,
             value: Some(Bytes::copy_from_slice(value.as_bytes())),
             headers: vec![kig_core::batch::RecordHeader {
-                name: Bytes::from_static(b"attempt"),
+                name: Bytes::from_static(crate::history::ATTEMPT_HEADER.as_bytes()),
                 value: Some(Bytes::copy_from_slice(attempt_header.as_bytes())),
             }],
         })

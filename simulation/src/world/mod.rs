@@ -234,10 +234,13 @@ fn disk_log(disk: &EmbeddedBackend, partition: i32) -> PartitionLog {
         }
         for message in &messages {
             let (record, _) = kig_core::mapping::message_to_record(message);
-            records.push(Stored::from_bytes(
-                message.header.offset as i64,
-                record.value.as_deref(),
-            ));
+            let written_by = record
+                .headers
+                .iter()
+                .find(|h| &h.name[..] == crate::history::ATTEMPT_HEADER.as_bytes())
+                .and_then(|h| crate::history::parse_attempt_header(h.value.as_deref()?));
+            records
+                .push(Stored::from_bytes(message.header.offset as i64, record.value.as_deref()).written_by(written_by));
         }
     }
     PartitionLog {
