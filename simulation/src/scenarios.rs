@@ -1,4 +1,4 @@
-//! The scenario catalogue: twelve worlds, each built to show one anomaly (or its absence), with
+//! The scenario catalogue: eleven worlds, each built to show one anomaly (or its absence), with
 //! the seed committed to reproduce it and the explanation `simulation run` prints with it.
 
 use crate::checks::Class;
@@ -65,7 +65,6 @@ fn base() -> WorldConfig {
         churn: MemberChurn::default(),
         consumer: consumer(),
         faults: FaultPlan::default(),
-        dedup: false,
         join_bootstrap_first: false,
         iggy_request_timeout_ms: 400,
         iggy_nodes: 1,
@@ -194,25 +193,6 @@ pub fn catalogue() -> Vec<Scenario> {
                 faults: FaultPlan {
                     producer_link: 1.0 / 600.0,
                     gateway_restart: 1.0 / 3_000.0,
-                    ..FaultPlan::default()
-                },
-                ..base()
-            },
-        },
-        Scenario {
-            name: "dedup-what-if",
-            summary: "what-if: a gateway deduplicating by (producer id, epoch, sequence) in memory",
-            explanation: "Each gateway sits behind a proxy that remembers idempotent batches it saw acknowledged, by (producer id, epoch, partition, sequence), and answers a retry of one from memory without writing. It removes the duplicates of lost Produce responses; it cannot remove those of a retry after a gateway restart (its memory died with the process) nor after a lost Iggy response (the gateway never acknowledged the first write, so nothing was remembered). It remembers only acknowledged batches, so it never acknowledges a record it did not write. The reference gateway does none of this (PID-IGNORE-1).",
-            seed: 6,
-            shows: Some(Class::Duplicate),
-            config: WorldConfig {
-                producers: vec![idempotent_producer(), idempotent_producer()],
-                dedup: true,
-                faults: FaultPlan {
-                    producer_link: 1.0 / 300.0,
-                    hold: true,
-                    gateway_restart: 1.0 / 3_000.0,
-                    iggy_response_loss: 1.0 / 1_000.0,
                     ..FaultPlan::default()
                 },
                 ..base()

@@ -72,20 +72,6 @@ fn two_gateways_a_join_at_the_wrong_gateway_is_told_not_coordinator_and_moves() 
 }
 
 #[test]
-fn dedup_what_if_answers_some_retries_from_memory_and_loses_nothing() {
-    let scenario = scenario("dedup-what-if");
-    let output = run_world(scenario.name, &scenario.config, scenario.seed, true);
-    assert!(
-        output
-            .events
-            .iter()
-            .any(|e| e.what.contains("answered without writing")),
-        "the deduplicating proxy removed no duplicate"
-    );
-    assert!(!check(&output.history).fails());
-}
-
-#[test]
 fn proto_determinism_1_one_seed_twice_gives_the_identical_history() {
     for scenario in catalogue() {
         let first = run_world(scenario.name, &scenario.config, scenario.seed, false);

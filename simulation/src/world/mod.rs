@@ -1,6 +1,5 @@
 //! The simulated world of one run: an Iggy host on a model that outlives it, one or two
-//! gateways reaching it over the network through [`RemoteBackend`], optionally the
-//! deduplicating proxy of scenario 8 in front of each gateway, producers, assigned and group
+//! gateways reaching it over the network through [`RemoteBackend`], producers, assigned and group
 //! consumers, a driver that injects the configured faults while the producers send, a heal, the
 //! liveness phase in which the consumers read every acknowledged record, and a final drain.
 //! Everything is recorded into a [`History`]; one seed decides everything (PROTO-DETERMINISM-1):
@@ -10,7 +9,6 @@ pub mod consumer;
 pub mod consumer_protocol;
 pub mod producer;
 
-use crate::dedup::dedup_host;
 use crate::history::{FaultKind, History, Hop, PartitionLog, Recorder, Stored, TopicPartition};
 use crate::iggy_host::{iggy_cluster, iggy_host, IggyDisk, IggyFaults, IGGY_HOST, IGGY_PORT};
 use crate::kafka::fetch;
@@ -92,8 +90,6 @@ pub struct WorldConfig {
     pub churn: MemberChurn,
     pub consumer: ConsumerSpec,
     pub faults: FaultPlan,
-    /// Scenario 8: each gateway behind a deduplicating proxy.
-    pub dedup: bool,
     /// Group consumers send their first JoinGroup to their bootstrap gateway, coordinator or
     /// not (scenario 7).
     pub join_bootstrap_first: bool,
@@ -124,10 +120,6 @@ pub struct RunOutput {
 /// A gateway's host name.
 pub fn gateway_name(k: usize) -> String {
     format!("gateway-{k}")
-}
-
-fn dedup_name(k: usize) -> String {
-    format!("dedup-{k}")
 }
 
 /// Gateway `k` of `n`: listening on [`GATEWAY_PORT`], advertising its host, knowing its peers
@@ -249,11 +241,9 @@ fn disk_log(disk: &EmbeddedBackend, partition: i32) -> PartitionLog {
     }
 }
 
-/// A client link the driver breaks and heals.
+/// A client link the driver breaks and heals: a client's link to one gateway.
 struct Link {
     client: String,
-    /// The host the client talks to (a gateway or its proxy).
-    target: String,
     gateway: String,
     chance: f64,
     may_hold: bool,
@@ -360,9 +350,6 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
     for k in 0..config.gateways {
         gateway_host(&mut sim, k, config.gateways, seed, iggy.clone(), trace.clone());
         recorder.add_gateway(gateway_name(k));
-        if config.dedup {
-            dedup_host(&mut sim, &dedup_name(k), &gateway_name(k), GATEWAY_PORT, trace.clone());
-        }
     }
     for p in 0..config.partitions {
         recorder.add_partition(TopicPartition::new(TOPIC, p));
@@ -375,14 +362,13 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
     for (i, spec) in config.producers.iter().enumerate() {
         let k = i % config.gateways;
         let name = format!("producer-{i}");
-        let target = if config.dedup { dedup_name(k) } else { gateway_name(k) };
         let index = recorder.add_producer(&name, spec.idempotent, spec.max_in_flight);
         let run = ProducerRun {
             index,
             spec: spec.clone(),
             topic: TOPIC.into(),
             partitions: config.partitions,
-            target: target.clone(),
+            target: gateway_name(k),
             gateway: gateway_name(k),
             port: GATEWAY_PORT,
             seed: seed ^ (0x51ED_0000 + i as u64),
@@ -397,7 +383,6 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
         });
         links.push(Link {
             client: name,
-            target,
             gateway: gateway_name(k),
             chance: config.faults.producer_link,
             may_hold: config.faults.hold,
@@ -437,7 +422,6 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
         });
         links.push(Link {
             client: name,
-            target: gateway_name(k),
             gateway: gateway_name(k),
             chance: config.faults.consumer_link,
             may_hold: false,
@@ -472,7 +456,6 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
         });
         links.push(Link {
             client: name,
-            target: gateway_name(k),
             gateway: gateway_name(k),
             chance: config.faults.consumer_link,
             may_hold: false,
@@ -509,9 +492,9 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
                 for link in &mut links {
                     if let Some((_, held)) = link.broken.take() {
                         if held {
-                            sim.release(link.client.as_str(), link.target.as_str());
+                            sim.release(link.client.as_str(), link.gateway.as_str());
                         } else {
-                            sim.repair(link.client.as_str(), link.target.as_str());
+                            sim.repair(link.client.as_str(), link.gateway.as_str());
                         }
                     }
                 }
@@ -547,19 +530,19 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
             match link.broken.take() {
                 Some((fault, held)) => {
                     if held {
-                        sim.release(link.client.as_str(), link.target.as_str());
+                        sim.release(link.client.as_str(), link.gateway.as_str());
                     } else {
-                        sim.repair(link.client.as_str(), link.target.as_str());
+                        sim.repair(link.client.as_str(), link.gateway.as_str());
                     }
                     recorder.fault_ended_at(fault, now_us);
                 }
                 None => {
                     let hold = link.may_hold && rng.random_bool(0.5);
                     let fault = if hold {
-                        sim.hold(link.client.as_str(), link.target.as_str());
+                        sim.hold(link.client.as_str(), link.gateway.as_str());
                         recorder.fault_started_at(FaultKind::Hold { hop }, now_us)
                     } else {
-                        sim.partition(link.client.as_str(), link.target.as_str());
+                        sim.partition(link.client.as_str(), link.gateway.as_str());
                         recorder.fault_started_at(FaultKind::Partition { hop }, now_us)
                     };
                     link.broken = Some((fault, hold));
@@ -569,9 +552,6 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
         for (k, iggy_link) in iggy_links.iter_mut().enumerate() {
             if f.gateway_restart > 0.0 && rng.random_bool(f.gateway_restart) {
                 sim.bounce(gateway_name(k).as_str());
-                if config.dedup {
-                    sim.bounce(dedup_name(k).as_str());
-                }
                 recorder.fault_at(
                     FaultKind::GatewayRestart {
                         gateway: gateway_name(k),

@@ -38,8 +38,7 @@ pub struct ProducerRun {
     pub spec: ProducerSpec,
     pub topic: String,
     pub partitions: i32,
-    /// The host it connects to (a gateway, or the deduplicating proxy in front of one), and the
-    /// gateway's name for the record.
+    /// The host it connects to, and the gateway's name for the record (the same gateway).
     pub target: String,
     pub gateway: String,
     pub port: u16,
