@@ -1,7 +1,9 @@
 //! The simulated world of one run: an Iggy host on a model that outlives it, one or two
-//! gateways reaching it over the network through [`RemoteBackend`], producers, assigned and group
-//! consumers, a driver that injects the configured faults while the producers send, a heal, the
-//! liveness phase in which the consumers read every acknowledged record, and a final drain.
+//! gateways reaching it over the network through [`RemoteBackend`], producers (plain ones
+//! through one gateway, idempotent ones to each partition's leader among every gateway),
+//! assigned and group consumers, a driver that injects the configured faults while the
+//! producers send, a heal, the liveness phase in which the consumers read every acknowledged
+//! record, and a final drain.
 //! Everything is recorded into a [`History`]; one seed decides everything (PROTO-DETERMINISM-1):
 //! turmoil's network, every client's think times, every fault.
 
@@ -362,14 +364,23 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
     for (i, spec) in config.producers.iter().enumerate() {
         let k = i % config.gateways;
         let name = format!("producer-{i}");
+        // A plain producer writes through the gateway it bootstraps from; an idempotent one
+        // knows them all, from that one on, and follows each partition's leader
+        // (PRODUCER-LEADER-1). The driver may break its link to each.
+        let gateways: Vec<String> = if spec.idempotent {
+            (0..config.gateways)
+                .map(|step| gateway_name((k + step) % config.gateways))
+                .collect()
+        } else {
+            vec![gateway_name(k)]
+        };
         let index = recorder.add_producer(&name, spec.idempotent, spec.max_in_flight);
         let run = ProducerRun {
             index,
             spec: spec.clone(),
             topic: TOPIC.into(),
             partitions: config.partitions,
-            target: gateway_name(k),
-            gateway: gateway_name(k),
+            gateways: gateways.clone(),
             port: GATEWAY_PORT,
             seed: seed ^ (0x51ED_0000 + i as u64),
             recorder: recorder.clone(),
@@ -381,13 +392,15 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
             progress.lock().expect("progress lock").producers_left -= 1;
             Ok(())
         });
-        links.push(Link {
-            client: name,
-            gateway: gateway_name(k),
-            chance: config.faults.producer_link,
-            may_hold: config.faults.hold,
-            broken: None,
-        });
+        for gateway in gateways {
+            links.push(Link {
+                client: name.clone(),
+                gateway,
+                chance: config.faults.producer_link,
+                may_hold: config.faults.hold,
+                broken: None,
+            });
+        }
     }
     let consumers = config.assigned_consumers + config.group_consumers;
     for j in 0..consumers {
