@@ -104,6 +104,13 @@ pub struct WorldConfig {
     pub iggy_failover_timeout_ms: u64,
     /// Every segment's latency: fixed, see [`run_world`].
     pub latency_ms: u64,
+    /// Faults stop once every producer has every record acknowledged, or at this simulated
+    /// time when set, whichever comes first; the liveness phase follows. A limit bounds the
+    /// fault phase of a world whose faults slow an idempotent producer down for longer than they
+    /// come apart: with two gateways each restart leaves the restarted one's partitions without
+    /// a leader for its warm-up (PRODUCER-LEADER-1, GROUP-COORDINATOR-4), so a restart every few
+    /// seconds would keep its producer from ever finishing, and the faults from ever stopping.
+    pub fault_phase_limit_ms: Option<u64>,
     /// The run fails its liveness if it has not finished by then.
     pub max_simulated_s: u64,
 }
@@ -499,7 +506,8 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
         }
         let now_us = sim.elapsed().as_micros() as u64;
         let producers_left = progress.lock().expect("progress lock").producers_left;
-        if producers_left == 0 {
+        let past_limit = config.fault_phase_limit_ms.is_some_and(|limit| now_us >= limit * 1_000);
+        if producers_left == 0 || past_limit {
             if !healed {
                 healed = true;
                 for link in &mut links {
@@ -521,10 +529,17 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
                     restart_gateway(&mut sim, config, fault, &recorder, &trace, now_us);
                 }
                 recorder.healed_at(now_us);
-                trace_driver(&trace, now_us, "producers done: network healed, faults stop");
+                let why = if producers_left == 0 {
+                    "producers done"
+                } else {
+                    "fault phase at its limit"
+                };
+                trace_driver(&trace, now_us, &format!("{why}: network healed, faults stop"));
             }
-            // Appends held back may still land after the heal: the ends follow the disk.
-            progress.lock().expect("progress lock").ends = Some(disk_ends(&disk, config.partitions));
+            if producers_left == 0 {
+                // Appends held back may still land after the heal: the ends follow the disk.
+                progress.lock().expect("progress lock").ends = Some(disk_ends(&disk, config.partitions));
+            }
             continue;
         }
         if recorder.lock().produces.is_empty() {
