@@ -3,7 +3,8 @@
 //! duplicated (explained by a retry or not), reordered, and where the consumer's view departs
 //! from the log. Pure: no simulation, no I/O, so it is tested on hand-made histories.
 //!
-//! The guarantees it checks (DELIVERY-1, DELIVERY-ORDER-1): every acknowledged record is in the
+//! The guarantees it checks for a producer without a producer id (DELIVERY-2, formerly
+//! DELIVERY-1; DELIVERY-ORDER-1): every acknowledged record is in the
 //! log at the offset its acknowledgement gave; nothing is in the log that was never sent; a
 //! record appears more than once only if its batch was sent more than once; the first
 //! occurrences of a producer's records follow its send order (one request in flight); and a

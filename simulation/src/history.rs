@@ -79,6 +79,22 @@ impl fmt::Display for RecordValue {
     }
 }
 
+/// The name of the header every record a producer sends carries, naming the Produce attempt that
+/// sent that copy ([`attempt_header`]): so a copy in a partition says which attempt wrote it.
+pub const ATTEMPT_HEADER: &str = "attempt";
+
+/// The [`ATTEMPT_HEADER`] value of `attempt` of `request`: `request/attempt`.
+pub fn attempt_header(request: RequestId, attempt: u32) -> String {
+    format!("{request}/{attempt}")
+}
+
+/// The (request, attempt) an [`ATTEMPT_HEADER`] value names, if it names one.
+pub fn parse_attempt_header(value: &[u8]) -> Option<(RequestId, u32)> {
+    let text = std::str::from_utf8(value).ok()?;
+    let (request, attempt) = text.split_once('/')?;
+    Some((request.parse().ok()?, attempt.parse().ok()?))
+}
+
 /// One record as a partition holds it or a poll delivered it. `value` is `None` when the bytes
 /// name no [`RecordValue`] (then `raw` keeps them, lossily as text, for the report).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -87,6 +103,11 @@ pub struct Stored {
     pub value: Option<RecordValue>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raw: Option<String>,
+    /// The Produce request and attempt that wrote this copy, from its [`ATTEMPT_HEADER`];
+    /// recorded for the backend's contents, where it tells a retry answered from an earlier
+    /// attempt's copy (PRODUCER-DUP-1) from one written itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written_by: Option<(RequestId, u32)>,
 }
 
 impl Stored {
@@ -96,6 +117,7 @@ impl Stored {
             offset,
             value: Some(value),
             raw: None,
+            written_by: None,
         }
     }
 
@@ -110,8 +132,15 @@ impl Stored {
                     Some(b) => String::from_utf8_lossy(b).into_owned(),
                     None => "<null>".into(),
                 }),
+                written_by: None,
             },
         }
+    }
+
+    /// The same record, written by `attempt` of `request`.
+    pub fn written_by(mut self, written_by: Option<(RequestId, u32)>) -> Self {
+        self.written_by = written_by;
+        self
     }
 }
 
@@ -802,6 +831,14 @@ mod tests {
         }
         assert_eq!(Stored::from_bytes(4, Some(b"hello")).raw.as_deref(), Some("hello"));
         assert_eq!(Stored::from_bytes(4, None).raw.as_deref(), Some("<null>"));
+    }
+
+    #[test]
+    fn an_attempt_header_round_trips_and_nothing_else_parses() {
+        assert_eq!(parse_attempt_header(attempt_header(17, 2).as_bytes()), Some((17, 2)));
+        for other in ["17", "17/", "/2", "a/2", "17/-1"] {
+            assert_eq!(parse_attempt_header(other.as_bytes()), None, "{other}");
+        }
     }
 
     #[test]

@@ -78,10 +78,11 @@ struct Process {
 /// The Produce attempt that wrote `messages`: the producers' `attempt` header, `request/attempt`.
 fn produce_attempt(messages: &[iggy_common::IggyMessage]) -> Option<(usize, u32)> {
     let (record, _) = kig_core::mapping::message_to_record(messages.first()?);
-    let header = record.headers.iter().find(|h| &h.name[..] == b"attempt")?;
-    let text = std::str::from_utf8(header.value.as_deref()?).ok()?;
-    let (request, attempt) = text.split_once('/')?;
-    Some((request.parse().ok()?, attempt.parse().ok()?))
+    let header = record
+        .headers
+        .iter()
+        .find(|h| &h.name[..] == crate::history::ATTEMPT_HEADER.as_bytes())?;
+    crate::history::parse_attempt_header(header.value.as_deref()?)
 }
 
 /// Serves the Iggy protocol on [`IGGY_PORT`] until the host is bounced or crashed.

@@ -1,5 +1,6 @@
 //! The Kafka requests the world's clients send, over any stream, through the conformance suite's
-//! raw client: create a topic, InitProducerId, Produce one partition's batch, Fetch several
+//! raw client: create a topic, InitProducerId, Metadata's partition leaders, Produce one
+//! partition's batch, Fetch several
 //! partitions, FindCoordinator, JoinGroup, SyncGroup, Heartbeat, OffsetCommit, OffsetFetch, and
 //! the consumer protocol's (KIP-848) ConsumerGroupHeartbeat with OffsetCommit/OffsetFetch v9 as a
 //! member. Plain requests at fixed versions, byte for byte what a Kafka client sends.
@@ -9,6 +10,7 @@ use kafka_protocol::messages::consumer_group_heartbeat_request::TopicPartitions 
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::offset_commit_request::{OffsetCommitRequestPartition, OffsetCommitRequestTopic};
 use kafka_protocol::messages::offset_fetch_request::{OffsetFetchRequestGroup, OffsetFetchRequestTopics};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
@@ -17,8 +19,8 @@ use kafka_protocol::messages::{
     ApiKey, ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, CreateTopicsRequest, CreateTopicsResponse,
     FetchRequest, FetchResponse, FindCoordinatorRequest, FindCoordinatorResponse, GroupId, HeartbeatRequest,
     HeartbeatResponse, InitProducerIdRequest, InitProducerIdResponse, JoinGroupRequest, JoinGroupResponse,
-    OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest, OffsetFetchResponse, ProduceRequest,
-    ProduceResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
+    MetadataRequest, MetadataResponse, OffsetCommitRequest, OffsetCommitResponse, OffsetFetchRequest,
+    OffsetFetchResponse, ProduceRequest, ProduceResponse, SyncGroupRequest, SyncGroupResponse, TopicName,
 };
 use kafka_protocol::protocol::StrBytes;
 use kafka_wire_client::WireClient;
@@ -62,7 +64,7 @@ pub fn encode_producer_batch(
             key: None,
             value: Some(Bytes::copy_from_slice(value.as_bytes())),
             headers: vec![kig_core::batch::RecordHeader {
-                name: Bytes::from_static(b"attempt"),
+                name: Bytes::from_static(crate::history::ATTEMPT_HEADER.as_bytes()),
                 value: Some(Bytes::copy_from_slice(attempt_header.as_bytes())),
             }],
         })
@@ -99,6 +101,48 @@ pub async fn init_producer_id<S: AsyncRead + AsyncWrite + Unpin>(
         .with_producer_epoch(-1);
     let response: InitProducerIdResponse = client.request(ApiKey::InitProducerId, 4, &request).await?;
     Ok((response.error_code, response.producer_id.0, response.producer_epoch))
+}
+
+/// One partition of a Metadata answer: its error code and the host its leader's broker entry
+/// advertises (`None` when the leader is no broker listed).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PartitionLeader {
+    pub partition: i32,
+    pub error_code: i16,
+    pub leader_host: Option<String>,
+}
+
+/// Metadata v12 of `topic`, not creating it: the topic's error code and each partition's leader.
+pub async fn partition_leaders<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut WireClient<S>,
+    topic: &str,
+) -> anyhow::Result<(i16, Vec<PartitionLeader>)> {
+    let request = MetadataRequest::default()
+        .with_topics(Some(vec![
+            MetadataRequestTopic::default().with_name(Some(TopicName(s(topic))))
+        ]))
+        .with_allow_auto_topic_creation(false);
+    let response: MetadataResponse = client.request(ApiKey::Metadata, 12, &request).await?;
+    let Some(answer) = response.topics.first() else {
+        anyhow::bail!("a Metadata answer without its topic");
+    };
+    let host_of = |id: i32| {
+        response
+            .brokers
+            .iter()
+            .find(|b| b.node_id.0 == id)
+            .map(|b| b.host.to_string())
+    };
+    let leaders = answer
+        .partitions
+        .iter()
+        .map(|p| PartitionLeader {
+            partition: p.partition_index,
+            error_code: p.error_code,
+            leader_host: host_of(p.leader_id.0),
+        })
+        .collect();
+    Ok((answer.error_code, leaders))
 }
 
 /// Produce v9 of one partition's batch with acks=-1, as a frame to send; its correlation id.

@@ -29,7 +29,6 @@ pub mod checks;
 pub mod commit_checker;
 pub mod committing_consumer;
 pub mod consumer;
-pub mod dedup;
 pub mod history;
 pub mod iggy_host;
 pub mod iggy_wire;

@@ -1,4 +1,5 @@
-//! DELIVERY-1 and DELIVERY-ORDER-1 under faults, for many seeds.
+//! DELIVERY-2 (a plain producer's at least once; DELIVERY-1 before issue 51) and DELIVERY-ORDER-1
+//! under faults, for many seeds.
 //!
 //! A producer writes numbered records in batches through the gateway, retrying each batch as a
 //! Kafka client does until it is acknowledged; a consumer follows the partition with long-poll
@@ -312,8 +313,9 @@ fn run(seed: u64) -> Run {
     }
 }
 
-/// DELIVERY-1, DELIVERY-ORDER-1, OFFSET-IDENTITY-1: at-least-once and send order hold on every
-/// seed, through dropped and delayed requests and gateway restarts.
+/// DELIVERY-2, DELIVERY-ORDER-1, OFFSET-IDENTITY-1: at-least-once and send order hold on every
+/// seed, through dropped and delayed requests and gateway restarts. (Named after DELIVERY-1,
+/// which DELIVERY-2 replaced; docs/spec cites the test by this name.)
 #[test]
 fn delivery_1_at_least_once_and_in_order_through_partitions_holds_and_gateway_restarts() {
     let (mut retried, mut bounces, mut duplicated, mut late, mut restarts) = (0, 0, 0, 0, 0);

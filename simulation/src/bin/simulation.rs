@@ -85,8 +85,8 @@ fn ms(us: u64) -> String {
     format!("{:>8.1} ms", us as f64 / 1000.0)
 }
 
-/// The fault timeline in simulated time.
-fn timeline(history: &History) -> String {
+/// The fault timeline in simulated time; `fault_phase_limit_ms` tells why the faults stopped.
+fn timeline(history: &History, fault_phase_limit_ms: Option<u64>) -> String {
     let mut faults = history.faults.clone();
     faults.sort_by_key(|f| (f.start_us, f.id));
     let mut out = String::new();
@@ -113,10 +113,11 @@ fn timeline(history: &History) -> String {
         out.push_str(&format!("  {}  {what}{end}\n", ms(f.start_us)));
     }
     if let Some(healed) = history.healed_us {
-        out.push_str(&format!(
-            "  {}  producers done: network healed, liveness phase\n",
-            ms(healed)
-        ));
+        let why = match fault_phase_limit_ms {
+            Some(limit) if healed >= limit * 1_000 => "fault phase at its limit",
+            _ => "producers done",
+        };
+        out.push_str(&format!("  {}  {why}: network healed, liveness phase\n", ms(healed)));
     }
     if faults.is_empty() {
         out.push_str("  no fault\n");
@@ -154,7 +155,10 @@ fn run(name: &str, seed: Option<u64>, trace: bool) -> ExitCode {
         h.produces.len(),
         h.backend.iter().map(|l| l.records.len()).sum::<usize>()
     );
-    println!("\nfault timeline (simulated time):\n{}", timeline(h));
+    println!(
+        "\nfault timeline (simulated time):\n{}",
+        timeline(h, scenario.config.fault_phase_limit_ms)
+    );
     if trace {
         println!("event log:");
         for e in &output.events {

@@ -60,6 +60,8 @@ pub struct AttemptCause {
 pub struct DuplicateCause {
     pub request: RequestId,
     pub producer: String,
+    /// Whether the producer had a producer id: its duplicate is then an
+    /// [`IdempotentDuplicate`](super::Class::IdempotentDuplicate), a violation.
     pub idempotent: bool,
     /// The request's records that were stored more than once.
     pub values: Vec<RecordValue>,
@@ -117,17 +119,11 @@ impl DuplicateCause {
             Some((attempt, offset)) => parts.push(format!("attempt {attempt} acknowledged at {offset}")),
             None => parts.push("never acknowledged".into()),
         }
-        if self.idempotent {
-            parts.push(
-                "idempotent producer, yet not deduplicated: the gateway ignores producer id, epoch and sequence (PID-IGNORE-1)"
-                    .into(),
-            );
-        }
         parts.join("; ")
     }
 }
 
-fn why_text(why: Why) -> &'static str {
+pub(crate) fn why_text(why: Why) -> &'static str {
     match why {
         Why::LostProduceResponse => "written, its Produce response lost",
         Why::LostIggyResponse => "written by Iggy, Iggy's response to the gateway lost",

@@ -1,9 +1,12 @@
-//! Duplicate (allowed, DELIVERY-1; PID-IGNORE-1 for an idempotent producer) and unexplained
-//! duplicate (violation, DELIVERY-1). A record stored more than once is allowed when its request
-//! was sent at least as many times as there are copies: at-least-once delivery stores a retry
-//! again. The anomaly names the request, the offsets the copies ended at, and for each attempt
-//! that was not acknowledged the fault that made the producer send again. More copies than
-//! sends has no retry behind it.
+//! Duplicate (allowed: DELIVERY-2, PRODUCER-NONE-1), idempotent duplicate (violation:
+//! DELIVERY-3, PRODUCER-DUP-1) and unexplained duplicate (violation). A record stored more than
+//! once is allowed when its producer has no producer id and its request was sent at least as many
+//! times as there are copies: at-least-once delivery stores a retry again. An idempotent
+//! producer's retry must be answered with the first copy's offset and not written again, so any
+//! second copy of its record is a violation, whatever the fault behind the retry. Either anomaly
+//! names the request, the offsets the copies ended at, and for each attempt that was not
+//! acknowledged the fault that made the producer send again. More copies than sends has no retry
+//! behind it.
 
 use super::cause::{attempt_cause, DuplicateCause};
 use super::index::{offsets_text, values_text, Index};
@@ -57,14 +60,15 @@ pub(super) fn check(index: &Index<'_>, out: &mut Vec<Anomaly>) {
                 continue;
             }
             let first_copies = explained[0].1.clone();
+            let idempotent = index
+                .history
+                .producers
+                .get(request.producer)
+                .is_some_and(|p| p.idempotent);
             let cause = DuplicateCause {
                 request: id,
                 producer: producer.to_string(),
-                idempotent: index
-                    .history
-                    .producers
-                    .get(request.producer)
-                    .is_some_and(|p| p.idempotent),
+                idempotent,
                 values: explained.iter().map(|(v, _)| *v).collect(),
                 copies: first_copies.clone(),
                 acked: request.acked().map(|(a, base)| {
@@ -79,8 +83,15 @@ pub(super) fn check(index: &Index<'_>, out: &mut Vec<Anomaly>) {
                     .collect(),
             };
             let values: Vec<RecordValue> = cause.values.clone();
+            // DELIVERY-3: an idempotent producer's retry is recognised by producer id, epoch and
+            // sequence; DELIVERY-2 lets only a producer without an id have it stored again.
+            let class = if idempotent {
+                Class::IdempotentDuplicate
+            } else {
+                Class::Duplicate
+            };
             let mut anomaly = Anomaly::new(
-                Class::Duplicate,
+                class,
                 Some(partition),
                 format!(
                     "{} of {producer} (request {id}) stored {} times, the first at offsets {}{}",
@@ -121,7 +132,7 @@ mod tests {
     }
 
     #[test]
-    fn delivery_1_a_retried_request_may_be_stored_twice_and_says_why() {
+    fn delivery_2_a_plain_producers_retried_request_may_be_stored_twice_and_says_why() {
         let lost = FaultKind::ResponseLost {
             hop: Hop::ClientGateway {
                 client: "producer".into(),
@@ -150,38 +161,88 @@ mod tests {
     }
 
     #[test]
-    fn pid_ignore_1_an_idempotent_producers_duplicate_cites_the_rule_and_its_cause() {
-        let mut h = retried(FaultKind::GatewayRestart {
-            gateway: GATEWAY.into(),
+    fn producer_dup_1_an_idempotent_producers_duplicate_is_a_violation() {
+        // DELIVERY-3, PRODUCER-DUP-1: the retry after a lost answer should have been answered
+        // with the first copy's offset, 2, not written again at 4.
+        let mut h = retried(FaultKind::ResponseLost {
+            hop: Hop::ClientGateway {
+                client: "producer".into(),
+                gateway: GATEWAY.into(),
+            },
+            produce: Some((1, 1)),
         });
         h.producers[0].idempotent = true;
         let verdict = check(&h);
-        let duplicate = verdict.of(Class::Duplicate).next().expect("one");
+        assert_eq!(verdict.classes(), vec![Class::IdempotentDuplicate], "{verdict:#?}");
+        assert!(verdict.fails());
+        let duplicate = verdict.of(Class::IdempotentDuplicate).next().expect("one");
+        assert_eq!(
+            duplicate.what,
+            "p0-2..=p0-3 of producer (request 1) stored 2 times, the first at offsets 2, 4"
+        );
         let cause = duplicate.duplicate.as_ref().expect("a cause");
-        assert_eq!(cause.failed[0].why, Why::GatewayRestart);
-        assert!(duplicate.cause.as_deref().unwrap().ends_with("(PID-IGNORE-1)"));
-        let h = retried(FaultKind::ResponseLost {
-            hop: Hop::GatewayIggy {
-                gateway: GATEWAY.into(),
-            },
-            produce: None,
-        });
-        let verdict = check(&h);
-        let cause = verdict.of(Class::Duplicate).next().unwrap().duplicate.clone().unwrap();
-        assert_eq!(cause.failed[0].why, Why::LostIggyResponse);
-        let h = retried(FaultKind::IggyRestart);
-        let cause = check(&h)
-            .of(Class::Duplicate)
-            .next()
-            .unwrap()
-            .duplicate
-            .clone()
-            .unwrap();
-        assert_eq!(cause.failed[0].why, Why::IggyRestart);
+        assert!(cause.idempotent);
+        assert_eq!(cause.failed[0].why, Why::LostProduceResponse);
+        // The same cause as a plain producer's, and nothing claiming the gateway ignores ids.
+        assert_eq!(
+            duplicate.cause.as_deref(),
+            Some("attempt 1 to gateway (no answer in time): written, its Produce response lost (fault #0: response lost on producer->gateway at 0.002 s); attempt 2 acknowledged at 4")
+        );
+        assert_eq!(
+            crate::checks::render::verdict_line(&verdict),
+            "verdict: FAIL, rules broken: idempotent-duplicate x1 (DELIVERY-3, PRODUCER-DUP-1)"
+        );
     }
 
     #[test]
-    fn delivery_1_a_request_abandoned_with_its_connection_names_the_failure_behind_it() {
+    fn producer_none_1_a_plain_producers_duplicate_is_still_allowed() {
+        // DELIVERY-2, PRODUCER-NONE-1: without a producer id the gateway cannot tell the retry
+        // from a new batch, so a second copy is at least once, and allowed.
+        let verdict = check(&retried(FaultKind::GatewayRestart {
+            gateway: GATEWAY.into(),
+        }));
+        assert_eq!(verdict.classes(), vec![Class::Duplicate], "{verdict:#?}");
+        assert!(!verdict.fails());
+        let cause = verdict.of(Class::Duplicate).next().unwrap().duplicate.clone().unwrap();
+        assert!(!cause.idempotent);
+        assert_eq!(cause.failed[0].why, Why::GatewayRestart);
+        assert_eq!(
+            crate::checks::render::verdict_line(&verdict),
+            "verdict: PASS, no rule broken; allowed: duplicate x1 (DELIVERY-2, PRODUCER-NONE-1)"
+        );
+    }
+
+    #[test]
+    fn delivery_3_an_idempotent_duplicate_names_the_fault_behind_each_retry() {
+        for (fault, why) in [
+            (
+                FaultKind::ResponseLost {
+                    hop: Hop::GatewayIggy {
+                        gateway: GATEWAY.into(),
+                    },
+                    produce: None,
+                },
+                Why::LostIggyResponse,
+            ),
+            (FaultKind::IggyRestart, Why::IggyRestart),
+            (
+                FaultKind::GatewayRestart {
+                    gateway: GATEWAY.into(),
+                },
+                Why::GatewayRestart,
+            ),
+        ] {
+            let mut h = retried(fault);
+            h.producers[0].idempotent = true;
+            let verdict = check(&h);
+            assert_eq!(verdict.classes(), vec![Class::IdempotentDuplicate], "{verdict:#?}");
+            let cause = verdict.anomalies[0].duplicate.clone().expect("a cause");
+            assert_eq!(cause.failed[0].why, why);
+        }
+    }
+
+    #[test]
+    fn delivery_2_a_request_abandoned_with_its_connection_names_the_failure_behind_it() {
         // A window of two: request 1 times out under a lost response; request 2, in flight on
         // the same connection, is abandoned with it; both are sent again and written twice.
         let mut h = clean();
@@ -218,7 +279,7 @@ mod tests {
     }
 
     #[test]
-    fn delivery_1_a_request_sent_many_times_is_summarised_in_two_lines() {
+    fn delivery_2_a_request_sent_many_times_is_summarised_in_two_lines() {
         // Request 2 (p0-4, p0-5) fails nine times with no fault on its path, each attempt
         // written, then is acknowledged: ten copies.
         let mut h = clean();
@@ -251,16 +312,19 @@ mod tests {
     }
 
     #[test]
-    fn delivery_1_more_copies_than_sends_is_an_unexplained_duplicate() {
-        let mut h = clean();
-        set_log(&mut h, log_of(&[0, 1, 2, 3, 4, 5, 5]));
-        h.consumer_events.clear();
-        let verdict = check(&h);
-        assert_eq!(verdict.classes(), vec![Class::UnexplainedDuplicate], "{verdict:#?}");
-        assert_eq!(
-            verdict.anomalies[0].what,
-            "p0-5 of producer (request 2) stored more times than its 1 sends"
-        );
-        assert!(verdict.fails());
+    fn delivery_2_delivery_3_more_copies_than_sends_is_unexplained_whoever_the_producer() {
+        for idempotent in [false, true] {
+            let mut h = clean();
+            h.producers[0].idempotent = idempotent;
+            set_log(&mut h, log_of(&[0, 1, 2, 3, 4, 5, 5]));
+            h.consumer_events.clear();
+            let verdict = check(&h);
+            assert_eq!(verdict.classes(), vec![Class::UnexplainedDuplicate], "{verdict:#?}");
+            assert_eq!(
+                verdict.anomalies[0].what,
+                "p0-5 of producer (request 2) stored more times than its 1 sends"
+            );
+            assert!(verdict.fails());
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! Lost write (violation, DELIVERY-1): a record whose request was acknowledged is absent from
+//! Lost write (violation, DELIVERY-2): a record whose request was acknowledged is absent from
 //! the partition at the end. A partition whose contents were never recorded is left to
 //! [`unseen_write`](super::unseen_write), which reports the missing drain.
 
@@ -44,7 +44,7 @@ mod tests {
     use super::super::{check, Class};
 
     #[test]
-    fn delivery_1_an_acknowledged_record_absent_from_the_partition_is_a_lost_write() {
+    fn delivery_2_an_acknowledged_record_absent_from_the_partition_is_a_lost_write() {
         let mut h = clean();
         set_log(&mut h, log_of(&[0, 1, 2, 4, 5]));
         // Drop the consumer, whose polls of offset 3..=5 would now disagree with the log.

@@ -4,6 +4,7 @@
 //! yields the [`Verdict`]. Pure: no simulation, no I/O, so every class is tested on hand-built
 //! histories (docs/simulation.md, "The checker's taxonomy").
 
+mod answered_retry;
 mod cause;
 mod commits;
 mod duplicate;
@@ -29,7 +30,8 @@ mod fixture;
 mod model_tests;
 
 use crate::history::{History, RequestId, TopicPartition};
-pub use cause::{AttemptCause, DuplicateCause};
+pub use answered_retry::AnsweredRetry;
+pub use cause::{AttemptCause, DuplicateCause, Why};
 use index::Index;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -38,7 +40,8 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
-    /// The gateway's documented guarantees allow it (at-least-once): reported, never failing.
+    /// The gateway's documented guarantees allow it (a plain producer's at-least-once, a group's
+    /// re-delivery): reported, never failing.
     Allowed,
     /// A rule is broken: the run fails.
     Violation,
@@ -62,8 +65,13 @@ pub enum Class {
     InconsistentOffset,
     /// More copies of a record than sends of it.
     UnexplainedDuplicate,
+    /// A record of an idempotent producer stored more than once: its retry was written again
+    /// instead of answered with the first copy's offset.
+    IdempotentDuplicate,
     /// A producer's send, made after an earlier one was acknowledged, landed below it.
     NonmonotonicSend,
+    /// Requests of an idempotent producer in flight together landed out of sequence order.
+    IdempotentReorder,
     /// A consumer session's polls of a partition went backwards with no seek or rebalance.
     NonmonotonicPoll,
     /// A consumer session's polls passed over offsets that exist.
@@ -74,9 +82,11 @@ pub enum Class {
     ResumeAboveCommit,
     /// One partition held by two consumer-protocol members of a group at once.
     OwnedTwice,
-    /// A record stored more than once because its request was sent more than once.
+    /// A record of a producer without a producer id stored more than once because its request
+    /// was sent more than once.
     Duplicate,
-    /// Concurrent requests of one producer (in flight together) landed out of send order.
+    /// Concurrent requests of one producer without a producer id (in flight together) landed out
+    /// of send order.
     InFlightReorder,
     /// A consumer re-read records at or above the last acknowledged commit after a rebalance or
     /// restart.
@@ -88,7 +98,7 @@ pub enum Class {
 }
 
 impl Class {
-    pub const ALL: [Class; 17] = [
+    pub const ALL: [Class; 19] = [
         Class::LostWrite,
         Class::UnseenWrite,
         Class::Misplaced,
@@ -96,7 +106,9 @@ impl Class {
         Class::LogGap,
         Class::InconsistentOffset,
         Class::UnexplainedDuplicate,
+        Class::IdempotentDuplicate,
         Class::NonmonotonicSend,
+        Class::IdempotentReorder,
         Class::NonmonotonicPoll,
         Class::PollSkip,
         Class::RedeliveryBelowCommit,
@@ -118,7 +130,9 @@ impl Class {
             Class::LogGap => "log-gap",
             Class::InconsistentOffset => "inconsistent-offset",
             Class::UnexplainedDuplicate => "unexplained-duplicate",
+            Class::IdempotentDuplicate => "idempotent-duplicate",
             Class::NonmonotonicSend => "nonmonotonic-send",
+            Class::IdempotentReorder => "idempotent-reorder",
             Class::NonmonotonicPoll => "nonmonotonic-poll",
             Class::PollSkip => "poll-skip",
             Class::RedeliveryBelowCommit => "redelivery-below-commit",
@@ -138,24 +152,30 @@ impl Class {
         }
     }
 
-    /// The spec rules the class rests on (docs/spec).
+    /// The spec rules the class rests on (docs/spec), every one of them live: DELIVERY-1 and
+    /// PID-IGNORE-1 were retired by issue 51 for DELIVERY-2 (nothing acknowledged lost, a plain
+    /// producer at least once), DELIVERY-3 and the PRODUCER-* rules (an idempotent producer's
+    /// records stored once).
     pub fn rules(self) -> &'static [&'static str] {
         match self {
-            Class::LostWrite => &["DELIVERY-1"],
-            Class::UnseenWrite => &["DELIVERY-1", "OFFSET-IDENTITY-1"],
+            Class::LostWrite => &["DELIVERY-2"],
+            Class::UnseenWrite => &["DELIVERY-2", "OFFSET-IDENTITY-1"],
             Class::Misplaced => &["OFFSET-BASE-1"],
-            Class::Phantom => &["DELIVERY-1", "OFFSET-IDENTITY-1"],
+            Class::Phantom => &["DELIVERY-2", "OFFSET-IDENTITY-1"],
             Class::LogGap => &["OFFSET-IDENTITY-1"],
             Class::InconsistentOffset => &["OFFSET-IDENTITY-1"],
-            Class::UnexplainedDuplicate => &["DELIVERY-1"],
+            // More copies than sends: no retry explains them, whoever the producer.
+            Class::UnexplainedDuplicate => &["DELIVERY-2", "DELIVERY-3"],
+            Class::IdempotentDuplicate => &["DELIVERY-3", "PRODUCER-DUP-1"],
             Class::NonmonotonicSend => &["DELIVERY-ORDER-1"],
+            Class::IdempotentReorder => &["PRODUCER-SEQ-1", "DELIVERY-ORDER-1"],
             Class::NonmonotonicPoll => &["OFFSET-IDENTITY-1", "FETCH-BATCH-1"],
             Class::PollSkip => &["FETCH-RANGE-1", "OFFSET-IDENTITY-1"],
             Class::RedeliveryBelowCommit => &["CO-ENCODE-1", "CO-RECLAIM-1"],
             Class::ResumeAboveCommit => &["CO-ENCODE-1", "CO-ZERO-1"],
             Class::OwnedTwice => &["GROUP-CONSUMER-REVOKE-1", "GROUP-CONSUMER-EPOCH-1"],
-            Class::Duplicate => &["DELIVERY-1", "PID-IGNORE-1"],
-            Class::InFlightReorder => &["DELIVERY-ORDER-1", "PID-IGNORE-1"],
+            Class::Duplicate => &["DELIVERY-2", "PRODUCER-NONE-1"],
+            Class::InFlightReorder => &["DELIVERY-ORDER-1", "PRODUCER-NONE-1"],
             Class::Redelivery => &["CO-ENCODE-1", "GROUP-COMMIT-1"],
             Class::StaleOwner => &["GROUP-CONSUMER-EPOCH-1", "GROUP-CONSUMER-COMMIT-1"],
         }
@@ -171,14 +191,20 @@ impl Class {
             Class::LogGap => "the partition's offsets are not 0, 1, 2, ...",
             Class::InconsistentOffset => "one offset seen holding different records",
             Class::UnexplainedDuplicate => "more copies of a record than sends of it",
+            Class::IdempotentDuplicate => "an idempotent producer's record stored more than once",
             Class::NonmonotonicSend => "a send made after an earlier one was acknowledged landed below it",
+            Class::IdempotentReorder => {
+                "an idempotent producer's requests in flight together landed out of sequence order"
+            }
             Class::NonmonotonicPoll => "a consumer session's polls went backwards without a seek or rebalance",
             Class::PollSkip => "a consumer session's polls passed over offsets that exist",
             Class::RedeliveryBelowCommit => "a consumer started below an acknowledged commit",
             Class::ResumeAboveCommit => "a consumer started above every offset its group committed",
             Class::OwnedTwice => "a partition held by two members of a consumer-protocol group at once",
-            Class::Duplicate => "stored more than once because its request was sent more than once",
-            Class::InFlightReorder => "requests in flight together landed out of send order",
+            Class::Duplicate => {
+                "a plain producer's record stored more than once because its request was sent more than once"
+            }
+            Class::InFlightReorder => "a plain producer's requests in flight together landed out of send order",
             Class::Redelivery => "re-read at or above the last acknowledged commit after a rebalance or restart",
             Class::StaleOwner => {
                 "a member held a partition given to another after the coordinator had let it go, until it heard"
@@ -239,6 +265,10 @@ impl Anomaly {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
     pub anomalies: Vec<Anomaly>,
+    /// Not anomalies: the idempotent retries the gateway answered with an earlier attempt's copy
+    /// (PRODUCER-DUP-1), in request order.
+    #[serde(default)]
+    pub answered_retries: Vec<AnsweredRetry>,
 }
 
 impl Verdict {
@@ -288,7 +318,10 @@ pub fn check(history: &History) -> Verdict {
     owned_twice::check(&index, &mut anomalies);
     // Stable: within a class, the order the checks found them (partition, then offset or time).
     anomalies.sort_by_key(|a| a.class);
-    Verdict { anomalies }
+    Verdict {
+        anomalies,
+        answered_retries: answered_retry::find(&index),
+    }
 }
 
 #[cfg(test)]
@@ -315,11 +348,27 @@ mod tests {
         for class in Class::ALL {
             assert!(!class.meaning().is_empty());
             for rule in class.rules() {
+                let heading = format!("### {rule}\n");
+                let Some(at) = spec.find(&heading) else {
+                    panic!("{class}: rule {rule} is not in docs/spec");
+                };
+                // A retired rule keeps its heading for the record; a class must not rest on it
+                // (DELIVERY-1 and PID-IGNORE-1, retired by issue 51).
                 assert!(
-                    spec.contains(&format!("### {rule}\n")),
-                    "{class}: rule {rule} is not in docs/spec"
+                    !spec[at + heading.len()..].starts_with("**Retired**"),
+                    "{class}: rule {rule} is retired"
                 );
             }
         }
+    }
+
+    #[test]
+    fn only_a_plain_producers_duplicates_and_reorders_are_allowed() {
+        // DELIVERY-2, PRODUCER-NONE-1: a producer without an id is delivered at least once;
+        // DELIVERY-3, PRODUCER-SEQ-1: an idempotent one exactly once and in sequence order.
+        assert_eq!(Class::Duplicate.severity(), Severity::Allowed);
+        assert_eq!(Class::InFlightReorder.severity(), Severity::Allowed);
+        assert_eq!(Class::IdempotentDuplicate.severity(), Severity::Violation);
+        assert_eq!(Class::IdempotentReorder.severity(), Severity::Violation);
     }
 }

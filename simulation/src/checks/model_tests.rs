@@ -1,7 +1,9 @@
-//! The checker against a model of a correct at-least-once gateway: random histories in which
-//! requests are written and acknowledged, written with the answer lost, lost before the write,
-//! or caught by gateway and Iggy restarts, and in which a group's consumers poll, commit, crash
-//! and rebalance as Kafka's do. No such history may fail (no false alarm), the allowed classes
+//! The checker against a model of a correct gateway: random histories in which requests are
+//! written and acknowledged, written with the answer lost, lost before the write, or caught by
+//! gateway and Iggy restarts, and in which a group's consumers poll, commit, crash and rebalance
+//! as Kafka's do. The model stores a plain producer's retry again (DELIVERY-2, at least once)
+//! and answers an idempotent producer's retry of a batch it stored with the first copy's offset
+//! (DELIVERY-3, PRODUCER-DUP-1). No such history may fail (no false alarm), the allowed classes
 //! must show up, and removing one acknowledged record from one must be caught.
 
 use super::{check, Class};
@@ -39,15 +41,23 @@ fn model(seed: u64) -> History {
             .collect();
         next_seq[producer] += n;
         now += 100;
+        let idempotent = h.producers[producer].idempotent;
         let request = h.produce_request(producer, now, partitions[p].clone(), values.clone(), None);
+        // Where the model stored the batch first: an idempotent producer's retry is answered
+        // from there and not written again.
+        let mut stored_at: Option<i64> = None;
         for attempt_no in 1.. {
             now += 10;
             let attempt = h.produce_attempt(request, now, GATEWAY, attempt_no);
             let roll: u32 = if attempt_no >= 5 { 0 } else { rng.random_range(0..100) };
-            let write = |logs: &mut Vec<Vec<RecordValue>>| {
-                let base = logs[p].len() as i64;
-                logs[p].extend(values.iter().copied());
-                base
+            let mut write = |logs: &mut Vec<Vec<RecordValue>>| match stored_at {
+                Some(first) if idempotent => first,
+                _ => {
+                    let base = logs[p].len() as i64;
+                    logs[p].extend(values.iter().copied());
+                    stored_at.get_or_insert(base);
+                    base
+                }
             };
             let producer_hop = Hop::ClientGateway {
                 client: format!("producer{producer}"),
@@ -293,10 +303,18 @@ fn model(seed: u64) -> History {
 }
 
 #[test]
-fn delivery_1_a_correct_at_least_once_history_never_fails_and_shows_the_allowed_classes() {
+fn delivery_2_delivery_3_a_correct_history_never_fails_and_shows_the_allowed_classes() {
     let mut seen = std::collections::BTreeSet::new();
+    let mut idempotent_retries = 0;
     for seed in 0..300 {
         let h = model(seed);
+        // The idempotent producer's requests acknowledged on a retry: none may leave a second copy.
+        idempotent_retries += h
+            .produces
+            .iter()
+            .filter(|r| h.producers[r.producer].idempotent && r.attempts.len() > 1)
+            .filter(|r| r.acked().is_some_and(|(a, _)| a.attempt > 1))
+            .count();
         let verdict = check(&h);
         assert!(!verdict.fails(), "seed {seed}: {}", super::render::report(&h, &verdict));
         seen.extend(verdict.classes());
@@ -316,10 +334,11 @@ fn delivery_1_a_correct_at_least_once_history_never_fails_and_shows_the_allowed_
     for class in [Class::Duplicate, Class::Redelivery] {
         assert!(seen.contains(&class), "the model never produced {class}: {seen:?}");
     }
+    assert!(idempotent_retries > 0, "the model never retried an idempotent batch");
 }
 
 #[test]
-fn delivery_1_removing_one_acknowledged_record_from_a_correct_history_is_caught() {
+fn delivery_2_removing_one_acknowledged_record_from_a_correct_history_is_caught() {
     for seed in 0..100 {
         let mut h = model(seed);
         let Some((request, _)) = h.produces.iter().find_map(|r| r.acked().map(|a| (r.clone(), a.1))) else {

@@ -1,11 +1,13 @@
-//! Nonmonotonic send (violation, DELIVERY-ORDER-1) and in-flight reorder (allowed,
-//! DELIVERY-ORDER-1). A producer's request sent after an earlier request of it to the same
+//! Nonmonotonic send (violation, DELIVERY-ORDER-1), in-flight reorder (allowed for a producer
+//! without a producer id: DELIVERY-ORDER-1, PRODUCER-NONE-1) and idempotent reorder (violation:
+//! PRODUCER-SEQ-1). A producer's request sent after an earlier request of it to the same
 //! partition was acknowledged must land above that one: its acknowledged offset and every copy
 //! of it. Requests in flight together (a producer with `max.in.flight` above 1, retrying one of
-//! them) may land out of send order: the gateway keeps the order it receives requests in, and a
-//! retry arrives after what was sent meanwhile; that is reported, and allowed. Kafka keeps an
-//! idempotent producer's in-flight requests in order by their sequence numbers; the gateway
-//! ignores those (PID-IGNORE-1), so for it too the reorder is allowed, and the report says so.
+//! them) may land out of send order when the producer has no id: the gateway keeps the order it
+//! receives requests in, and a retry arrives after what was sent meanwhile; that is reported, and
+//! allowed. An idempotent producer's batches carry sequences, and the gateway writes a batch only
+//! when its sequence follows the last one stored (PRODUCER-SEQ-1), refusing a later one that
+//! overtook an earlier one, so for it the reorder breaks that rule.
 
 use super::index::Index;
 use super::{Anomaly, Class};
@@ -96,14 +98,17 @@ pub(super) fn check(index: &Index<'_>, out: &mut Vec<Anomaly>) {
                     .producers
                     .get(later.producer)
                     .is_some_and(|p| p.idempotent);
-                let cause = if idempotent {
-                    "in flight together; an idempotent producer, but the gateway ignores sequence numbers (PID-IGNORE-1)"
+                let (class, cause) = if idempotent {
+                    (
+                        Class::IdempotentReorder,
+                        "in flight together; an idempotent producer's later sequence was written before the earlier one it follows (PRODUCER-SEQ-1)",
+                    )
                 } else {
-                    "in flight together, the earlier one retried"
+                    (Class::InFlightReorder, "in flight together, the earlier one retried")
                 };
                 out.push(
                     Anomaly::new(
-                        Class::InFlightReorder,
+                        class,
                         Some(partition),
                         format!(
                             "{}: request {} landed at {later_base}, below request {} created before it and in flight with it",
@@ -156,18 +161,35 @@ mod tests {
         assert!(verdict.count(Class::NonmonotonicSend) == 1, "{verdict:#?}");
     }
 
-    #[test]
-    fn delivery_order_1_requests_in_flight_together_may_land_out_of_order() {
+    /// Request 2 sent before request 1 was answered: 1 was retried and landed after 2.
+    fn overtaken(idempotent: bool) -> crate::history::History {
         let mut h = clean();
         h.producers[0].max_in_flight = 5;
-        // Request 2 sent before request 1 was answered: 1 was retried and landed after 2.
+        h.producers[0].idempotent = idempotent;
         h.produces[1].attempts[0].outcome = Some(AttemptOutcome::Acked { base_offset: 4 });
         h.produces[1].attempts[0].outcome_us = Some(3_500);
         h.produce_outcome(2, 1, 3_100, AttemptOutcome::Acked { base_offset: 2 });
         set_log(&mut h, log_of(&[0, 1, 4, 5, 2, 3]));
         h.consumer_events.clear();
-        let verdict = check(&h);
+        h
+    }
+
+    #[test]
+    fn delivery_order_1_producer_none_1_a_plain_producers_requests_in_flight_together_may_land_out_of_order() {
+        let verdict = check(&overtaken(false));
         assert_eq!(verdict.classes(), vec![Class::InFlightReorder], "{verdict:#?}");
         assert!(!verdict.fails());
+    }
+
+    #[test]
+    fn producer_seq_1_an_idempotent_producers_in_flight_reorder_is_a_violation() {
+        let verdict = check(&overtaken(true));
+        assert_eq!(verdict.classes(), vec![Class::IdempotentReorder], "{verdict:#?}");
+        assert!(verdict.fails());
+        assert_eq!(verdict.anomalies[0].request, Some(2));
+        assert!(verdict.anomalies[0]
+            .cause
+            .as_deref()
+            .is_some_and(|c| c.ends_with("(PRODUCER-SEQ-1)")));
     }
 }

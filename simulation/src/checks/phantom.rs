@@ -1,4 +1,4 @@
-//! Phantom (violation, DELIVERY-1, OFFSET-IDENTITY-1): a partition holds a record no Produce
+//! Phantom (violation, DELIVERY-2, OFFSET-IDENTITY-1): a partition holds a record no Produce
 //! request sent to it: a value no producer made, a value sent to another partition, or bytes
 //! that name no record.
 
@@ -46,7 +46,7 @@ mod tests {
     use crate::history::Stored;
 
     #[test]
-    fn delivery_1_a_record_never_sent_is_a_phantom() {
+    fn delivery_2_a_record_never_sent_is_a_phantom() {
         let mut h = clean();
         let mut log = h.backend[0].records.clone();
         log.push(Stored::record(6, value(99)));

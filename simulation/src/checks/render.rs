@@ -37,6 +37,16 @@ pub fn report(history: &History, verdict: &Verdict) -> String {
             let _ = writeln!(out, "      cause: {cause}");
         }
     }
+    if !verdict.answered_retries.is_empty() {
+        let _ = writeln!(
+            out,
+            "idempotent retries answered with an earlier attempt's copy, not written again (PRODUCER-DUP-1): {}",
+            verdict.answered_retries.len()
+        );
+        for retry in &verdict.answered_retries {
+            let _ = writeln!(out, "  {}", retry.text());
+        }
+    }
     let _ = writeln!(out, "{}", verdict_line(verdict));
     out
 }
@@ -90,6 +100,12 @@ pub struct Aggregate {
     pub failing_seeds: Vec<u64>,
     /// The classes found, in class order.
     pub classes: Vec<ClassTally>,
+    /// Idempotent retries answered with an earlier attempt's copy (PRODUCER-DUP-1, not an
+    /// anomaly), and the seeds with at least one.
+    #[serde(default)]
+    pub answered_retries: u64,
+    #[serde(default)]
+    pub answered_retry_seeds: u64,
 }
 
 impl Aggregate {
@@ -104,6 +120,8 @@ impl Aggregate {
     pub fn add(&mut self, seed: u64, verdict: &Verdict) {
         let mut one = Aggregate::new(self.scenario.clone());
         one.seeds_run = 1;
+        one.answered_retries = verdict.answered_retries.len() as u64;
+        one.answered_retry_seeds = u64::from(!verdict.answered_retries.is_empty());
         if verdict.fails() {
             one.failing_seeds.push(seed);
         }
@@ -123,6 +141,8 @@ impl Aggregate {
     /// Adds another aggregate of the same scenario (another job's seeds).
     pub fn merge(&mut self, other: Aggregate) {
         self.seeds_run += other.seeds_run;
+        self.answered_retries += other.answered_retries;
+        self.answered_retry_seeds += other.answered_retry_seeds;
         self.failing_seeds.extend(other.failing_seeds);
         self.failing_seeds.sort_unstable();
         self.failing_seeds.dedup();
@@ -182,6 +202,13 @@ impl Aggregate {
         if self.classes.is_empty() {
             let _ = writeln!(out, "  no anomaly");
         }
+        if self.answered_retries > 0 {
+            let _ = writeln!(
+                out,
+                "  not anomalies: {} idempotent retries in {} seeds answered with an earlier attempt's copy (PRODUCER-DUP-1)",
+                self.answered_retries, self.answered_retry_seeds
+            );
+        }
         if self.fails() {
             let shown: Vec<String> = self.failing_seeds.iter().take(10).map(u64::to_string).collect();
             let more = self.failing_seeds.len().saturating_sub(10);
@@ -229,7 +256,7 @@ mod tests {
         let text = report(&h, &verdict);
         assert!(text.contains("  [lost-write] t-0: p0-5 of producer (request 2, attempt 1) acknowledged at offsets 5, absent from t-0\n"), "{text}");
         assert!(
-            text.ends_with("verdict: FAIL, rules broken: lost-write x1 (DELIVERY-1)\n"),
+            text.ends_with("verdict: FAIL, rules broken: lost-write x1 (DELIVERY-2)\n"),
             "{text}"
         );
         assert_eq!(exit_code(verdict.fails()), 1);
@@ -273,5 +300,39 @@ mod tests {
         allowed_only.add(5, &verdict);
         assert!(!allowed_only.fails(), "an allowed duplicate never fails a sweep");
         assert!(allowed_only.table().ends_with("verdict: PASS, no seed broke a rule\n"));
+    }
+
+    #[test]
+    fn producer_dup_1_a_sweep_counts_answered_retries_apart_from_anomalies() {
+        let retry = super::super::AnsweredRetry {
+            request: 3,
+            producer: "producer-1".into(),
+            acked_attempt: 2,
+            written_by_attempt: 1,
+            offset: 12,
+            why: super::super::Why::GatewayRestart,
+        };
+        let verdict = Verdict {
+            anomalies: Vec::new(),
+            answered_retries: vec![retry.clone(), retry],
+        };
+        let mut a = Aggregate::new("s");
+        a.add(1, &verdict);
+        let mut b = Aggregate::new("s");
+        b.add(2, &verdict);
+        b.add(3, &Verdict::default());
+        a.merge(b);
+        assert_eq!((a.answered_retries, a.answered_retry_seeds), (4, 2));
+        assert!(!a.fails(), "an answered retry is no anomaly");
+        assert!(
+            a.table().contains("  not anomalies: 4 idempotent retries in 2 seeds answered with an earlier attempt's copy (PRODUCER-DUP-1)\n"),
+            "{}",
+            a.table()
+        );
+        let text = report(&clean(), &verdict);
+        assert!(
+            text.contains("(PRODUCER-DUP-1): 2\n  producer-1 request 3 attempt 2 answered with attempt 1's copy at 12 (attempt 1: the gateway restarted with it in flight)\n"),
+            "{text}"
+        );
     }
 }

@@ -1,4 +1,4 @@
-//! Unseen write (violation, DELIVERY-1, OFFSET-IDENTITY-1): after the fault phase the network
+//! Unseen write (violation, DELIVERY-2, OFFSET-IDENTITY-1): after the fault phase the network
 //! heals and the final drain reads every partition from 0 to its end through a gateway; a record
 //! whose request was acknowledged and that the partition holds, yet the drain did not read, is
 //! unseen (a lost one is reported as lost instead). A partition with acknowledged records and no
@@ -55,7 +55,7 @@ mod tests {
     use super::super::{check, Class};
 
     #[test]
-    fn delivery_1_an_acknowledged_record_the_final_drain_missed_is_unseen() {
+    fn delivery_2_an_acknowledged_record_the_final_drain_missed_is_unseen() {
         let mut h = clean();
         h.drain[0].records = log_of(&[0, 1, 2, 3]);
         let verdict = check(&h);
@@ -70,7 +70,7 @@ mod tests {
     }
 
     #[test]
-    fn delivery_1_a_partition_never_drained_is_unseen() {
+    fn delivery_2_a_partition_never_drained_is_unseen() {
         let mut h = clean();
         h.drain.clear();
         let verdict = check(&h);

@@ -1,8 +1,9 @@
 //! The simulated world of one run: an Iggy host on a model that outlives it, one or two
-//! gateways reaching it over the network through [`RemoteBackend`], optionally the
-//! deduplicating proxy of scenario 8 in front of each gateway, producers, assigned and group
-//! consumers, a driver that injects the configured faults while the producers send, a heal, the
-//! liveness phase in which the consumers read every acknowledged record, and a final drain.
+//! gateways reaching it over the network through [`RemoteBackend`], producers (plain ones
+//! through one gateway, idempotent ones to each partition's leader among every gateway),
+//! assigned and group consumers, a driver that injects the configured faults while the
+//! producers send, a heal, the liveness phase in which the consumers read every acknowledged
+//! record, and a final drain.
 //! Everything is recorded into a [`History`]; one seed decides everything (PROTO-DETERMINISM-1):
 //! turmoil's network, every client's think times, every fault.
 
@@ -10,7 +11,6 @@ pub mod consumer;
 pub mod consumer_protocol;
 pub mod producer;
 
-use crate::dedup::dedup_host;
 use crate::history::{FaultKind, History, Hop, PartitionLog, Recorder, Stored, TopicPartition};
 use crate::iggy_host::{iggy_cluster, iggy_host, IggyDisk, IggyFaults, IGGY_HOST, IGGY_PORT};
 use crate::kafka::fetch;
@@ -92,8 +92,6 @@ pub struct WorldConfig {
     pub churn: MemberChurn,
     pub consumer: ConsumerSpec,
     pub faults: FaultPlan,
-    /// Scenario 8: each gateway behind a deduplicating proxy.
-    pub dedup: bool,
     /// Group consumers send their first JoinGroup to their bootstrap gateway, coordinator or
     /// not (scenario 7).
     pub join_bootstrap_first: bool,
@@ -106,6 +104,13 @@ pub struct WorldConfig {
     pub iggy_failover_timeout_ms: u64,
     /// Every segment's latency: fixed, see [`run_world`].
     pub latency_ms: u64,
+    /// Faults stop once every producer has every record acknowledged, or at this simulated
+    /// time when set, whichever comes first; the liveness phase follows. A limit bounds the
+    /// fault phase of a world whose faults slow an idempotent producer down for longer than they
+    /// come apart: with two gateways each restart leaves the restarted one's partitions without
+    /// a leader for its warm-up (PRODUCER-LEADER-1, GROUP-COORDINATOR-4), so a restart every few
+    /// seconds would keep its producer from ever finishing, and the faults from ever stopping.
+    pub fault_phase_limit_ms: Option<u64>,
     /// The run fails its liveness if it has not finished by then.
     pub max_simulated_s: u64,
 }
@@ -124,10 +129,6 @@ pub struct RunOutput {
 /// A gateway's host name.
 pub fn gateway_name(k: usize) -> String {
     format!("gateway-{k}")
-}
-
-fn dedup_name(k: usize) -> String {
-    format!("dedup-{k}")
 }
 
 /// Gateway `k` of `n`: listening on [`GATEWAY_PORT`], advertising its host, knowing its peers
@@ -237,10 +238,13 @@ fn disk_log(disk: &EmbeddedBackend, partition: i32) -> PartitionLog {
         }
         for message in &messages {
             let (record, _) = kig_core::mapping::message_to_record(message);
-            records.push(Stored::from_bytes(
-                message.header.offset as i64,
-                record.value.as_deref(),
-            ));
+            let written_by = record
+                .headers
+                .iter()
+                .find(|h| &h.name[..] == crate::history::ATTEMPT_HEADER.as_bytes())
+                .and_then(|h| crate::history::parse_attempt_header(h.value.as_deref()?));
+            records
+                .push(Stored::from_bytes(message.header.offset as i64, record.value.as_deref()).written_by(written_by));
         }
     }
     PartitionLog {
@@ -249,11 +253,9 @@ fn disk_log(disk: &EmbeddedBackend, partition: i32) -> PartitionLog {
     }
 }
 
-/// A client link the driver breaks and heals.
+/// A client link the driver breaks and heals: a client's link to one gateway.
 struct Link {
     client: String,
-    /// The host the client talks to (a gateway or its proxy).
-    target: String,
     gateway: String,
     chance: f64,
     may_hold: bool,
@@ -360,9 +362,6 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
     for k in 0..config.gateways {
         gateway_host(&mut sim, k, config.gateways, seed, iggy.clone(), trace.clone());
         recorder.add_gateway(gateway_name(k));
-        if config.dedup {
-            dedup_host(&mut sim, &dedup_name(k), &gateway_name(k), GATEWAY_PORT, trace.clone());
-        }
     }
     for p in 0..config.partitions {
         recorder.add_partition(TopicPartition::new(TOPIC, p));
@@ -375,15 +374,23 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
     for (i, spec) in config.producers.iter().enumerate() {
         let k = i % config.gateways;
         let name = format!("producer-{i}");
-        let target = if config.dedup { dedup_name(k) } else { gateway_name(k) };
+        // A plain producer writes through the gateway it bootstraps from; an idempotent one
+        // knows them all, from that one on, and follows each partition's leader
+        // (PRODUCER-LEADER-1). The driver may break its link to each.
+        let gateways: Vec<String> = if spec.idempotent {
+            (0..config.gateways)
+                .map(|step| gateway_name((k + step) % config.gateways))
+                .collect()
+        } else {
+            vec![gateway_name(k)]
+        };
         let index = recorder.add_producer(&name, spec.idempotent, spec.max_in_flight);
         let run = ProducerRun {
             index,
             spec: spec.clone(),
             topic: TOPIC.into(),
             partitions: config.partitions,
-            target: target.clone(),
-            gateway: gateway_name(k),
+            gateways: gateways.clone(),
             port: GATEWAY_PORT,
             seed: seed ^ (0x51ED_0000 + i as u64),
             recorder: recorder.clone(),
@@ -395,14 +402,15 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
             progress.lock().expect("progress lock").producers_left -= 1;
             Ok(())
         });
-        links.push(Link {
-            client: name,
-            target,
-            gateway: gateway_name(k),
-            chance: config.faults.producer_link,
-            may_hold: config.faults.hold,
-            broken: None,
-        });
+        for gateway in gateways {
+            links.push(Link {
+                client: name.clone(),
+                gateway,
+                chance: config.faults.producer_link,
+                may_hold: config.faults.hold,
+                broken: None,
+            });
+        }
     }
     let consumers = config.assigned_consumers + config.group_consumers;
     for j in 0..consumers {
@@ -437,7 +445,6 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
         });
         links.push(Link {
             client: name,
-            target: gateway_name(k),
             gateway: gateway_name(k),
             chance: config.faults.consumer_link,
             may_hold: false,
@@ -472,7 +479,6 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
         });
         links.push(Link {
             client: name,
-            target: gateway_name(k),
             gateway: gateway_name(k),
             chance: config.faults.consumer_link,
             may_hold: false,
@@ -503,15 +509,16 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
         }
         let now_us = sim.elapsed().as_micros() as u64;
         let producers_left = progress.lock().expect("progress lock").producers_left;
-        if producers_left == 0 {
+        let past_limit = config.fault_phase_limit_ms.is_some_and(|limit| now_us >= limit * 1_000);
+        if producers_left == 0 || past_limit {
             if !healed {
                 healed = true;
                 for link in &mut links {
                     if let Some((_, held)) = link.broken.take() {
                         if held {
-                            sim.release(link.client.as_str(), link.target.as_str());
+                            sim.release(link.client.as_str(), link.gateway.as_str());
                         } else {
-                            sim.repair(link.client.as_str(), link.target.as_str());
+                            sim.repair(link.client.as_str(), link.gateway.as_str());
                         }
                     }
                 }
@@ -525,10 +532,17 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
                     restart_gateway(&mut sim, config, fault, &recorder, &trace, now_us);
                 }
                 recorder.healed_at(now_us);
-                trace_driver(&trace, now_us, "producers done: network healed, faults stop");
+                let why = if producers_left == 0 {
+                    "producers done"
+                } else {
+                    "fault phase at its limit"
+                };
+                trace_driver(&trace, now_us, &format!("{why}: network healed, faults stop"));
             }
-            // Appends held back may still land after the heal: the ends follow the disk.
-            progress.lock().expect("progress lock").ends = Some(disk_ends(&disk, config.partitions));
+            if producers_left == 0 {
+                // Appends held back may still land after the heal: the ends follow the disk.
+                progress.lock().expect("progress lock").ends = Some(disk_ends(&disk, config.partitions));
+            }
             continue;
         }
         if recorder.lock().produces.is_empty() {
@@ -547,19 +561,19 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
             match link.broken.take() {
                 Some((fault, held)) => {
                     if held {
-                        sim.release(link.client.as_str(), link.target.as_str());
+                        sim.release(link.client.as_str(), link.gateway.as_str());
                     } else {
-                        sim.repair(link.client.as_str(), link.target.as_str());
+                        sim.repair(link.client.as_str(), link.gateway.as_str());
                     }
                     recorder.fault_ended_at(fault, now_us);
                 }
                 None => {
                     let hold = link.may_hold && rng.random_bool(0.5);
                     let fault = if hold {
-                        sim.hold(link.client.as_str(), link.target.as_str());
+                        sim.hold(link.client.as_str(), link.gateway.as_str());
                         recorder.fault_started_at(FaultKind::Hold { hop }, now_us)
                     } else {
-                        sim.partition(link.client.as_str(), link.target.as_str());
+                        sim.partition(link.client.as_str(), link.gateway.as_str());
                         recorder.fault_started_at(FaultKind::Partition { hop }, now_us)
                     };
                     link.broken = Some((fault, hold));
@@ -569,9 +583,6 @@ pub fn run_world(scenario: &str, config: &WorldConfig, seed: u64, trace_on: bool
         for (k, iggy_link) in iggy_links.iter_mut().enumerate() {
             if f.gateway_restart > 0.0 && rng.random_bool(f.gateway_restart) {
                 sim.bounce(gateway_name(k).as_str());
-                if config.dedup {
-                    sim.bounce(dedup_name(k).as_str());
-                }
                 recorder.fault_at(
                     FaultKind::GatewayRestart {
                         gateway: gateway_name(k),
