@@ -8,11 +8,17 @@
 //! nothing; then stops the gateway with SIGTERM.
 //!
 //! The gateway runs with the settings of the in-process suite (`SUITE_MAX_CONNECTIONS`,
-//! `SUITE_FETCH_MAX_WAIT_MS`) and `make run`'s 8 MiB max_frame_size. Bounded: each case by
+//! `SUITE_FETCH_MAX_WAIT_MS`) and `make run`'s 8 MiB max_frame_size. Then the hostile cases that
+//! start their own gateways (`hostile_cases::OWN_GATEWAY_CASES`: peers, address prefixes,
+//! logins) run on release gateways of their own ([`Release`]); while one runs, the RSS sampled
+//! and the ApiVersions timed are those of the gateway it started last (the attacked one). A
+//! case that needs what only a gateway in this process offers (the Iggy model, to make tokens)
+//! runs in process instead, and its row says so: its RSS is then this bench's own. Bounded: each case by
 //! its own bounds (the whole run takes well under a minute), and by [`CASE_GUARD`] besides.
 //! Build the gateway first: `cargo build --release -p kafka-iggy-gateway` (`make bench` does).
 
 use kafka_iggy_conformance::bench::{bench_output, start_release_gateway};
+use kafka_iggy_conformance::cases::hostile_cases::launch::{InProcess, Launched, Launcher, Release};
 use kafka_iggy_conformance::cases::hostile_cases::{self, SUITE_FETCH_MAX_WAIT_MS, SUITE_MAX_CONNECTIONS};
 use kafka_iggy_conformance::cases::Outcome;
 use kafka_iggy_conformance::cases::{answer_bound_cases, group_amplification_cases};
@@ -35,6 +41,8 @@ const CASE_GUARD: Duration = Duration::from_secs(90);
 
 /// RSS readings, in KiB, with when they were taken.
 type RssLog = Arc<Mutex<Vec<(Instant, u64)>>>;
+/// The gateway watched now: its process id and its Kafka address.
+type Target = Arc<Mutex<(u32, String)>>;
 /// ApiVersions round trips: when each was sent and how long its answer took.
 type LatencyLog = Arc<Mutex<Vec<(Instant, Duration)>>>;
 
@@ -45,12 +53,13 @@ fn rss_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Reads the RSS every [`SAMPLE_PERIOD`] on a thread of its own, so that a busy runtime does not
-/// thin the samples, until `stop`.
-fn sample_rss(pid: u32, log: RssLog, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+/// Reads the target's RSS every [`SAMPLE_PERIOD`] on a thread of its own, so that a busy runtime
+/// does not thin the samples, until `stop`.
+fn sample_rss(target: Target, log: RssLog, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         while !stop.load(Ordering::Relaxed) {
-            if let Some(kib) = rss_kib(pid) {
+            let pid = target.lock().expect("target").0;
+            if let Some(kib) = rss_kib(pid).filter(|_| pid != 0) {
                 log.lock().expect("rss log").push((Instant::now(), kib));
             }
             std::thread::sleep(SAMPLE_PERIOD);
@@ -58,18 +67,28 @@ fn sample_rss(pid: u32, log: RssLog, stop: Arc<AtomicBool>) -> std::thread::Join
     })
 }
 
-/// Sends ApiVersions every [`SAMPLE_PERIOD`] on a connection of its own and records every
-/// round trip however long it takes (the cases' own watchdogs fail at their liveness bound;
-/// this one only measures), reconnecting if the gateway closes it, until `stop`.
-async fn time_api_versions(bootstrap: String, log: LatencyLog, stop: Arc<AtomicBool>) {
+/// Sends ApiVersions every [`SAMPLE_PERIOD`] on a connection of its own to the target and
+/// records every round trip however long it takes (the cases' own watchdogs fail at their
+/// liveness bound; this one only measures), reconnecting if the gateway closes it or the target
+/// changes, until `stop`.
+async fn time_api_versions(target: Target, log: LatencyLog, stop: Arc<AtomicBool>) {
     let request = ApiVersionsRequest::default()
         .with_client_software_name(kafka_protocol::protocol::StrBytes::from_static_str("kig-bench"))
         .with_client_software_version(kafka_protocol::protocol::StrBytes::from_static_str("0.1.0"));
     let mut period = tokio::time::interval(SAMPLE_PERIOD);
     period.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut client = None;
+    let mut connected_to = String::new();
     while !stop.load(Ordering::Relaxed) {
         period.tick().await;
+        let bootstrap = target.lock().expect("target").1.clone();
+        if bootstrap != connected_to {
+            client = None;
+            connected_to = bootstrap.clone();
+        }
+        if bootstrap.is_empty() {
+            continue;
+        }
         if client.is_none() {
             client = WireClient::connect(&bootstrap).await.ok();
         }
@@ -106,6 +125,46 @@ fn start_gateway(log_path: &Path) -> (PeerProcess, String) {
         &wait,
     ];
     start_release_gateway(env!("CARGO_TARGET_TMPDIR"), &args, Vec::new(), log_path).unwrap_or_else(|e| panic!("{e:#}"))
+}
+
+/// A launcher whose every new gateway becomes the bench's target.
+struct Watched<L> {
+    inner: L,
+    target: Target,
+}
+
+impl<L: Launcher> Launcher for Watched<L> {
+    type Gateway = L::Gateway;
+
+    async fn start(&self, listen: std::net::SocketAddr, flags: Vec<String>) -> anyhow::Result<L::Gateway> {
+        let gateway = self.inner.start(listen, flags).await?;
+        *self.target.lock().expect("target") = (gateway.pid(), gateway.endpoint().bootstrap.clone());
+        Ok(gateway)
+    }
+
+    fn model(&self) -> Option<Arc<kafka_iggy_gateway::backend::embedded::EmbeddedBackend>> {
+        self.inner.model()
+    }
+}
+
+/// The result of an outcome as a row shows it, recording a failure.
+fn result_of(
+    name: &str,
+    outcome: Result<anyhow::Result<Outcome>, tokio::time::error::Elapsed>,
+    failures: &mut Vec<String>,
+) -> String {
+    match outcome {
+        Ok(Ok(Outcome::Passed)) => "pass".to_string(),
+        Ok(Ok(Outcome::Skipped(why))) => format!("skipped: {why}"),
+        Ok(Err(e)) => {
+            failures.push(format!("{name}: {e:#}"));
+            "FAIL".to_string()
+        }
+        Err(_) => {
+            failures.push(format!("{name}: still running after {CASE_GUARD:?}"));
+            "FAIL".to_string()
+        }
+    }
 }
 
 /// One row of the table.
@@ -196,9 +255,11 @@ async fn main() {
     let rss: RssLog = Arc::default();
     let latency: LatencyLog = Arc::default();
     let stop_sampling = Arc::new(AtomicBool::new(false));
-    let sampler = sample_rss(gateway.pid(), rss.clone(), stop_sampling.clone());
+    let main_target = (gateway.pid(), bootstrap.clone());
+    let target: Target = Arc::new(Mutex::new(main_target.clone()));
+    let sampler = sample_rss(target.clone(), rss.clone(), stop_sampling.clone());
     let timer = tokio::spawn(time_api_versions(
-        bootstrap.clone(),
+        target.clone(),
         latency.clone(),
         stop_sampling.clone(),
     ));
@@ -223,23 +284,46 @@ async fn main() {
         let started = Instant::now();
         let outcome = tokio::time::timeout(CASE_GUARD, (case.run)(endpoint.clone())).await;
         let ended = Instant::now();
-        let result = match outcome {
-            Ok(Ok(Outcome::Passed)) => "pass".to_string(),
-            Ok(Ok(Outcome::Skipped(why))) => format!("skipped: {why}"),
-            Ok(Err(e)) => {
-                failures.push(format!("{name}: {e:#}"));
-                "FAIL".to_string()
-            }
-            Err(_) => {
-                failures.push(format!("{name}: still running after {CASE_GUARD:?}"));
-                "FAIL".to_string()
-            }
-        };
+        let result = result_of(name, outcome, &mut failures);
         // One reading at the case's end, so the last value is the end, not up to 50 ms before.
         if let Some(kib) = rss_kib(gateway.pid()) {
             rss.lock().expect("rss log").push((ended, kib));
         }
+        windows.push((name.to_string(), result, started, ended));
+    }
+    // The cases that start their own gateways (issue 50): on release gateways, or in process
+    // when they need the model.
+    let release = Watched {
+        inner: Release::new(
+            kafka_iggy_conformance::bench::release_gateway_binary(env!("CARGO_TARGET_TMPDIR")),
+            log_path.parent().map_or_else(std::env::temp_dir, Path::to_path_buf),
+        ),
+        target: target.clone(),
+    };
+    // Nothing is watched until a case starts its first gateway.
+    let unwatched = (0, String::new());
+    for case in hostile_cases::OWN_GATEWAY_CASES {
+        *target.lock().expect("target") = unwatched.clone();
+        let started = Instant::now();
+        let outcome = tokio::time::timeout(CASE_GUARD, hostile_cases::run_own_gateway_case(case.name, &release)).await;
+        let (outcome, name, started) = if matches!(outcome, Ok(Ok(Outcome::Skipped(_)))) {
+            let in_process = Watched {
+                inner: InProcess::new(Duration::from_millis(25)),
+                target: target.clone(),
+            };
+            *target.lock().expect("target") = unwatched.clone();
+            let started = Instant::now();
+            let outcome =
+                tokio::time::timeout(CASE_GUARD, hostile_cases::run_own_gateway_case(case.name, &in_process)).await;
+            (outcome, format!("{} (in process)", case.name), started)
+        } else {
+            (outcome, case.name.to_string(), started)
+        };
+        let ended = Instant::now();
+        let result = result_of(&name, outcome, &mut failures);
+        // The case stopped its gateways: the end is the last reading taken while they ran.
         windows.push((name, result, started, ended));
+        *target.lock().expect("target") = main_target.clone();
     }
     let run_ended = Instant::now();
     stop_sampling.store(true, Ordering::Relaxed);
@@ -249,7 +333,7 @@ async fn main() {
     sampler.join().expect("the RSS sampler");
     let mut rows: Vec<Row> = windows
         .into_iter()
-        .map(|(name, result, started, ended)| row(name, result, started, ended, &rss, &latency))
+        .map(|(name, result, started, ended)| row(&name, result, started, ended, &rss, &latency))
         .collect();
     let passed = rows.iter().filter(|r| r.result == "pass").count();
     rows.push(row(

@@ -105,17 +105,21 @@ const INVALID_CONFIG: i16 = 40;
 /// ListOffsets' special timestamp for the high watermark.
 const LATEST: i64 = -1;
 
+mod address_keys;
 mod connections;
 mod consumer_protocol;
 mod echoed_strings;
 pub mod launch;
+mod logins;
 mod peers;
 mod requests;
 mod support;
 mod watchdog;
+pub use address_keys::*;
 pub use connections::*;
 pub use consumer_protocol::*;
 pub use echoed_strings::*;
+pub use logins::*;
 pub use peers::*;
 pub use requests::*;
 pub(crate) use support::*;
@@ -128,10 +132,43 @@ pub use watchdog::*;
 pub const OWN_GATEWAY_AREA: &str = "hostile_gateways";
 
 /// The hostile cases that start their own gateways, for the trace.
-pub const OWN_GATEWAY_CASES: &[super::ListedCase] = &[super::ListedCase {
-    name: "hostile_connection_flood_on_a_peer_moves_no_group",
-    rules: &["GROUP-COORDINATOR-6", "GROUP-COORDINATOR-7", "GROUP-COORDINATOR-2"],
-}];
+pub const OWN_GATEWAY_CASES: &[super::ListedCase] = &[
+    super::ListedCase {
+        name: "hostile_connection_flood_on_a_peer_moves_no_group",
+        rules: &["GROUP-COORDINATOR-6", "GROUP-COORDINATOR-7", "GROUP-COORDINATOR-2"],
+    },
+    super::ListedCase {
+        name: "hostile_connections_rotating_through_one_address_prefix",
+        rules: &["LIMIT-CONNECTIONS-PREFIX-1", "LIMIT-ADDRESS-KEY-1"],
+    },
+    super::ListedCase {
+        name: "hostile_guesses_at_one_username_from_many_addresses",
+        rules: &["AUTH-SASL-THROTTLE-2", "AUTH-SASL-THROTTLE-1"],
+    },
+    super::ListedCase {
+        name: "hostile_one_user_with_many_tokens_leaves_sessions_for_others",
+        rules: &["LIMIT-SESSIONS-USER-1", "LIMIT-SESSIONS-1"],
+    },
+];
+
+/// Runs the case of [`OWN_GATEWAY_CASES`] named `name` on gateways `launcher` starts.
+pub async fn run_own_gateway_case<L: launch::Launcher>(name: &str, launcher: &L) -> anyhow::Result<Outcome> {
+    match name {
+        "hostile_connection_flood_on_a_peer_moves_no_group" => {
+            hostile_connection_flood_on_a_peer_moves_no_group(launcher).await
+        }
+        "hostile_connections_rotating_through_one_address_prefix" => {
+            hostile_connections_rotating_through_one_address_prefix(launcher).await
+        }
+        "hostile_guesses_at_one_username_from_many_addresses" => {
+            hostile_guesses_at_one_username_from_many_addresses(launcher).await
+        }
+        "hostile_one_user_with_many_tokens_leaves_sessions_for_others" => {
+            hostile_one_user_with_many_tokens_leaves_sessions_for_others(launcher).await
+        }
+        _ => bail!("no hostile case that starts its own gateways is named {name}"),
+    }
+}
 
 pub fn cases() -> Vec<Case> {
     vec![

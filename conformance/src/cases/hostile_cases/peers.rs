@@ -29,7 +29,7 @@ const FLOOD_SPARE: usize = 64;
 const FLOOD_ADDRESSES: u8 = 100;
 /// How often each flood connection speaks: well within the 10 s of silence after which a
 /// connection may be shed for a newcomer (LIMIT-CONNECTIONS-SHED-1), so none is.
-const FLOOD_PING: Duration = Duration::from_secs(1);
+pub(super) const FLOOD_PING: Duration = Duration::from_secs(1);
 /// The peers' probe period: short, so that the case sees many rounds in little time.
 const PROBE_INTERVAL_MS: u64 = 200;
 /// Groups whose coordinator the case watches.
@@ -121,7 +121,7 @@ async fn join_member(client: &mut Client, group: &str) -> anyhow::Result<(String
 
 /// A connection from `source` to `target`, answered once: `None` when the gateway closed it
 /// instead (its table full).
-async fn speak_from(source: Ipv4Addr, target: SocketAddr) -> anyhow::Result<Option<Client>> {
+pub(super) async fn speak_from(source: Ipv4Addr, target: SocketAddr) -> anyhow::Result<Option<Client>> {
     let socket = TcpSocket::new_v4()?;
     socket
         .bind(SocketAddr::new(IpAddr::V4(source), 0))
@@ -190,7 +190,7 @@ impl Flood {
 }
 
 /// Sends an ApiVersions every [`FLOOD_PING`] until `stop`, or until the gateway closes it.
-async fn keep_speaking(mut client: WireClient<TcpStream>, mut stop: watch::Receiver<bool>) {
+pub(super) async fn keep_speaking(mut client: WireClient<TcpStream>, mut stop: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             _ = stop.wait_for(|s| *s) => return,
