@@ -59,6 +59,12 @@ fn shape_error(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<
     ];
     for (field, value) in ids {
         if let Err(refusal) = member_strings::check_id(field, value) {
+            crate::metrics::metrics().limit_hit("LIMIT-GROUP-MEMBER-ID-1");
+            tracing::error!(
+                "ConsumerGroupHeartbeat for {}: {}",
+                clip(request.group_id.0.as_str()),
+                refusal.message()
+            );
             return Some((error_map::member_refusal_code(&refusal), refusal.message()));
         }
     }
