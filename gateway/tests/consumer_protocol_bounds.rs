@@ -117,6 +117,16 @@ async fn describe(gateway: &EmbeddedGateway, groups: &[&str]) -> (usize, Consume
     ask(gateway, ApiKey::ConsumerGroupDescribe, DESCRIBE_V, &request).await
 }
 
+/// How many times this process counted LIMIT-GROUP-MEMBER-ID-1 in its metrics.
+fn member_id_limit_hits() -> u64 {
+    let text = kafka_iggy_gateway::metrics::metrics().encode();
+    text.lines()
+        .find(|line| line.contains("limits_hit_total") && line.contains("LIMIT-GROUP-MEMBER-ID-1"))
+        .and_then(|line| line.rsplit(' ').next())
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(0)
+}
+
 #[tokio::test(start_paused = true)]
 async fn limit_group_member_id_1_a_heartbeat_with_4_mb_ids_is_refused_and_keeps_nothing() {
     let gateway = gateway();
@@ -125,9 +135,13 @@ async fn limit_group_member_id_1_a_heartbeat_with_4_mb_ids_is_refused_and_keeps_
     let request = join("g", "", vec!["t".into()])
         .with_instance_id(Some(huge.clone()))
         .with_rack_id(Some(huge));
+    let counted = member_id_limit_hits();
     let (frame_bytes, refused): (_, ConsumerGroupHeartbeatResponse) =
         ask(&gateway, ApiKey::ConsumerGroupHeartbeat, 0, &request).await;
     assert_eq!(refused.error_code, INVALID_REQUEST);
+    // Logged and counted with the rule, as JoinGroup's instance id is (no other test of this
+    // binary meets this limit, so the count moves by this refusal only).
+    assert_eq!(member_id_limit_hits(), counted + 1);
     assert!(refused
         .error_message
         .as_deref()

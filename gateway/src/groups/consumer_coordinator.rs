@@ -80,28 +80,32 @@ impl GroupCoordinator {
         self.lock().groups.get(group_id).is_some_and(|g| !g.is_vacant())
     }
 
-    /// Every topic the members of consumer-protocol group `group_id` subscribe to by name: the
-    /// topics a heartbeat looks up (GROUP-CONSUMER-REGEX-1: those patterns match are counted
-    /// when they are resolved).
-    pub fn consumer_named_topics(&self, group_id: &str) -> BTreeSet<String> {
-        self.lock()
-            .consumer
-            .get(group_id)
-            .map(ConsumerGroup::named_topics)
-            .unwrap_or_default()
+    /// The topics `member_id` of consumer-protocol group `group_id` holds, assigned or being
+    /// revoked: the only names its owned partitions, given by topic id, need mapping to
+    /// (GROUP-CONSUMER-LOOKUPS-1). As many as the member holds, whatever the group's size.
+    pub fn consumer_held_topics(&self, group_id: &str, member_id: &str) -> Vec<String> {
+        let table = self.lock();
+        let Some(member) = table.consumer.get(group_id).and_then(|g| g.member(member_id)) else {
+            return Vec::new();
+        };
+        let held: BTreeSet<&String> = member.assigned.keys().chain(member.revoking.keys()).collect();
+        held.into_iter().cloned().collect()
     }
 
-    /// GROUP-CONSUMER-NONMEMBER-1, GROUP-CONSUMER-REGEX-COST-1: what a heartbeat of `member_id`
-    /// at `epoch` in `group_id`, subscribing to `requested`, must do with patterns in `scope`
-    /// before it is taken (`ConsumerGroup::pattern_plan`): a heartbeat under an id no member
-    /// holds is UNKNOWN_MEMBER_ID here, before any pattern is compiled or topic listed. The
-    /// topics are listed, and the patterns compiled and matched, outside the lock, by the caller.
+    /// GROUP-CONSUMER-NONMEMBER-1, GROUP-CONSUMER-REGEX-COST-1, GROUP-CONSUMER-LOOKUPS-1: what a
+    /// heartbeat of `member_id` at `epoch` in `group_id`, subscribing to `requested` and to the
+    /// topic `names`, must do with patterns in `scope` and with topics before it is taken
+    /// (`ConsumerGroup::pattern_plan`): a heartbeat under an id no member holds is
+    /// UNKNOWN_MEMBER_ID here, before any pattern is compiled or topic listed. The topics are
+    /// looked up or listed, and the patterns compiled and matched, outside the lock, by the caller.
+    #[allow(clippy::too_many_arguments)]
     pub fn consumer_pattern_plan(
         &self,
         group_id: &str,
         member_id: &str,
         epoch: i32,
         requested: Option<&str>,
+        names: Option<&[&str]>,
         scope: &Owner,
     ) -> Result<PatternPlan, ConsumerGroupError> {
         let now = Instant::now();
@@ -115,6 +119,7 @@ impl GroupCoordinator {
                 member_id,
                 epoch,
                 requested,
+                names,
                 scope,
                 now,
                 topic_regex::REFRESH_INTERVAL,
@@ -123,10 +128,19 @@ impl GroupCoordinator {
             None if epoch > 0 => Err(ConsumerGroupError::UnknownMemberId),
             None if epoch < 0 => Ok(PatternPlan::default()),
             None => {
+                // The group's first member: every name it brings is new to the group.
                 let requested: Option<String> = requested.filter(|r| !r.is_empty()).map(str::to_string);
+                let look_up: BTreeSet<&str> = names
+                    .unwrap_or_default()
+                    .iter()
+                    .copied()
+                    .filter(|n| !n.is_empty())
+                    .collect();
                 Ok(PatternPlan {
                     validate: requested.clone(),
                     resolve: requested.into_iter().collect(),
+                    look_up: look_up.into_iter().map(str::to_string).collect(),
+                    list_names: None,
                 })
             }
         }
@@ -272,7 +286,7 @@ impl GroupCoordinator {
         let added = match consumer.get(group_id) {
             Some(group) => group.bytes_added(&request),
             None if request.member_epoch < 0 => 0,
-            None => request.string_bytes(),
+            None => request.string_bytes() + request.new_name_bytes(None),
         } + resolved_bytes;
         if added > 0 && bytes_total.saturating_add(added) > limits.max_stored_bytes {
             crate::metrics::metrics().limit_hit("LIMIT-GROUP-BYTES-1");

@@ -104,6 +104,12 @@ pub struct PatternPlan {
     pub validate: Option<String>,
     /// The patterns to resolve now, in the heartbeat's scope.
     pub resolve: Vec<String>,
+    /// The names the heartbeat brings that no member of the group names yet: looked up one by
+    /// one (GROUP-CONSUMER-LOOKUPS-1).
+    pub look_up: Vec<String>,
+    /// When due, every topic the group names: checked against one listing of the Kafka topics
+    /// (GROUP-CONSUMER-LOOKUPS-1).
+    pub list_names: Option<Vec<String>>,
 }
 
 /// What the heartbeat answers.
@@ -176,6 +182,12 @@ pub struct ConsumerGroup {
     /// (GROUP-CONSUMER-REGEX-1, GROUP-CONSUMER-REGEX-SCOPE-1), shared by the members of the scope
     /// naming the same pattern; an entry goes with the last member naming it.
     resolved: BTreeMap<Owner, BTreeMap<String, ResolvedRegex>>,
+    /// How many members name each topic (GROUP-CONSUMER-LOOKUPS-1): the group's named topics in
+    /// O(distinct topics), however many members name them.
+    name_support: BTreeMap<String, usize>,
+    /// When the group's named topics were last handed out to be checked against a listing
+    /// (GROUP-CONSUMER-LOOKUPS-1).
+    names_listed_at: Option<Instant>,
 }
 
 /// What one pattern matched, and when it was last handed out to be resolved
@@ -211,6 +223,19 @@ fn member_bytes(m: &ConsumerMember) -> usize {
 }
 
 impl Heartbeat {
+    /// The bytes of the distinct subscribed names this heartbeat brings that `known` does not
+    /// hold: what the group's index of named topics would gain (GROUP-CONSUMER-LOOKUPS-1).
+    pub fn new_name_bytes(&self, known: Option<&BTreeMap<String, usize>>) -> usize {
+        let names: BTreeSet<&str> = self
+            .subscribed_topics
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .filter(|n| !n.is_empty() && known.is_none_or(|k| !k.contains_key(*n)))
+            .collect();
+        names.into_iter().map(str::len).sum()
+    }
+
     /// Every string this heartbeat brings for its member: what a joiner would keep
     /// (LIMIT-GROUP-MEMBER-BYTES-1).
     pub fn string_bytes(&self) -> usize {
@@ -227,6 +252,39 @@ impl Heartbeat {
 /// What one pattern's resolution holds in bytes: the pattern and the topics it matched.
 fn resolution_bytes(pattern: &str, topics: &BTreeSet<String>) -> usize {
     pattern.len() + topics.iter().map(String::len).sum::<usize>()
+}
+
+/// Counts a member's (sorted, distinct) subscribed names in or out of `support`
+/// (GROUP-CONSUMER-LOOKUPS-1). The group's own copy of each name is stored too: its bytes go in
+/// and out of `stored_bytes` with it (LIMIT-GROUP-MEMBER-BYTES-1).
+fn count_names(support: &mut BTreeMap<String, usize>, stored_bytes: &mut usize, names: &[String], add: bool) {
+    for name in names {
+        if add {
+            let count = support.entry(name.clone()).or_insert_with(|| {
+                *stored_bytes += name.len();
+                0
+            });
+            *count += 1;
+        } else if let Some(count) = support.get_mut(name) {
+            *count -= 1;
+            if *count == 0 {
+                support.remove(name);
+                *stored_bytes -= name.len();
+            }
+        }
+    }
+}
+
+/// A member's growth in the strings `request` replaces (LIMIT-GROUP-BYTES-1).
+fn member_growth(m: &ConsumerMember, request: &Heartbeat) -> usize {
+    let growth = |new: Option<usize>, old: usize| new.map_or(0, |n| n.saturating_sub(old));
+    growth(
+        request.subscribed_topics.as_deref().map(subscription_bytes),
+        subscription_bytes(&m.subscribed),
+    ) + growth(
+        request.subscribed_regex.as_ref().map(String::len),
+        optional_bytes(&m.subscribed_regex),
+    ) + growth(request.rack_id.as_ref().map(String::len), optional_bytes(&m.rack_id))
 }
 
 fn is_subset(small: &Assignment, big: &Assignment) -> bool {
@@ -259,6 +317,8 @@ impl ConsumerGroup {
             owner_changes: Vec::new(),
             stored_bytes: 0,
             resolved: BTreeMap::new(),
+            name_support: BTreeMap::new(),
+            names_listed_at: None,
         }
     }
 
@@ -301,22 +361,17 @@ impl ConsumerGroup {
     }
 
     /// LIMIT-GROUP-BYTES-1: how many bytes `request` may add to what the group holds, at most: a
-    /// joiner's every string, a member's growth in the strings it replaces; nothing for a leave.
+    /// joiner's every string, a member's growth in the strings it replaces, and the names new to
+    /// the group's index of named topics; nothing for a leave.
     pub fn bytes_added(&self, request: &Heartbeat) -> usize {
         if request.member_epoch < 0 {
             return 0;
         }
+        let new_names = request.new_name_bytes(Some(&self.name_support));
         let Some(m) = self.members.get(&request.member_id) else {
-            return request.string_bytes();
+            return request.string_bytes() + new_names;
         };
-        let growth = |new: Option<usize>, old: usize| new.map_or(0, |n| n.saturating_sub(old));
-        growth(
-            request.subscribed_topics.as_deref().map(subscription_bytes),
-            subscription_bytes(&m.subscribed),
-        ) + growth(
-            request.subscribed_regex.as_ref().map(String::len),
-            optional_bytes(&m.subscribed_regex),
-        ) + growth(request.rack_id.as_ref().map(String::len), optional_bytes(&m.rack_id))
+        new_names + member_growth(m, request)
     }
 
     pub fn take_owner_changes(&mut self) -> Vec<(Owner, isize)> {
@@ -326,16 +381,20 @@ impl ConsumerGroup {
     /// Every topic the members subscribe to, by name or by pattern, each once, in name order
     /// (AUTHZ-GROUP-4, GROUP-CONSUMER-REGEX-1).
     pub fn topics(&self) -> BTreeSet<String> {
-        self.members.values().flat_map(|m| self.subscription_of(m)).collect()
+        self.topic_refs().into_iter().cloned().collect()
     }
 
-    /// The topics the members subscribe to by name, each once: those a heartbeat looks up
-    /// (the topics patterns match are counted when the patterns are resolved).
+    /// As [`Self::topics`], borrowed: O(distinct topics), whatever the members (every resolution
+    /// kept is of a pattern some member names, GROUP-CONSUMER-NONMEMBER-1).
+    fn topic_refs(&self) -> BTreeSet<&String> {
+        let matched = self.resolved.values().flat_map(|p| p.values()).flat_map(|r| &r.topics);
+        self.name_support.keys().chain(matched).collect()
+    }
+
+    /// The topics the members subscribe to by name, each once (the topics patterns match are
+    /// counted when the patterns are resolved).
     pub fn named_topics(&self) -> BTreeSet<String> {
-        self.members
-            .values()
-            .flat_map(|m| m.subscribed.iter().cloned())
-            .collect()
+        self.name_support.keys().cloned().collect()
     }
 
     /// GROUP-CONSUMER-REGEX-1: a member's subscription, the union of the names it subscribes to
@@ -371,6 +430,7 @@ impl ConsumerGroup {
         member_id: &str,
         epoch: i32,
         requested: Option<&str>,
+        names: Option<&[&str]>,
         scope: &Owner,
         now: Instant,
         refresh_interval: Duration,
@@ -412,7 +472,27 @@ impl ConsumerGroup {
             }
         }
         resolve.truncate(max_patterns);
-        Ok(PatternPlan { validate, resolve })
+        // GROUP-CONSUMER-LOOKUPS-1: a heartbeat looks up what it brings that the group does not
+        // name; a member's heartbeat checks the group's names against a listing once due.
+        let look_up: BTreeSet<&str> = names
+            .unwrap_or_default()
+            .iter()
+            .copied()
+            .filter(|n| !n.is_empty() && !self.name_support.contains_key(*n))
+            .collect();
+        let due = self
+            .names_listed_at
+            .is_none_or(|at| now.duration_since(at) >= refresh_interval);
+        let list_names = (member.is_some() && due && !self.name_support.is_empty()).then(|| {
+            self.names_listed_at = Some(now);
+            self.named_topics().into_iter().collect()
+        });
+        Ok(PatternPlan {
+            validate,
+            resolve,
+            look_up: look_up.into_iter().map(str::to_string).collect(),
+            list_names,
+        })
     }
 
     /// GROUP-CONSUMER-REGEX-1, GROUP-CONSUMER-NONMEMBER-1: stores what each pattern matched in
@@ -575,6 +655,7 @@ impl ConsumerGroup {
             self.release(member_id, &m.assigned);
             self.release(member_id, &m.revoking);
             self.stored_bytes -= member_bytes(&m);
+            count_names(&mut self.name_support, &mut self.stored_bytes, &m.subscribed, false);
             self.owner_changes.push((m.owner, -1));
             self.target.remove(member_id);
             self.bump();
@@ -582,8 +663,9 @@ impl ConsumerGroup {
     }
 
     /// One ConsumerGroupHeartbeat (GROUP-CONSUMER-HEARTBEAT-1). `topics` holds what the caller
-    /// looked up of the topics the group and this request subscribe to: a partition count, or
-    /// `None` for a topic that does not exist; a topic not looked up keeps what was known.
+    /// looked up or listed (GROUP-CONSUMER-LOOKUPS-1: the names new to the group, the group's
+    /// names when due, the topics patterns matched): a partition count, or `None` for a topic that
+    /// does not exist; a topic not looked up keeps what was known.
     pub fn heartbeat(
         &mut self,
         mut request: Heartbeat,
@@ -644,6 +726,13 @@ impl ConsumerGroup {
             if subscribed != member.subscribed {
                 self.stored_bytes =
                     self.stored_bytes - subscription_bytes(&member.subscribed) + subscription_bytes(&subscribed);
+                count_names(&mut self.name_support, &mut self.stored_bytes, &subscribed, true);
+                count_names(
+                    &mut self.name_support,
+                    &mut self.stored_bytes,
+                    &member.subscribed,
+                    false,
+                );
                 member.subscribed = subscribed;
                 changed = true;
             }
@@ -674,18 +763,22 @@ impl ConsumerGroup {
         let resolutions = std::mem::take(&mut request.resolutions);
         changed |= self.apply_resolutions(&request.pattern_scope, resolutions, now);
         // Metadata of the subscribed topics: a new topic or more partitions is a new epoch.
-        let subscribed = self.topics();
-        let image: BTreeMap<String, u32> = subscribed
-            .iter()
-            .filter_map(|t| match topics.get(t) {
-                Some(looked_up) => looked_up.map(|n| (t.clone(), n)),
-                // Not looked up for this heartbeat (another member subscribed meanwhile): as known.
-                None => self.topics.get(t).map(|n| (t.clone(), *n)),
-            })
-            .collect();
-        if image != self.topics {
-            self.topics = image;
-            changed = true;
+        // GROUP-CONSUMER-LOOKUPS-1: rebuilt only when the subscriptions changed or the heartbeat
+        // brings what it looked up; a steady heartbeat walks none of the group's topics.
+        if changed || !topics.is_empty() {
+            let image: BTreeMap<String, u32> = self
+                .topic_refs()
+                .into_iter()
+                .filter_map(|t| match topics.get(t) {
+                    Some(looked_up) => looked_up.map(|n| (t.clone(), n)),
+                    // Not looked up for this heartbeat (another member subscribed meanwhile): as known.
+                    None => self.topics.get(t).map(|n| (t.clone(), *n)),
+                })
+                .collect();
+            if image != self.topics {
+                self.topics = image;
+                changed = true;
+            }
         }
         if changed {
             self.bump();
@@ -747,6 +840,7 @@ impl ConsumerGroup {
             let old = self.members[member_id.as_str()].clone();
             self.remove_member(member_id);
             self.stored_bytes += member_bytes(&old);
+            count_names(&mut self.name_support, &mut self.stored_bytes, &old.subscribed, true);
             self.owner_changes.push((old.owner.clone(), 1));
             self.members.insert(
                 member_id.clone(),

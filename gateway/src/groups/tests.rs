@@ -596,7 +596,7 @@ async fn group_consumer_type_1_a_group_id_serves_one_protocol_at_a_time() {
     );
     // Before its member is looked up (GROUP-CONSUMER-NONMEMBER-1), as Kafka looks the group up first.
     assert_eq!(
-        c.consumer_pattern_plan("g", "m", 3, None, &"".into()),
+        c.consumer_pattern_plan("g", "m", 3, None, None, &"".into()),
         Err(ConsumerGroupError::NotConsumerGroup)
     );
     // A consumer-protocol group with a member: JoinGroup is INCONSISTENT_GROUP_PROTOCOL.
@@ -646,8 +646,9 @@ async fn group_consumer_subscription_1_members_are_bounded_like_classic_ones() {
         Err(ConsumerGroupError::GroupMaxSizeReached)
     );
     assert_eq!(c.owner_usage("address:127.0.0.1"), (1, 1));
-    // Member id, client id, topic (LIMIT-GROUP-MEMBER-BYTES-1).
-    assert_eq!(c.usage(), (1, 3));
+    // Member id, client id, topic, and the group's index of it (LIMIT-GROUP-MEMBER-BYTES-1,
+    // GROUP-CONSUMER-LOOKUPS-1).
+    assert_eq!(c.usage(), (1, 4));
 }
 
 #[tokio::test(start_paused = true)]
@@ -738,15 +739,16 @@ async fn limit_group_member_bytes_1_every_string_a_consumer_member_brings_is_cou
     join.client_id = "c".repeat(1_000);
     join.client_host = "10.0.0.1".into();
     c.consumer_heartbeat("h", join, &one_topic()).unwrap();
-    // Member id, instance id, rack id, client id, client host, the subscribed topic.
-    assert_eq!(c.usage(), (1, 1 + 100 + 50 + 1_000 + 8 + 1));
+    // Member id, instance id, rack id, client id, client host, the subscribed topic and the
+    // group's index of it (GROUP-CONSUMER-LOOKUPS-1).
+    assert_eq!(c.usage(), (1, 1 + 100 + 50 + 1_000 + 8 + 1 + 1));
     let mut rack = consumer_heartbeat("m", 1);
     rack.rack_id = Some("r".repeat(10));
     (rack.owned, rack.subscribed_topics, rack.rebalance_timeout) = (None, None, None);
     c.consumer_heartbeat("h", rack, &one_topic()).unwrap();
     assert_eq!(
         c.usage(),
-        (1, 1 + 100 + 10 + 1_000 + 8 + 1),
+        (1, 1 + 100 + 10 + 1_000 + 8 + 1 + 1),
         "a new rack id replaces the old"
     );
     c.consumer_heartbeat("h", consumer_heartbeat("m", -1), &one_topic())
@@ -763,8 +765,8 @@ async fn limit_group_member_bytes_1_a_member_growing_its_subscription_is_held_to
     let c = GroupCoordinator::new(limits, SharedRng::seeded(5));
     c.consumer_heartbeat("h", consumer_heartbeat("m", 0), &one_topic())
         .unwrap();
-    // Member id, client id and the topic.
-    assert_eq!(c.usage(), (1, 3));
+    // Member id, client id, the topic and the group's index of it.
+    assert_eq!(c.usage(), (1, 4));
     let resubscribe = |name: String| {
         let mut change = consumer_heartbeat("m", 1);
         change.subscribed_topics = Some(vec![name]);
@@ -776,11 +778,12 @@ async fn limit_group_member_bytes_1_a_member_growing_its_subscription_is_held_to
         Err(ConsumerGroupError::CoordinatorNotAvailable("LIMIT-GROUP-BYTES-1")),
         "a member, not only a joiner, is held to LIMIT-GROUP-BYTES-1"
     );
-    assert_eq!(c.usage(), (1, 3), "nothing of the refused heartbeat was kept");
+    assert_eq!(c.usage(), (1, 4), "nothing of the refused heartbeat was kept");
     assert!(c
-        .consumer_heartbeat("h", resubscribe("y".repeat(50)), &one_topic())
+        .consumer_heartbeat("h", resubscribe("y".repeat(30)), &one_topic())
         .is_ok());
-    assert_eq!(c.usage(), (1, 52));
+    // The new name twice, the member's and the index's; the old one gone from both.
+    assert_eq!(c.usage(), (1, 62));
 }
 
 #[tokio::test(start_paused = true)]

@@ -59,6 +59,12 @@ fn shape_error(request: &ConsumerGroupHeartbeatRequest, version: i16) -> Option<
     ];
     for (field, value) in ids {
         if let Err(refusal) = member_strings::check_id(field, value) {
+            crate::metrics::metrics().limit_hit("LIMIT-GROUP-MEMBER-ID-1");
+            tracing::error!(
+                "ConsumerGroupHeartbeat for {}: {}",
+                clip(request.group_id.0.as_str()),
+                refusal.message()
+            );
             return Some((error_map::member_refusal_code(&refusal), refusal.message()));
         }
     }
@@ -171,19 +177,41 @@ pub async fn handle<B: Backend>(
         Owner::from("")
     };
     let requested_regex = request.subscribed_topic_regex.as_deref();
+    let names: Option<Vec<&str>> = request
+        .subscribed_topic_names
+        .as_ref()
+        .map(|names| names.iter().map(|n| n.0.as_str()).collect());
     // GROUP-CONSUMER-NONMEMBER-1: a heartbeat under an id no member holds is answered here, before
-    // anything of it is copied, compiled or listed.
+    // anything of it is copied, compiled, looked up or listed.
     let plan = match gateway.groups.consumer_pattern_plan(
         &group_id,
         &member_id,
         request.member_epoch,
         requested_regex,
+        names.as_deref(),
         &pattern_scope,
     ) {
         Ok(plan) => plan,
         Err(e) => return refused(error_map::consumer_group_code(&e), group_refusal(gateway, &e)),
     };
     let mut lookups = ConsumerLookups::default();
+    // GROUP-CONSUMER-LOOKUPS-1: the topics a heartbeat brings that the group does not name are
+    // looked up with the caller's session, one by one, or in one listing when they are many;
+    // the group's names, once due, are checked against one listing made with the gateway's own
+    // account, as Kafka's coordinator reads its metadata image whoever heartbeats.
+    // A listing that fails looks up nothing instead: the names wait for the group's next listing.
+    if plan.look_up.len() > LOOKUPS_BEFORE_LISTING {
+        if let Some(listed) = list_kafka_topics(gateway, session, &group_id).await {
+            mark_listed(&mut lookups, &plan.look_up, &listed);
+        }
+    } else {
+        look_up_one_by_one(gateway, session, &mut lookups, &plan.look_up).await;
+    }
+    if let Some(group_names) = &plan.list_names {
+        if let Some(listed) = list_kafka_topics(gateway, &gateway.default_session, &group_id).await {
+            mark_listed(&mut lookups, group_names, &listed);
+        }
+    }
     if plan.validate.is_some() || !plan.resolve.is_empty() {
         // GROUP-CONSUMER-REGEX-COST-1: one pattern job per owner at a time, off the async workers.
         let _slot = gateway.groups.regex_slot(&owner).await;
@@ -212,49 +240,21 @@ pub async fn handle<B: Backend>(
             }
         }
     }
-    let subscribed: Option<Vec<String>> = request
-        .subscribed_topic_names
-        .as_ref()
-        .map(|names| names.iter().map(|n| n.0.as_str().to_string()).collect());
-    // Partition counts of every topic the group and the request subscribe to by name; the topics
-    // patterns match were counted when they were listed.
-    let mut wanted = gateway.groups.consumer_named_topics(&group_id);
-    wanted.extend(subscribed.iter().flatten().cloned());
-    for topic in wanted {
-        if lookups.topics.contains_key(&topic) {
-            continue;
-        }
-        match super::resolve_topic(gateway, session, &topic).await {
-            Ok((_, info)) => {
-                lookups.topics.insert(topic, Some(info.partitions));
-            }
-            Err(code) if code == ResponseError::UnknownTopicOrPartition.code() => {
-                lookups.topics.insert(topic, None);
-            }
-            // Not looked up: the group keeps what it knew.
-            Err(_) => {}
-        }
-    }
-    let topics = &lookups.topics;
-    // Owned partitions name topics by id: mapped back through the topics looked up.
-    // Every topic of the group, by pattern too, and those looked up: a partition owned of a topic
-    // only a pattern matched must still be reported, or its revocation would look acknowledged.
-    let group_topics = gateway.groups.topics(&group_id).unwrap_or_default();
-    let by_id: BTreeMap<uuid::Uuid, &String> = topics
-        .keys()
-        .chain(group_topics.iter())
-        .map(|t| (topic_id(t), t))
-        .collect();
+    let subscribed: Option<Vec<String>> = names.map(|names| names.into_iter().map(str::to_string).collect());
+    // Owned partitions name topics by id. GROUP-CONSUMER-LOOKUPS-1: only those of topics the
+    // member holds (assigned, or being revoked, by pattern too) matter to the coordinator, which
+    // checks them against what it holds; any other is kept under the empty name, which no
+    // subscription names and no member holds, so it still counts as owned and not held.
+    let held = match request.topic_partitions.as_deref() {
+        Some(owned) if !owned.is_empty() => gateway.groups.consumer_held_topics(&group_id, &member_id),
+        _ => Vec::new(),
+    };
+    let by_id: BTreeMap<uuid::Uuid, &String> = held.iter().map(|t| (topic_id(t), t)).collect();
     let owned: Option<Assignment> = request.topic_partitions.as_ref().map(|owned| {
         let mut assignment = Assignment::new();
         for t in owned {
-            let id = t.topic_id;
-            if let Some(name) = by_id.get(&id) {
-                assignment
-                    .entry((*name).clone())
-                    .or_default()
-                    .extend(t.partitions.iter().copied());
-            }
+            let name = by_id.get(&t.topic_id).map_or_else(String::new, |name| (*name).clone());
+            assignment.entry(name).or_default().extend(t.partitions.iter().copied());
         }
         assignment
     });
@@ -400,6 +400,74 @@ async fn heartbeat_authorized<B: Backend>(
     Err(Refusal::Authorization(ResponseError::CoordinatorNotAvailable.code()))
 }
 
+/// GROUP-CONSUMER-LOOKUPS-1: past this many names new to the group, a heartbeat lists the topics
+/// once instead of looking each up: a joiner naming thousands of topics costs one listing per
+/// stream, not thousands of backend calls.
+const LOOKUPS_BEFORE_LISTING: usize = 32;
+
+/// Every Kafka topic `session` may list, with its partition count, listed once per stream; `None`
+/// (logged) when a listing failed, the group then keeping what it knew.
+async fn list_kafka_topics<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    group_id: &str,
+) -> Option<BTreeMap<String, u32>> {
+    let config = &gateway.config;
+    let mut listed: BTreeMap<String, u32> = BTreeMap::new();
+    for stream in config.topics.streams() {
+        match session.backend.list_topics(&stream).await {
+            Ok(infos) => {
+                for info in infos {
+                    let target = crate::config::IggyTarget {
+                        stream: stream.clone(),
+                        topic: info.name,
+                    };
+                    if let Some(kafka) = config.topics.reverse(&target) {
+                        listed.insert(kafka, info.partitions);
+                    }
+                }
+            }
+            Err(e) => {
+                tracing::info!(
+                    "consumer group {}: listing the topics of stream {}: {e}; the group keeps what it knew (GROUP-CONSUMER-LOOKUPS-1)",
+                    clip(group_id),
+                    clip(&stream)
+                );
+                return None;
+            }
+        }
+    }
+    Some(listed)
+}
+
+/// Each of `names` as `listed` has it: its partition count, or `None` when not listed.
+fn mark_listed(lookups: &mut ConsumerLookups, names: &[String], listed: &BTreeMap<String, u32>) {
+    for name in names {
+        lookups.topics.insert(name.clone(), listed.get(name).copied());
+    }
+}
+
+/// Each of `names` looked up at the backend; a lookup that fails leaves the name out, the group
+/// keeping what it knew of it.
+async fn look_up_one_by_one<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    lookups: &mut ConsumerLookups,
+    names: &[String],
+) {
+    for name in names {
+        match super::resolve_topic(gateway, session, name).await {
+            Ok((_, info)) => {
+                lookups.topics.insert(name.clone(), Some(info.partitions));
+            }
+            Err(code) if code == ResponseError::UnknownTopicOrPartition.code() => {
+                lookups.topics.insert(name.clone(), None);
+            }
+            Err(_) => {}
+        }
+    }
+}
+
 /// GROUP-CONSUMER-REGEX-1: resolves `patterns` against the Kafka topics the session may list,
 /// listed once for all of them (Iggy's GetTopics decides what the session sees, as Kafka filters
 /// matches by DESCRIBE), keeping only the topics the session may poll when SASL is on. The
@@ -416,32 +484,10 @@ async fn resolve_patterns<B: Backend>(
     new_pattern: Option<&str>,
     lookups: &mut ConsumerLookups,
 ) -> Result<(), topic_regex::RegexRefusal> {
-    let config = &gateway.config;
-    let mut listed: BTreeMap<String, u32> = BTreeMap::new();
-    for stream in config.topics.streams() {
-        match session.backend.list_topics(&stream).await {
-            Ok(infos) => {
-                for info in infos {
-                    let target = crate::config::IggyTarget {
-                        stream: stream.clone(),
-                        topic: info.name.clone(),
-                    };
-                    if let Some(kafka) = config.topics.reverse(&target) {
-                        listed.insert(kafka, info.partitions);
-                    }
-                }
-            }
-            Err(e) => {
-                // Resolved again at the next refresh; the last resolution stands meanwhile.
-                tracing::info!(
-                    "consumer group {}: listing the topics of stream {} to resolve its patterns: {e} (GROUP-CONSUMER-REGEX-1)",
-                    clip(group_id),
-                    clip(&stream)
-                );
-                return Ok(());
-            }
-        }
-    }
+    // Resolved again at the next refresh when the listing fails; the last resolution stands.
+    let Some(listed) = list_kafka_topics(gateway, session, group_id).await else {
+        return Ok(());
+    };
     let names: Vec<String> = listed.keys().cloned().collect();
     let outcomes = gateway
         .decode_pool

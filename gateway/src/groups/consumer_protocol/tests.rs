@@ -237,6 +237,9 @@ fn check(group: &ConsumerGroup, clients: &[Client]) -> Result<(), TestCaseError>
         }
     }
     prop_assert_eq!(&seen, group.holders());
+    // GROUP-CONSUMER-LOOKUPS-1: the names the group counts are exactly those its members name.
+    let named: BTreeSet<String> = group.members().flat_map(|m| m.subscribed.iter().cloned()).collect();
+    prop_assert_eq!(group.named_topics(), named);
     // Clients the group still counts hold only what the ledger gives them, so no two overlap.
     for c in clients {
         let Some(id) = &c.member_id else { continue };
@@ -379,7 +382,7 @@ fn resolved(mut h: Heartbeat, pattern: &str, topics: &[&str]) -> Heartbeat {
 const INTERVAL: Duration = Duration::from_secs(10);
 
 fn plan(g: &mut ConsumerGroup, member: &str, epoch: i32, requested: Option<&str>, now: Instant) -> PatternPlan {
-    g.pattern_plan(member, epoch, requested, &scope(), now, INTERVAL, 8)
+    g.pattern_plan(member, epoch, requested, None, &scope(), now, INTERVAL, 8)
         .expect("a member or a joiner")
 }
 
@@ -408,7 +411,13 @@ fn group_consumer_regex_1_a_subscription_is_the_union_of_names_and_matches() {
         BTreeSet::from(["audit".to_string(), "orders-eu".to_string(), "orders-us".to_string()])
     );
     assert_eq!(g.named_topics(), BTreeSet::from(["audit".to_string()]));
-    // Heartbeats within the interval list nothing; once it passes the pattern is due again.
+    // The member's first heartbeat checks the group's names against a listing
+    // (GROUP-CONSUMER-LOOKUPS-1); heartbeats within the interval list nothing; once it passes
+    // the pattern is due again.
+    assert_eq!(
+        plan(&mut g, "a", 1, None, now).list_names,
+        Some(vec!["audit".to_string()])
+    );
     let soon = now + Duration::from_secs(9);
     assert_eq!(plan(&mut g, "a", 1, None, soon), PatternPlan::default());
     assert_eq!(plan(&mut g, "a", 1, Some("orders-.*"), soon), PatternPlan::default());
@@ -505,7 +514,7 @@ fn group_consumer_nonmember_1_a_non_member_is_handed_no_pattern_and_marks_nothin
     // Under an id nobody holds, with an epoch: refused, whatever pattern it names.
     for requested in [None, Some("t.*"), Some("u.*")] {
         assert_eq!(
-            g.pattern_plan("stranger", 3, requested, &scope(), later, INTERVAL, 8),
+            g.pattern_plan("stranger", 3, requested, None, &scope(), later, INTERVAL, 8),
             Err(ConsumerGroupError::UnknownMemberId)
         );
     }
@@ -584,9 +593,106 @@ fn group_consumer_regex_scope_1_each_principal_keeps_its_own_resolution() {
     assert!(subscription(&g, "b").is_empty());
     // A scope's plan hands out its own patterns only.
     assert_eq!(
-        g.pattern_plan("a", 1, Some("t.*"), &ann, now, INTERVAL, 8)
+        g.pattern_plan("a", 1, Some("t.*"), None, &ann, now, INTERVAL, 8)
             .unwrap()
             .resolve,
         Vec::<String>::new()
     );
+}
+
+#[test]
+fn group_consumer_lookups_1_a_heartbeat_is_handed_its_new_names_and_the_groups_when_due() {
+    let mut g = ConsumerGroup::new("g".into(), owner());
+    let now = Instant::now();
+    let m = meta(&[("t1", 1), ("t2", 1)]);
+    let names_plan = |g: &mut ConsumerGroup, member: &str, epoch: i32, names: &[&str], at: Instant| {
+        g.pattern_plan(member, epoch, None, Some(names), &scope(), at, INTERVAL, 8)
+            .unwrap()
+    };
+    // The first joiner looks up what it names, empty names aside.
+    let first = names_plan(&mut g, "a", 0, &["t1", "t2", "", "t1"], now);
+    assert_eq!(first.look_up, ["t1", "t2"]);
+    assert_eq!(first.list_names, None, "a joiner lists nothing of the group's");
+    g.heartbeat(
+        hb("a", 0, Some(&["t1", "t2"]), Some(Assignment::new())),
+        &m,
+        &settings(),
+        now,
+    )
+    .unwrap();
+    // A second joiner naming the group's topics and one more looks up the new one only.
+    assert_eq!(names_plan(&mut g, "b", 0, &["t2", "t3"], now).look_up, ["t3"]);
+    g.heartbeat(
+        hb("b", 0, Some(&["t2", "t3"]), Some(Assignment::new())),
+        &m,
+        &settings(),
+        now,
+    )
+    .unwrap();
+    assert_eq!(g.named_topics(), BTreeSet::from(["t1", "t2", "t3"].map(String::from)));
+    // A member's first heartbeat lists the group's names; the next ones within the interval do not.
+    assert_eq!(
+        names_plan(&mut g, "a", 1, &[], now).list_names,
+        Some(vec!["t1".to_string(), "t2".into(), "t3".into()])
+    );
+    assert_eq!(names_plan(&mut g, "b", 2, &["t2", "t3"], now), PatternPlan::default());
+    let later = now + INTERVAL;
+    assert!(names_plan(&mut g, "b", 2, &[], later).list_names.is_some());
+    assert_eq!(
+        names_plan(&mut g, "a", 1, &[], later).list_names,
+        None,
+        "one listing per interval"
+    );
+    // A name goes with the last member naming it: b drops t3, a leaves, b rejoins.
+    g.heartbeat(hb("b", 2, Some(&["t2"]), None), &m, &settings(), later)
+        .unwrap();
+    assert_eq!(g.named_topics(), BTreeSet::from(["t1", "t2"].map(String::from)));
+    g.heartbeat(hb("a", -1, None, None), &m, &settings(), later).unwrap();
+    assert_eq!(g.named_topics(), BTreeSet::from(["t2".to_string()]));
+    g.heartbeat(hb("b", 0, None, Some(Assignment::new())), &m, &settings(), later)
+        .unwrap();
+    assert_eq!(
+        g.named_topics(),
+        BTreeSet::from(["t2".to_string()]),
+        "a rejoin keeps its names"
+    );
+    g.expire(later + Duration::from_secs(3_600));
+    assert!(g.named_topics().is_empty());
+}
+
+#[test]
+fn group_consumer_lookups_1_a_steady_heartbeat_keeps_the_topics_it_did_not_look_up() {
+    let mut g = ConsumerGroup::new("g".into(), owner());
+    let now = Instant::now();
+    let a = g
+        .heartbeat(
+            hb("a", 0, Some(&["t1"]), Some(Assignment::new())),
+            &meta(&[("t1", 2)]),
+            &settings(),
+            now,
+        )
+        .unwrap();
+    assert_eq!(held(&a.assignment), 2);
+    // Nothing looked up: the partitions stay as known, the epoch where it was.
+    let again = g
+        .heartbeat(
+            hb("a", a.member_epoch, None, a.assignment.clone()),
+            &BTreeMap::new(),
+            &settings(),
+            now,
+        )
+        .unwrap();
+    assert_eq!((again.member_epoch, again.assignment), (a.member_epoch, None));
+    assert_eq!(assignment_size(&g.member("a").unwrap().assigned), 2);
+    // A listing that found a third partition: a new epoch with it.
+    let grown = g
+        .heartbeat(
+            hb("a", a.member_epoch, None, a.assignment),
+            &meta(&[("t1", 3)]),
+            &settings(),
+            now,
+        )
+        .unwrap();
+    assert_eq!(grown.member_epoch, a.member_epoch + 1);
+    assert_eq!(held(&grown.assignment), 3);
 }
