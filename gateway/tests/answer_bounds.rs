@@ -5,14 +5,9 @@
 //! through `Gateway::handle_frame` on the embedded backend. Every test here failed before its
 //! rule existed.
 
-use bytes::{Bytes, BytesMut};
-use kafka_iggy_gateway::clock::TokioClock;
-use kafka_iggy_gateway::config::{Args, Config, FileConfig};
-use kafka_iggy_gateway::gateway::Gateway;
-use kafka_iggy_gateway::limits::LimitSettings;
+use bytes::Bytes;
 use kafka_iggy_gateway::protocol::legacy::list_offsets::{ListOffsetsV0Request, ListOffsetsV0Response};
 use kafka_iggy_gateway::protocol::request::RequestError;
-use kafka_iggy_gateway::reply::Reply;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
 use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
 use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
@@ -22,10 +17,9 @@ use kafka_protocol::messages::offset_fetch_request::{
 };
 use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
-use std::sync::Arc;
 
-type EmbeddedGateway = Arc<Gateway<kafka_iggy_gateway::backend::embedded::EmbeddedBackend>>;
+mod bounds_support;
+use bounds_support::*;
 
 // Kafka error codes.
 const UNKNOWN_SERVER_ERROR: i16 = -1;
@@ -36,62 +30,6 @@ const INVALID_REQUEST: i16 = 42;
 /// The sizes: 200 KiB of metadata and of assignment, one group named 2,500 times.
 const GROUP_BLOB_BYTES: usize = 200 * 1024;
 const GROUP_MENTIONS: usize = 2_500;
-
-fn gateway_with(limits: LimitSettings) -> EmbeddedGateway {
-    let file = FileConfig {
-        limits,
-        ..FileConfig::default()
-    };
-    let config = Config::resolve(Args::default(), file).expect("valid config");
-    kafka_iggy_gateway::embedded_gateway(config, Arc::new(TokioClock::new(0)), 31)
-}
-
-fn gateway() -> EmbeddedGateway {
-    gateway_with(LimitSettings::default())
-}
-
-fn gateway_answering_at_most(max_response_bytes: usize) -> EmbeddedGateway {
-    gateway_with(LimitSettings {
-        max_response_bytes: Some(max_response_bytes),
-        ..LimitSettings::default()
-    })
-}
-
-fn s(value: &str) -> StrBytes {
-    StrBytes::from_string(value.to_string())
-}
-
-fn frame<T: Encodable>(key: ApiKey, version: i16, body: &T) -> Bytes {
-    let header = RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(31)
-        .with_client_id(Some(s("amplifier")));
-    let mut out = BytesMut::new();
-    header.encode(&mut out, key.request_header_version(version)).unwrap();
-    body.encode(&mut out, version).unwrap();
-    out.freeze()
-}
-
-/// The answer's frame bytes and its body decoded at `version`.
-fn answer<T: Decodable>(reply: Result<Reply, RequestError>, key: ApiKey, version: i16) -> (usize, T) {
-    let Reply::Frame(frame) = reply.expect("answered, not closed") else {
-        panic!("no response");
-    };
-    let mut bytes = frame.to_bytes();
-    let len = bytes.len();
-    ResponseHeader::decode(&mut bytes, key.response_header_version(version)).unwrap();
-    (len, T::decode(&mut bytes, version).unwrap())
-}
-
-async fn ask<Req: Encodable, Resp: Decodable>(
-    gateway: &EmbeddedGateway,
-    key: ApiKey,
-    version: i16,
-    request: &Req,
-) -> (usize, Resp) {
-    answer(gateway.handle_frame(frame(key, version, request)).await, key, version)
-}
 
 async fn create_topic(gateway: &EmbeddedGateway, name: &str, partitions: i32) {
     let request = CreateTopicsRequest::default().with_topics(vec![CreatableTopic::default()

@@ -4,18 +4,14 @@
 //! consumer-protocol group reads. Each test goes through `Gateway::handle_frame` on the embedded
 //! backend, and each failed before its rule existed.
 
-use bytes::{Bytes, BytesMut};
 use kafka_iggy_gateway::clock::TokioClock;
 use kafka_iggy_gateway::config::{Args, Config, FileConfig};
-use kafka_iggy_gateway::gateway::Gateway;
 use kafka_iggy_gateway::limits::LimitSettings;
-use kafka_iggy_gateway::protocol::request::RequestError;
-use kafka_iggy_gateway::reply::Reply;
 use kafka_protocol::messages::*;
-use kafka_protocol::protocol::{Decodable, Encodable, StrBytes};
 use std::sync::Arc;
 
-type EmbeddedGateway = Arc<Gateway<kafka_iggy_gateway::backend::embedded::EmbeddedBackend>>;
+mod bounds_support;
+use bounds_support::*;
 
 // Kafka error codes.
 const UNKNOWN_SERVER_ERROR: i16 = -1;
@@ -27,62 +23,6 @@ const GROUP_MAX_SIZE_REACHED: i16 = 81;
 
 const HEARTBEAT_V: i16 = 1;
 const DESCRIBE_V: i16 = 0;
-
-fn gateway_with(limits: LimitSettings) -> EmbeddedGateway {
-    let file = FileConfig {
-        limits,
-        ..FileConfig::default()
-    };
-    let config = Config::resolve(Args::default(), file).expect("valid config");
-    kafka_iggy_gateway::embedded_gateway(config, Arc::new(TokioClock::new(0)), 50)
-}
-
-fn gateway() -> EmbeddedGateway {
-    gateway_with(LimitSettings::default())
-}
-
-fn gateway_answering_at_most(max_response_bytes: usize) -> EmbeddedGateway {
-    gateway_with(LimitSettings {
-        max_response_bytes: Some(max_response_bytes),
-        ..LimitSettings::default()
-    })
-}
-
-fn s(value: &str) -> StrBytes {
-    StrBytes::from_string(value.to_string())
-}
-
-fn frame<T: Encodable>(key: ApiKey, version: i16, body: &T) -> Bytes {
-    let header = RequestHeader::default()
-        .with_request_api_key(key as i16)
-        .with_request_api_version(version)
-        .with_correlation_id(50)
-        .with_client_id(Some(s("kig-50")));
-    let mut out = BytesMut::new();
-    header.encode(&mut out, key.request_header_version(version)).unwrap();
-    body.encode(&mut out, version).unwrap();
-    out.freeze()
-}
-
-/// The answer's frame bytes and its body decoded at `version`.
-fn answer<T: Decodable>(reply: Result<Reply, RequestError>, key: ApiKey, version: i16) -> (usize, T) {
-    let Reply::Frame(frame) = reply.expect("answered, not closed") else {
-        panic!("no response");
-    };
-    let mut bytes = frame.to_bytes();
-    let len = bytes.len();
-    ResponseHeader::decode(&mut bytes, key.response_header_version(version)).unwrap();
-    (len, T::decode(&mut bytes, version).unwrap())
-}
-
-async fn ask<Req: Encodable, Resp: Decodable>(
-    gateway: &EmbeddedGateway,
-    key: ApiKey,
-    version: i16,
-    request: &Req,
-) -> (usize, Resp) {
-    answer(gateway.handle_frame(frame(key, version, request)).await, key, version)
-}
 
 /// A joining heartbeat (epoch 0) of `member` in `group`, subscribing to `topics`.
 fn join(group: &str, member: &str, topics: Vec<String>) -> ConsumerGroupHeartbeatRequest {
