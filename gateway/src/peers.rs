@@ -167,8 +167,9 @@ impl PeerHealth {
     }
 
     /// GROUP-COORDINATOR-9: counts what this round's answers said of each peer's claim,
-    /// `claims[k]` for the k-th of [`PeerHealth::others`] (`None`: no answer, nothing learnt).
-    pub fn record_claims(&self, claims: &[Option<bool>]) {
+    /// `claims[k]` for the k-th of [`PeerHealth::others`] (`None`: no answer, nothing learnt);
+    /// whether any changed, so that the caller lets go of what a peer now claims.
+    pub fn record_claims(&self, claims: &[Option<bool>]) -> bool {
         let mut standings = self.lock();
         let mut said = claims.iter();
         let mut changed = false;
@@ -185,6 +186,7 @@ impl PeerHealth {
         if changed {
             self.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         }
+        changed
     }
 
     /// Whether this gateway has run its warm-up probe rounds and coordinates its own groups

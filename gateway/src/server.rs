@@ -406,10 +406,15 @@ async fn probe_peers<B: Backend, L: Listener>(gateway: Arc<Gateway<B>>, mut stop
             }
         }
         metrics().peer_probe_round();
-        gateway.peer_health.record_claims(&claims);
+        let claims_changed = gateway.peer_health.record_claims(&claims);
         let changes = gateway.peer_health.record(&answered, config.peer_down_after_probes);
         gateway.peer_pulse.set_claims(gateway.peer_health.claims());
         if changes.is_empty() {
+            if claims_changed {
+                // GROUP-COORDINATOR-9: a peer claims its groups again (or stopped): whatever this
+                // gateway held of them goes, as when a peer comes back (GROUP-COORDINATOR-3).
+                let_go_of_groups_elsewhere(&gateway);
+            }
             continue;
         }
         for change in &changes {
