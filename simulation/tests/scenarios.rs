@@ -251,18 +251,19 @@ fn producer_leader_1_a_retry_through_the_surviving_gateway_is_answered_with_the_
 /// With the warm-up the returning gateway names gateway-0 until gateway-0 has let the group go,
 /// and no acknowledged commit is lost.
 #[test]
-fn group_coordinator_4_replicated_iggy_gateway_dies_seed_1_a_returning_gateway_waits_and_keeps_acknowledged_commits() {
+fn group_coordinator_4_replicated_iggy_gateway_dies_seed_2_a_returning_gateway_waits_and_keeps_acknowledged_commits() {
     let scenario = scenario("replicated-iggy-gateway-dies");
-    let output = run_world(scenario.name, &scenario.config, 1, false);
+    // Seed 1 at first; seed 2 since issue 50's peer channel changed how seeds play out.
+    let output = run_world(scenario.name, &scenario.config, 2, false);
     let healed = output.history.healed_us.expect("the network healed");
     assert!(
         output.history.faults.iter().any(|f| matches!(
             &f.kind,
             kafka_iggy_simulation::history::FaultKind::GatewayCrash { gateway } if gateway == "gateway-1"
         ) && f.end_us.is_some_and(|end| end < healed)),
-        "seed 1 no longer brings gateway-1 back while the group runs: pick another seed"
+        "seed 2 no longer brings gateway-1 back while the group runs: pick another seed"
     );
-    holds(&scenario, 1);
+    holds(&scenario, 2);
 }
 
 /// Found by `simulation sweep replicated-iggy-gateway-dies --seeds 1-1000`, fixed by
