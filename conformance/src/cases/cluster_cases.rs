@@ -62,7 +62,12 @@ pub const CASES: &[crate::cases::ListedCase] = &[
     },
     crate::cases::ListedCase {
         name: "primary_killed_while_a_group_consumes_and_commits_resumes_from_its_commits",
-        rules: &["CLUSTER-FAILOVER-1", "CLUSTER-FAILOVER-2", "CO-MEMBER-1"],
+        rules: &[
+            "CLUSTER-FAILOVER-1",
+            "CLUSTER-FAILOVER-2",
+            "CLUSTER-FAILOVER-4",
+            "CO-MEMBER-1",
+        ],
     },
     crate::cases::ListedCase {
         name: "primary_killed_during_a_fetch_long_poll_answers_and_the_consumer_resumes",

@@ -745,6 +745,16 @@ pub(super) fn is_connection_error(e: &IggyError) -> bool {
     classify(e) != Failure::Refused
 }
 
+/// CLUSTER-FAILOVER-4: InvalidFormat to a call the gateway built well-formed and may repeat
+/// (a read, an offset stored or fetched, a lookup). A node that has not yet learnt the
+/// cluster's new primary answers so (DIFF-18: logins and calls during an election; in the
+/// cluster tier a consumer's Fetch and OffsetCommit, 5 s after the primary's SIGKILL, on the node
+/// the dial stayed on because it could not describe its cluster): the call moves on as after a
+/// connection failure, within the failover bound, and the node is not demoted.
+pub(super) fn answered_mid_election(e: &IggyError) -> bool {
+    matches!(e, IggyError::InvalidFormat)
+}
+
 /// Errors that say the stream or topic does not exist.
 pub(super) fn is_not_found(e: &IggyError) -> bool {
     matches!(

@@ -180,10 +180,11 @@ impl Inner {
             let since = Instant::now();
             let until = (since + bound).min(deadline);
             match tokio::time::timeout_at(until, op(conn.client())).await {
-                Ok(Err(e)) if is_connection_error(&e) => {
+                Ok(Err(e)) if is_connection_error(&e) || answered_mid_election(&e) => {
                     tracing::debug!("Iggy call failed on the connection ({e}); moving and retrying");
                     let why = format!("failed a call ({e})");
-                    let demote = (classify(&e) == Failure::Unknown).then_some(Demotion { why: &why, since });
+                    let demote = (classify(&e) == Failure::Unknown || answered_mid_election(&e))
+                        .then_some(Demotion { why: &why, since });
                     conn.mark_broken(epoch, demote).await;
                     last = Some(e.to_string());
                 }

@@ -312,6 +312,8 @@ struct Script {
     metadata: Option<Option<String>>,
     /// Answers every other request with an empty success.
     calls: bool,
+    /// Answers every other request with this error instead: a node mid-election.
+    call_error: Option<IggyError>,
 }
 
 /// In a [`Script`]'s metadata, the fake node's own address.
@@ -462,6 +464,9 @@ async fn fake_connection(
                     .to_bytes()
                     .to_vec()
                 })
+            } else if let Some(e) = &script.call_error {
+                status = e.as_code();
+                Some(Vec::new())
             } else {
                 // A metadata operation answers a result section; the rest an empty body.
                 let framed = operation >= Operation::CreateStream as u8 && operation < Operation::Register as u8 + 160;
@@ -533,6 +538,36 @@ async fn cluster_failover_3_a_node_that_takes_logins_then_stalls_calls_is_left_f
     result.expect("answered by the next member");
     // A second call goes to the member that answered, without waiting on the stalled one.
     b.inner.pooled(some_call).await.expect("answered again");
+    assert_eq!(answers.logins(), 1);
+}
+
+/// CLUSTER-FAILOVER-4: a node answering a well-formed call InvalidFormat (as one does until it
+/// learns the cluster's new primary) is left for the next member within the failover bound;
+/// the call was answered -1 to Kafka clients before.
+#[tokio::test]
+async fn cluster_failover_4_a_call_answered_invalid_format_moves_to_the_next_member() {
+    let mid_election = FakeNode::start(Script {
+        logins: true,
+        metadata: Some(None),
+        call_error: Some(IggyError::InvalidFormat),
+        ..Script::default()
+    })
+    .await;
+    let answers = FakeNode::start(Script {
+        logins: true,
+        metadata: Some(None),
+        calls: true,
+        ..Script::default()
+    })
+    .await;
+    let b = backend_on(
+        &format!("{},{}", mid_election.address, answers.address),
+        Duration::from_secs(3),
+    )
+    .await
+    .unwrap();
+    assert_eq!(answers.logins(), 0, "the pool logged in at the first member");
+    b.inner.pooled(some_call).await.expect("answered by the next member");
     assert_eq!(answers.logins(), 1);
 }
 
