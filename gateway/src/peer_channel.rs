@@ -56,7 +56,7 @@ const ACCEPT_BYTES: usize = TAG_BYTES;
 const PROBE_BYTES: usize = 8 + TAG_BYTES;
 /// Responder → prober: the probe's number, whether its clients are served, for how long its
 /// serving runtime has not been seen to run (ms), and the tag over them.
-const ANSWER_BYTES: usize = 8 + 1 + 4 + 1 + TAG_BYTES;
+const ANSWER_BYTES: usize = 8 + 1 + 4 + TAG_BYTES;
 
 /// The shortest `peer_secret` accepted: 128 bits, if each byte were random.
 pub const MIN_SECRET_BYTES: usize = 16;
@@ -147,12 +147,11 @@ impl Transcript {
 }
 
 /// One answer's content, the part its tag covers.
-fn answer_body(seq: u64, answer: Answer) -> [u8; ANSWER_BYTES - TAG_BYTES] {
+fn answer_body(seq: u64, serving: bool, stalled_ms: u32) -> [u8; ANSWER_BYTES - TAG_BYTES] {
     let mut body = [0u8; ANSWER_BYTES - TAG_BYTES];
     body[..8].copy_from_slice(&seq.to_be_bytes());
-    body[8] = u8::from(answer.serving);
-    body[9..13].copy_from_slice(&answer.stalled_ms.to_be_bytes());
-    body[13] = u8::from(answer.claims);
+    body[8] = u8::from(serving);
+    body[9..].copy_from_slice(&stalled_ms.to_be_bytes());
     body
 }
 
@@ -203,19 +202,13 @@ pub struct Answer {
     pub serving: bool,
     /// How long its serving runtime had not been seen to run, in ms.
     pub stalled_ms: u32,
-    /// GROUP-COORDINATOR-9: whether it leads its own groups and partitions, or will within
-    /// [`crate::peers::CLAIM_NOTICE_ROUNDS`] rounds (false while it warms up).
-    pub claims: bool,
 }
 
 /// What one probe found.
 #[derive(Debug)]
 pub enum ProbeOutcome {
-    /// An authenticated answer from a peer that serves its clients, and whether it claims
-    /// what it leads (GROUP-COORDINATOR-9).
-    Serving {
-        claims: bool,
-    },
+    /// An authenticated answer from a peer that serves its clients.
+    Serving,
     /// An authenticated answer from a peer whose serving runtime has stalled past its limit.
     Stalled {
         for_ms: u32,
@@ -226,21 +219,13 @@ pub enum ProbeOutcome {
 impl ProbeOutcome {
     /// Whether the probe counts as answered (GROUP-COORDINATOR-2).
     pub fn answered(&self) -> bool {
-        matches!(self, ProbeOutcome::Serving { .. })
-    }
-
-    /// GROUP-COORDINATOR-9: what an answer said of the peer's claim; `None` without an answer.
-    pub fn claims(&self) -> Option<bool> {
-        match self {
-            ProbeOutcome::Serving { claims } => Some(*claims),
-            _ => None,
-        }
+        matches!(self, ProbeOutcome::Serving)
     }
 
     /// Why it does not, for the log.
     pub fn failure(&self) -> Option<String> {
         match self {
-            ProbeOutcome::Serving { .. } => None,
+            ProbeOutcome::Serving => None,
             ProbeOutcome::Stalled { for_ms } => Some(format!(
                 "its client-serving runtime has not run for {for_ms} ms (GROUP-COORDINATOR-8)"
             )),
@@ -319,7 +304,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Link<S> {
         Ok(Answer {
             serving: body[8] == 1,
             stalled_ms: u32::from_be_bytes(body[9..13].try_into().expect("4 bytes")),
-            claims: body[13] == 1,
         })
     }
 }
@@ -353,7 +337,7 @@ where
         Ok::<_, PeerError>((link, answer))
     };
     match tokio::time::timeout(timeout, attempt).await {
-        Ok(Ok((link, answer))) if answer.serving => (Some(link), ProbeOutcome::Serving { claims: answer.claims }),
+        Ok(Ok((link, answer))) if answer.serving => (Some(link), ProbeOutcome::Serving),
         Ok(Ok((link, answer))) => (
             Some(link),
             ProbeOutcome::Stalled {
@@ -376,21 +360,9 @@ where
 pub struct ServingPulse {
     beats: AtomicU64,
     fenced: AtomicBool,
-    /// GROUP-COORDINATOR-9: what the answers say of this gateway's claim, set by the probe loop
-    /// from `PeerHealth::claims`; false until it is first set (a gateway starts warming up).
-    claims: AtomicBool,
 }
 
 impl ServingPulse {
-    /// GROUP-COORDINATOR-9: says in the next answers whether this gateway claims what it leads.
-    pub fn set_claims(&self, claims: bool) {
-        self.claims.store(claims, Ordering::Release);
-    }
-
-    fn claims(&self) -> bool {
-        self.claims.load(Ordering::Acquire)
-    }
-
     /// One beat of the serving runtime.
     pub fn beat(&self) {
         self.beats.fetch_add(1, Ordering::Release);
@@ -600,14 +572,7 @@ impl Responder {
             }
             last = seq;
             let (serving, stalled_ms) = self.serving();
-            let body = answer_body(
-                seq,
-                Answer {
-                    serving,
-                    stalled_ms,
-                    claims: self.pulse.claims(),
-                },
-            );
+            let body = answer_body(seq, serving, stalled_ms);
             let mut answer = [0u8; ANSWER_BYTES];
             answer[..body.len()].copy_from_slice(&body);
             answer[body.len()..].copy_from_slice(&tag(&key, "kig-peer/1 answer", &[&body]));

@@ -22,18 +22,10 @@ pub const UP_AFTER_PROBES: u32 = 2;
 /// margin, lets every survivor let go first.
 pub const WARM_UP_ROUNDS: u32 = UP_AFTER_PROBES + 2;
 
-/// Rounds before the end of its warm-up that a gateway starts saying, in its probe answers, that
-/// it claims what it leads (GROUP-COORDINATOR-9): a peer probes it once a period, so a peer
-/// holding its groups lets go at least a round before it takes them.
-pub const CLAIM_NOTICE_ROUNDS: u32 = 2;
-
 /// One peer's standing, from the probes so far.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Standing {
     up: bool,
-    /// GROUP-COORDINATOR-9: its last answer said it claims what it leads (a peer is taken to
-    /// until it answers otherwise, as it is taken to be up).
-    claims: bool,
     /// Probes in a row whose outcome disagrees with `up`.
     streak: u32,
 }
@@ -83,14 +75,7 @@ impl PeerHealth {
     /// Every peer starts up: until probes say otherwise, the groups stay where the hash puts
     /// them, as they did before peers were probed.
     pub fn new(nodes: Vec<Node>, me: i32) -> Self {
-        let standings = vec![
-            Standing {
-                up: true,
-                claims: true,
-                streak: 0
-            };
-            nodes.len()
-        ];
+        let standings = vec![Standing { up: true, streak: 0 }; nodes.len()];
         // Alone, nobody else may hold a group: no warm-up.
         let warm_up = if nodes.len() > 1 { WARM_UP_ROUNDS } else { 0 };
         Self {
@@ -135,8 +120,7 @@ impl PeerHealth {
             if self.nodes[i].id == self.me {
                 warm
             } else {
-                // GROUP-COORDINATOR-9: a peer still warming up leads nothing.
-                standings[i].up && standings[i].claims
+                standings[i].up
             }
         });
         &self.nodes[index]
@@ -158,35 +142,6 @@ impl PeerHealth {
             // PRODUCER-LEADER-1: its partitions go to the next peer up until it warms up again.
             self.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         }
-    }
-
-    /// GROUP-COORDINATOR-9: what this gateway's probe answers say of its claim: true from
-    /// [`CLAIM_NOTICE_ROUNDS`] rounds before its warm-up ends.
-    pub fn claims(&self) -> bool {
-        self.warm_up_rounds.load(std::sync::atomic::Ordering::Acquire) <= CLAIM_NOTICE_ROUNDS
-    }
-
-    /// GROUP-COORDINATOR-9: counts what this round's answers said of each peer's claim,
-    /// `claims[k]` for the k-th of [`PeerHealth::others`] (`None`: no answer, nothing learnt);
-    /// whether any changed, so that the caller lets go of what a peer now claims.
-    pub fn record_claims(&self, claims: &[Option<bool>]) -> bool {
-        let mut standings = self.lock();
-        let mut said = claims.iter();
-        let mut changed = false;
-        for (node, standing) in self.nodes.iter().zip(standings.iter_mut()) {
-            if node.id == self.me {
-                continue;
-            }
-            let Some(said) = said.next() else { break };
-            if let Some(claims) = *said {
-                changed |= standing.claims != claims;
-                standing.claims = claims;
-            }
-        }
-        if changed {
-            self.generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        }
-        changed
     }
 
     /// Whether this gateway has run its warm-up probe rounds and coordinates its own groups
@@ -367,62 +322,6 @@ mod tests {
         assert!(health.is_warm());
         assert_eq!(health.coordinator(&group).id, 1);
         assert!(PeerHealth::new(nodes(1), 0).is_warm(), "alone, no warm-up");
-    }
-
-    /// One probe round of `health`, its one peer answering with `peer_claims`.
-    fn round(health: &PeerHealth, peer_claims: bool) {
-        health.record_claims(&[Some(peer_claims)]);
-        health.record(&[true], 3);
-    }
-
-    #[test]
-    fn group_coordinator_9_gateways_warming_up_at_once_agree_after_one_round() {
-        let (a, b) = (PeerHealth::new(nodes(2), 0), PeerHealth::new(nodes(2), 1));
-        // Before any answer each takes the other for warm, as GROUP-COORDINATOR-4 has it.
-        let group = (0..)
-            .map(|i| format!("g{i}"))
-            .find(|g| hashed_index(g, 2) == 0)
-            .expect("some group hashes to node 0");
-        assert_eq!((a.coordinator(&group).id, b.coordinator(&group).id), (1, 0));
-        // One round: each hears the other is warming up too, and both name the hashed one.
-        round(&a, a.claims());
-        round(&b, b.claims());
-        for i in 0..64 {
-            let g = format!("g{i}");
-            assert_eq!(a.coordinator(&g).id, b.coordinator(&g).id, "group {g}");
-            assert_eq!(a.partition_leader("t", i).id, b.partition_leader("t", i).id);
-        }
-        assert_eq!(a.coordinator(&group).id, 0);
-    }
-
-    #[test]
-    fn group_coordinator_9_a_peer_lets_go_of_a_warming_gateways_groups_before_it_takes_them() {
-        // Node 1 held node 0's groups while node 0 was away; node 0 starts again.
-        let survivor = warm(nodes(2), 1);
-        let back = PeerHealth::new(nodes(2), 0);
-        let groups: Vec<String> = (0..64).map(|i| format!("g{i}")).collect();
-        let mut let_go = false;
-        for r in 0..=WARM_UP_ROUNDS + 1 {
-            for g in &groups {
-                // Never two coordinators, each naming itself.
-                let (x, y) = (back.coordinator(g).id, survivor.coordinator(g).id);
-                assert!(!(x == 0 && y == 1), "round {r}: group {g} coordinated by both");
-                if r == 1 {
-                    // Told it warms up, the survivor keeps its groups: one coordinator, not none.
-                    assert_eq!((x, y), (1, 1), "round {r}: group {g}");
-                }
-            }
-            let_go |= groups
-                .iter()
-                .any(|g| hashed_index(g, 2) == 0 && survivor.coordinator(g).id == 0);
-            // The survivor probes first in each round, then the one warming up.
-            round(&survivor, back.claims());
-            round(&back, survivor.claims());
-        }
-        assert!(let_go && back.is_warm());
-        for g in &groups {
-            assert_eq!(back.coordinator(g).id, survivor.coordinator(g).id, "group {g}");
-        }
     }
 
     #[test]

@@ -340,7 +340,6 @@ async fn pulse<B: Backend>(gateway: Arc<Gateway<B>>, mut stop: watch::Receiver<b
                 "this gateway runs again after its peers were told it had stalled: letting its groups go and warming up again (GROUP-COORDINATOR-8)"
             );
             gateway.peer_health.rewarm();
-            gateway.peer_pulse.set_claims(gateway.peer_health.claims());
             let_go_of_groups_elsewhere(&gateway);
         }
     }
@@ -389,12 +388,10 @@ async fn probe_peers<B: Backend, L: Listener>(gateway: Arc<Gateway<B>>, mut stop
             });
         }
         let mut answered = vec![false; others.len()];
-        let mut claims = vec![None; others.len()];
         while let Some(joined) = probes.join_next().await {
             if let Ok((index, link, outcome)) = joined {
                 links[index] = link;
                 answered[index] = outcome.answered();
-                claims[index] = outcome.claims();
                 if let Some(why) = outcome.failure() {
                     tracing::debug!(
                         "peer gateway {} ({}): probe failed: {why}",
@@ -406,15 +403,8 @@ async fn probe_peers<B: Backend, L: Listener>(gateway: Arc<Gateway<B>>, mut stop
             }
         }
         metrics().peer_probe_round();
-        let claims_changed = gateway.peer_health.record_claims(&claims);
         let changes = gateway.peer_health.record(&answered, config.peer_down_after_probes);
-        gateway.peer_pulse.set_claims(gateway.peer_health.claims());
         if changes.is_empty() {
-            if claims_changed {
-                // GROUP-COORDINATOR-9: a peer claims its groups again (or stopped): whatever this
-                // gateway held of them goes, as when a peer comes back (GROUP-COORDINATOR-3).
-                let_go_of_groups_elsewhere(&gateway);
-            }
             continue;
         }
         for change in &changes {
