@@ -219,14 +219,17 @@ fn producer_unknown_1_replicated_iggy_answers_an_idempotent_retry_after_the_prim
     );
 }
 
-/// PRODUCER-LEADER-1, PRODUCER-STATE-REBUILD-1: at `replicated-iggy-gateway-dies`' committed
-/// seed, gateway-1 stores an idempotent batch of a partition it leads and crashes before
-/// answering; gateway-0 takes the partition over, reads its tail back before its first
-/// idempotent batch there, and answers the producer's retry with gateway-1's copy.
+/// PRODUCER-LEADER-1, PRODUCER-STATE-REBUILD-1: at `replicated-iggy-gateway-dies`' seed 73,
+/// gateway-1 stores an idempotent batch of a partition it leads and crashes before answering;
+/// gateway-0 takes the partition over, reads its tail back before its first idempotent batch
+/// there, and answers the producer's retry with gateway-1's copy. (Seed 136, the scenario's
+/// committed seed, showed it until issue 50's merge changed how seeds play out; 73 is the first
+/// seed that shows it since.)
 #[test]
 fn producer_leader_1_a_retry_through_the_surviving_gateway_is_answered_with_the_dead_ones_copy() {
+    const SEED: u64 = 73;
     let scenario = scenario("replicated-iggy-gateway-dies");
-    let output = run_world(scenario.name, &scenario.config, scenario.seed, false);
+    let output = run_world(scenario.name, &scenario.config, SEED, false);
     let verdict = check(&output.history);
     assert!(!verdict.fails());
     let moved = verdict
@@ -239,8 +242,7 @@ fn producer_leader_1_a_retry_through_the_surviving_gateway_is_answered_with_the_
         .count();
     assert!(
         moved > 0,
-        "seed {} answers no retry through another gateway than the one that stored it: pick another seed",
-        scenario.seed
+        "seed {SEED} answers no retry through another gateway than the one that stored it: pick another seed"
     );
 }
 
