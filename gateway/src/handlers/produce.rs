@@ -712,7 +712,9 @@ mod tests {
         // Two gateways; this one (node 0) is still in its warm-up, so it leads nothing yet.
         let file = FileConfig {
             instance_id: Some(0),
-            peers: vec!["1=127.0.0.1:1".into()],
+            peers: vec!["1=127.0.0.1:1/2".into()],
+            peer_listen: Some("127.0.0.1:0".parse().expect("an address")),
+            peer_secret: Some(crate::auth::credentials::Secret::new("0123456789abcdef")),
             ..FileConfig::default()
         };
         let gateway = gateway_with_topic(file, "t").await;
