@@ -84,7 +84,10 @@ pub(super) const STOP_WAIT: Duration = Duration::from_secs(30);
 /// What the gateway owes is asserted: not ready while no node answers, ready once they agree,
 /// never restarted, appends served again, or, when the restarted nodes answer none, `/readyz`
 /// saying so (CLUSTER-SPLIT-1); records acknowledged after the restart read back; the member
-/// commits again. What the nodes keep across a restart of all of them is theirs: iggy-server
+/// commits again. When the nodes lost the producer's last acknowledged record, its next sequence
+/// is refused (PRODUCER-SEQ-1 after PRODUCER-UNKNOWN-3's window), librdkafka ends the producer
+/// with a fatal error, and a new producer must be served; the refusal must be owed (an
+/// acknowledged record is missing). What the nodes keep across a restart of all of them is theirs: iggy-server
 /// 0.9.0-edge.5 loses in most runs the last record acknowledged before the stop (the replicas'
 /// partitions diverged) or answers no append again, and SIGKILLed it loses everything not yet
 /// written to disk (DIFF-17). Those losses are printed as DIFF-17 figures, and fail the case only
@@ -141,7 +144,31 @@ pub(super) async fn whole_cluster_stopped_and_started_the_gateway_serves_again_a
         .await
         .context("after the whole cluster started again")?;
     let ready_in = started_in + ready_after;
-    if let Err(no_append) = stream.wait_acked_after(Some(restarted_at), 20, FAILOVER_WAIT).await {
+    let resumed = stream.wait_acked_after(Some(restarted_at), 20, FAILOVER_WAIT).await;
+    // PRODUCER-SEQ-1, PRODUCER-UNKNOWN-3: when the nodes lost the last acknowledged record
+    // (DIFF-17), the producer's next sequence follows a record its log no longer holds; past the
+    // settle window the gateway answers OUT_OF_ORDER_SEQUENCE_NUMBER, as Kafka's leader does after
+    // losing acknowledged records, and librdkafka takes that as fatal. The gateway then owes a new
+    // producer service: the stream goes on with one (its records numbered on from the first).
+    let (stream, first_acks, ended) = match (resumed, stream.fatal()) {
+        (Err(_), Some(fatal)) => {
+            let (acks, sent, failures) = stream.stop().await?;
+            let fresh_at = Instant::now();
+            let mut fresh = ProducerStream::start_from(&bootstrap, &topic, sent)?;
+            fresh
+                .wait_acked_after(None, 20, FAILOVER_WAIT)
+                .await
+                .context("a new producer, after the first one's fatal error")?;
+            let served_in = fresh_at.elapsed();
+            (fresh, acks, Some((fatal, failures.len(), served_in, sent)))
+        }
+        (resumed, _) => (
+            stream,
+            Vec::new(),
+            resumed.err().map(|e| (format!("{e:#}"), 0, Duration::ZERO, 0)),
+        ),
+    };
+    if let Some((no_append, ..)) = ended.as_ref().filter(|_| first_acks.is_empty()) {
         // DIFF-17: the restarted nodes answer metadata but no append. The gateway cannot serve
         // what the cluster refuses; it owes saying so (CLUSTER-SPLIT-1), not ready.
         let (said, _) = ops
@@ -165,7 +192,9 @@ pub(super) async fn whole_cluster_stopped_and_started_the_gateway_serves_again_a
     }
     let next_ack = stream.first_ack_after(down_at);
     let after_restart = stream.first_ack_after(restarted_at);
-    let (acks, sent, failures) = stream.stop().await?;
+    let (later_acks, later_sent, failures) = stream.stop().await?;
+    let sent = later_sent + ended.as_ref().map_or(0, |e| e.3);
+    let acks: Vec<Ack> = first_acks.iter().copied().chain(later_acks).collect();
     let figures = audit(&bootstrap, &topic, &acks).await?;
     let lost_before: Vec<u64> = figures
         .lost
@@ -186,6 +215,17 @@ pub(super) async fn whole_cluster_stopped_and_started_the_gateway_serves_again_a
         millis(next_ack),
         millis(after_restart)
     );
+    if let Some((fatal, failed, served_in, _)) = &ended {
+        println!(
+            "cluster tier: whole cluster {how}: DIFF-17: the nodes lost acknowledged records {lost_before:?}; the first producer's next sequence was refused ({failed} sends failed) and librdkafka ended it ({fatal}); a new producer was served {} ms after it started (PRODUCER-SEQ-1, PRODUCER-UNKNOWN-3)",
+            served_in.as_millis()
+        );
+        // The refusal is owed only to a producer whose acknowledged records the log lost.
+        ensure!(
+            !lost_before.is_empty(),
+            "the first producer was refused ({fatal}) though every record acknowledged before the stop is stored"
+        );
+    }
     if !figures.misplaced.is_empty() {
         let before: BTreeSet<u64> = acks[..acked_before.min(acks.len())].iter().map(|a| a.seq).collect();
         let described: Vec<String> = figures

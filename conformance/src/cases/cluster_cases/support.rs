@@ -10,7 +10,7 @@ use crate::iggy_cluster::IggyCluster;
 use anyhow::{anyhow, bail, ensure, Context as _};
 use kafka_iggy_gateway::backend::iggy::IggyBackend;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::producer::{FutureProducer, FutureRecord, Producer as _};
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
@@ -133,6 +133,9 @@ impl Ops {
     }
 }
 
+/// How long a producer stream waits after a failed send before the next record.
+const SEND_RETRY_PAUSE: Duration = Duration::from_millis(100);
+
 /// What a producer stream got back for one record.
 #[derive(Debug, Clone, Copy)]
 pub struct Ack {
@@ -145,13 +148,24 @@ pub struct Ack {
 }
 
 /// A librdkafka producer (acks=all, idempotence on) sending records `0, 1, 2, …` to partition 0
-/// of a topic, one at a time, until stopped; the payload of record `n` is `n` (from `first`, so
-/// that two streams in turn on one topic send distinct records).
+/// of a topic, one at a time, until stopped or until librdkafka raises a fatal error; the payload
+/// of record `n` is `n` (from `first`, so that two streams in turn on one topic send distinct
+/// records). Dropped without [`ProducerStream::stop`] (a case that failed early), it stops too.
 pub struct ProducerStream {
     stop: Arc<AtomicBool>,
     acks: Arc<Mutex<Vec<Ack>>>,
     acked: watch::Receiver<usize>,
+    fatal: Arc<Mutex<Option<String>>>,
     task: tokio::task::JoinHandle<anyhow::Result<(u64, Vec<String>)>>,
+}
+
+impl Drop for ProducerStream {
+    fn drop(&mut self) {
+        // A stream left running would send on, for the rest of the tier, to a gateway whose
+        // cluster is gone (a leaked stream whose producer had a fatal error once filled the
+        // tier's memory with its failures, 18 GB in three minutes).
+        self.stop.store(true, Ordering::Release);
+    }
 }
 
 impl ProducerStream {
@@ -172,9 +186,10 @@ impl ProducerStream {
             .context("creating the producer")?;
         let stop = Arc::new(AtomicBool::new(false));
         let acks = Arc::new(Mutex::new(Vec::new()));
+        let fatal = Arc::new(Mutex::new(None));
         let (count, acked) = watch::channel(0usize);
         let task = tokio::spawn({
-            let (stop, acks, topic) = (stop.clone(), acks.clone(), topic.to_string());
+            let (stop, acks, fatal, topic) = (stop.clone(), acks.clone(), fatal.clone(), topic.to_string());
             async move {
                 let mut seq = first;
                 let mut failures = Vec::new();
@@ -200,7 +215,18 @@ impl ProducerStream {
                             });
                             count.send_replace(acks.len());
                         }
-                        Err((e, _)) => failures.push(format!("record {seq}: {e}")),
+                        Err((e, _)) => {
+                            failures.push(format!("record {seq}: {e}"));
+                            // After a fatal error every send fails at once: the stream is over.
+                            if let Some((code, why)) = producer.client().fatal_error() {
+                                *fatal.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{code:?}: {why}"));
+                                seq += 1;
+                                break;
+                            }
+                            // A send refused at once must not spin: an application retries after
+                            // a pause, and the failures stay few enough to keep.
+                            tokio::time::sleep(SEND_RETRY_PAUSE).await;
+                        }
                     }
                     seq += 1;
                 }
@@ -212,6 +238,7 @@ impl ProducerStream {
             stop,
             acks,
             acked,
+            fatal,
             task,
         })
     }
@@ -228,7 +255,10 @@ impl ProducerStream {
             .map(|r| r.map(|_| ()));
         match waited {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(_)) => bail!("the producer stream ended before {n} acknowledgements"),
+            Ok(Err(_)) => bail!(
+                "the producer stream ended before {n} acknowledgements ({})",
+                self.fatal().unwrap_or_else(|| "no fatal error".into())
+            ),
             Err(_) => bail!(
                 "{} of {n} records acknowledged within {within:?}",
                 (self.counted_after(since))
@@ -275,10 +305,15 @@ impl ProducerStream {
         self.counted_after(None)
     }
 
+    /// The fatal error librdkafka raised, which ended the stream, if it did.
+    pub fn fatal(&self) -> Option<String> {
+        self.fatal.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
     /// Stops the stream; returns the acknowledgements, the records sent and the failed sends.
-    pub async fn stop(self) -> anyhow::Result<(Vec<Ack>, u64, Vec<String>)> {
+    pub async fn stop(mut self) -> anyhow::Result<(Vec<Ack>, u64, Vec<String>)> {
         self.stop.store(true, Ordering::Release);
-        let (sent, failures) = self.task.await.context("the producer stream")??;
+        let (sent, failures) = (&mut self.task).await.context("the producer stream")??;
         let acks = std::mem::take(&mut *self.acks.lock().unwrap_or_else(|e| e.into_inner()));
         Ok((acks, sent, failures))
     }
