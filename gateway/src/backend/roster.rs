@@ -10,6 +10,10 @@ use std::time::{Duration, Instant};
 /// it a split (CLUSTER-SPLIT-1): four times a failover's 4.9 s (DIFF-15), so a primary's death
 /// and the election after it never count.
 pub const SPLIT_AFTER: Duration = Duration::from_secs(20);
+
+/// CLUSTER-FAILOVER-5: how often a member that fails logins is sent one, from the whole gateway:
+/// the pace at which a node mid-election is asked again (`ELECTION_POLL`).
+pub const LOGIN_GATE: Duration = Duration::from_millis(250);
 /// How long a suspected split is reported after the last unanswered append: appends that stop
 /// coming do not keep the gateway not ready for ever.
 pub const SPLIT_REPORTED_FOR: Duration = Duration::from_secs(60);
@@ -127,6 +131,9 @@ pub struct RosterState {
     /// Appends unanswered since the last answered one: when the first and the last were
     /// (CLUSTER-SPLIT-1).
     stalled_appends: Option<(Instant, Instant)>,
+    /// CLUSTER-FAILOVER-5: per member, while it answers logins with a failure other than a
+    /// refusal of the credentials, the instant before which no other login is sent to it.
+    login_gate: Vec<Option<Instant>>,
 }
 
 impl RosterState {
@@ -145,6 +152,7 @@ impl RosterState {
             refused_unlisted: None,
             unavailable: None,
             stalled_appends: None,
+            login_gate: vec![None; n],
         }
     }
 
@@ -265,6 +273,32 @@ impl RosterState {
         let first = self.refused_unlisted.as_deref() != Some(named.as_str());
         self.refused_unlisted = Some(named.clone());
         Route::Unlisted { address: named, first }
+    }
+
+    /// CLUSTER-FAILOVER-5: whether a login may be sent to `node` at `now`. While the node fails
+    /// logins, one login at a time goes to it, one per [`LOGIN_GATE`] for the whole gateway: the
+    /// caller that may send it claims the next slot; the others get the instant to ask again.
+    /// A node that takes logins (or no member) is never held.
+    pub fn claim_login(&mut self, node: &str, now: Instant) -> Result<(), Instant> {
+        let Some(i) = self.index(node) else {
+            return Ok(());
+        };
+        match self.login_gate[i] {
+            Some(open_at) if now < open_at => Err(open_at),
+            Some(_) => {
+                self.login_gate[i] = Some(now + LOGIN_GATE);
+                Ok(())
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// CLUSTER-FAILOVER-5: `node` answered a login at `now` with a failure that is not a
+    /// refusal of the credentials (seen during an election), or took it (`ok`).
+    pub fn on_login(&mut self, node: &str, ok: bool, now: Instant) {
+        if let Some(i) = self.index(node) {
+            self.login_gate[i] = (!ok).then_some(now + LOGIN_GATE);
+        }
     }
 
     /// CLUSTER-SPLIT-1: an append was answered; any stall is over.
@@ -602,6 +636,30 @@ mod tests {
         assert!(roster.split_suspected(later + SPLIT_REPORTED_FOR).is_none());
         roster.on_append_answered();
         assert!(roster.split_suspected(later).is_none());
+    }
+
+    #[test]
+    fn cluster_failover_5_a_node_failing_logins_gets_one_at_a_time_from_the_gateway() {
+        let t0 = Instant::now();
+        let mut r = roster(2);
+        // Taking logins: every connection may log in at once.
+        assert_eq!(r.claim_login(&a(0), t0), Ok(()));
+        assert_eq!(r.claim_login(&a(0), t0), Ok(()));
+        // A failed login holds the node for LOGIN_GATE: the other connections wait.
+        r.on_login(&a(0), false, t0);
+        assert_eq!(r.claim_login(&a(0), t0), Err(t0 + LOGIN_GATE));
+        assert_eq!(r.claim_login(&a(1), t0), Ok(()), "another member is not held");
+        // Then one caller claims the next slot and the others wait for the one after.
+        let later = t0 + LOGIN_GATE;
+        assert_eq!(r.claim_login(&a(0), later), Ok(()));
+        assert_eq!(r.claim_login(&a(0), later), Err(later + LOGIN_GATE));
+        // A login taken opens the node to every connection again.
+        r.on_login(&a(0), true, later);
+        assert_eq!(r.claim_login(&a(0), later), Ok(()));
+        assert_eq!(r.claim_login(&a(0), later), Ok(()));
+        // A node that is no member (an unlisted leader followed) is never held.
+        r.on_login("10.0.0.9:8090", false, t0);
+        assert_eq!(r.claim_login("10.0.0.9:8090", t0), Ok(()));
     }
 
     #[test]

@@ -153,6 +153,7 @@ impl Target {
                 Tried::Down(e)
             }
             Dialled::Failed(e) => Tried::Failed(e),
+            Dialled::Held => Tried::Held,
             Dialled::Silent => {
                 // Silent for as long as the sweep could wait: connections still on it leave it
                 // too (an overtaken try only put it last, see `Conn::sweep`).
@@ -169,6 +170,9 @@ impl Target {
         if let Some(e) = self.malformed_credentials() {
             return Ok(Dialled::Refused(e));
         }
+        if !self.login_turn(&dial.address, until).await {
+            return Ok(Dialled::Held);
+        }
         let client = Arc::new(self.client_for(dial)?);
         let steps = async {
             // The connection's own configuration (TLS above all) is the same for every node.
@@ -183,7 +187,15 @@ impl Target {
             // answers a login with (seen during an election: InvalidFormat; an evicted session:
             // Disconnected) fails this dial only, and says nothing against the node: what a
             // principal sends must not demote a node for every connection.
-            self.login(&client).await.map_err(|e| {
+            let login = self.login(&client).await;
+            // Only the node's own state holds the gate (CLUSTER-FAILOVER-5): what one
+            // principal's login is refused for must not slow another's.
+            let mid_election = |e: &IggyError| answered_mid_election(e) || is_connection_error(e);
+            if login.is_ok() || login.as_ref().is_err_and(mid_election) {
+                self.roster()
+                    .on_login(&dial.address, login.is_ok(), std::time::Instant::now());
+            }
+            login.map_err(|e| {
                 if refuses_the_credentials(&e) {
                     Dialled::Refused(e)
                 } else {
@@ -202,6 +214,22 @@ impl Target {
         };
         retire(client);
         Ok(dialled)
+    }
+
+    /// CLUSTER-FAILOVER-5: waits, within `until`, for this gateway's turn to send `node` a
+    /// login; false when the turn would come too late (the node is then not demoted: it answers,
+    /// only not logins yet).
+    async fn login_turn(&self, node: &str, until: Instant) -> bool {
+        loop {
+            let open_at = match self.roster().claim_login(node, std::time::Instant::now()) {
+                Ok(()) => return true,
+                Err(open_at) => Instant::from_std(open_at),
+            };
+            if open_at >= until {
+                return false;
+            }
+            tokio::time::sleep_until(open_at).await;
+        }
     }
 
     /// CLUSTER-ROSTER-2: where `dial` sends the connection after it named `leader`. A leader not
@@ -276,6 +304,9 @@ pub(super) enum Tried {
     Down(IggyError),
     /// The login failed twice for another reason than the credentials.
     Failed(IggyError),
+    /// No login was sent: the node fails logins and another connection's turn came first
+    /// (CLUSTER-FAILOVER-5).
+    Held,
     /// No answer within `until` (the node is demoted).
     Silent,
 }
@@ -629,6 +660,12 @@ impl Conn {
                     why.push(format!("{address}: login: {e}"));
                     only_refused = false;
                 }
+                Ok(Tried::Held) => {
+                    why.push(format!(
+                        "{address}: fails logins, and another connection's login to it was due first (CLUSTER-FAILOVER-5)"
+                    ));
+                    only_refused = false;
+                }
                 Ok(Tried::Silent) => {
                     if !overtaken {
                         tracing::warn!(
@@ -711,6 +748,9 @@ pub(super) enum Dialled {
     Down(IggyError),
     /// The node answered the login with an error other than a refusal of the credentials.
     Failed(IggyError),
+    /// The node fails logins, and this gateway's next one to it may not go before `until`
+    /// (CLUSTER-FAILOVER-5).
+    Held,
     /// No answer within the node bound: connect, login or metadata stalled.
     Silent,
 }

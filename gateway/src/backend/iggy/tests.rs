@@ -301,6 +301,8 @@ struct Script {
     logins: bool,
     /// Answers every login with this error instead.
     login_error: Option<IggyError>,
+    /// Logins answered with `login_error`, over all its connections.
+    logins_refused: Arc<AtomicUsize>,
     /// Answers a login only this long after it came: a node slow under load.
     login_delay: Option<Duration>,
     /// Logins left unanswered before it answers them, over all its connections: logins sent
@@ -412,6 +414,7 @@ async fn fake_connection(
         let mut status = 0u32;
         let body: Option<Vec<u8>> =
             if let (true, Some(e)) = (operation == Operation::Register as u8, &script.login_error) {
+                script.logins_refused.fetch_add(1, Ordering::SeqCst);
                 status = e.as_code();
                 Some(Vec::new())
             } else if operation == Operation::Register as u8 {
@@ -569,6 +572,59 @@ async fn cluster_failover_4_a_call_answered_invalid_format_moves_to_the_next_mem
     assert_eq!(answers.logins(), 0, "the pool logged in at the first member");
     b.inner.pooled(some_call).await.expect("answered by the next member");
     assert_eq!(answers.logins(), 1);
+}
+
+/// CLUSTER-FAILOVER-5: connections reconnecting together while the first member answers logins
+/// InvalidFormat (a node mid-election) send it one login each, then one more between them,
+/// rather than each its own second try: the cluster tier saw 37 logins a second from one
+/// gateway's connections at a node with no primary to forward them to.
+#[tokio::test]
+async fn cluster_failover_5_connections_reconnecting_together_take_turns_at_a_node_failing_logins() {
+    let refused = Arc::new(AtomicUsize::new(0));
+    let mid_election = FakeNode::start(Script {
+        login_error: Some(IggyError::InvalidFormat),
+        logins_refused: refused.clone(),
+        ..Script::default()
+    })
+    .await;
+    let answers = FakeNode::start(Script {
+        logins: true,
+        metadata: Some(None),
+        calls: true,
+        ..Script::default()
+    })
+    .await;
+    let roster = format!("{},{}", mid_election.address, answers.address);
+    let b = backend_on(&roster, Duration::from_secs(3)).await.unwrap();
+    // The pool's own connect met the node first and left it failing logins.
+    let first = refused.load(Ordering::SeqCst);
+    assert!(first >= 1, "the pool's connect tried the first member");
+    const CONNECTIONS: usize = 8;
+    let conns: Vec<Arc<Conn>> = (0..CONNECTIONS)
+        .map(|_| Arc::new(Conn::new(b.inner.target.clone()).unwrap()))
+        .collect();
+    // Every reconnect starts at the first member: it answers, so it is not demoted.
+    b.inner
+        .target
+        .roster()
+        .on_answer(&mid_election.address, Answer::Connected, std::time::Instant::now());
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut reconnects = tokio::task::JoinSet::new();
+    for conn in &conns {
+        let conn = conn.clone();
+        reconnects.spawn(async move { conn.reconnect(0, deadline, false).await });
+    }
+    while let Some(result) = reconnects.join_next().await {
+        result.unwrap().expect("the second member took every connection");
+    }
+    let sent = refused.load(Ordering::SeqCst) - first;
+    // Without the gate: two logins per connection (the try and its retry after ELECTION_POLL);
+    // with it, one per LOGIN_GATE for all of them.
+    assert!(
+        sent <= CONNECTIONS / 2 + 1,
+        "{sent} logins reached the node failing them from {CONNECTIONS} reconnects"
+    );
+    assert_eq!(answers.logins(), 1 + CONNECTIONS);
 }
 
 /// CLUSTER-FAILOVER-3: once one call found a node stalled, the other connections on it leave
