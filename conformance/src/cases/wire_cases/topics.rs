@@ -61,8 +61,8 @@ pub async fn create_topics_rules(endpoint: Endpoint) -> anyhow::Result<Outcome> 
             "an unknown config",
             with_config(
                 creatable(&fresh("kig-cfg-unknown"), 1),
-                "cleanup.policy",
-                Some("compact"),
+                "max.message.bytes",
+                Some("2000000"),
             ),
             INVALID_CONFIG,
         ),
@@ -88,7 +88,7 @@ pub async fn create_topics_rules(endpoint: Endpoint) -> anyhow::Result<Outcome> 
         ),
     ];
     if endpoint.profile.is_kafka() {
-        // TOPIC-CONFIG-1 and TOPIC-REPLICATION-1 (deviations): Kafka takes every config it
+        // TOPIC-CONFIG-2 and TOPIC-REPLICATION-1 (deviations): Kafka takes every config it
         // defines, retention.ms 0 included, and honours a manual replica assignment.
         refused.retain(|(what, _, _)| {
             !matches!(
