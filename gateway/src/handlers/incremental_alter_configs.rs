@@ -50,7 +50,12 @@ fn config_change(configs: &[AlterableConfig]) -> Result<ConfigChange, Refusal> {
             // to Kafka's default) changes nothing; neither is a list.
             match config.config_operation {
                 OP_SET => topic_configs::check(name, config.value.as_deref()).map_err(invalid_config)?,
-                OP_DELETE if topic_configs::row(name).is_some() => topic_configs::Checked::Ignored,
+                // A refused row stays refused: DELETE would promise the config is Kafka's default.
+                OP_DELETE
+                    if topic_configs::row(name).is_some_and(|r| r.decision != topic_configs::Decision::Refused) =>
+                {
+                    topic_configs::Checked::Ignored
+                }
                 OP_DELETE => return Err(invalid_config(topic_configs::unsupported(name))),
                 _ => {
                     topic_configs::check(name, config.value.as_deref()).map_err(invalid_config)?;

@@ -189,12 +189,12 @@ pub async fn create_topics_rules(endpoint: Endpoint) -> anyhow::Result<Outcome> 
         &mut client,
         vec![
             creatable(&preview, 3),
-            // A config the gateway does not know; for Kafka, a value no Kafka accepts.
+            // A config the gateway refuses (TOPIC-CONFIG-2); for Kafka, a value no Kafka accepts.
             match endpoint.profile {
                 Profile::Gateway => with_config(
                     creatable(&fresh("kig-validate-bad-config"), 1),
-                    "segment.bytes",
-                    Some("1024"),
+                    "max.message.bytes",
+                    Some("2000000"),
                 ),
                 Profile::Kafka => with_config(
                     creatable(&fresh("kig-validate-bad-config"), 1),
