@@ -250,3 +250,44 @@ async fn alterconfigs_5_the_whole_config_sets_the_policy_and_leaving_it_out_rese
     assert_eq!(described(&g, "status", "cleanup.policy").await.0, "delete");
     assert_eq!(expiry(&g, "status").await, Some(60_000_000));
 }
+
+/// CONNECT-INTERNAL-1: the three internal topics as a Kafka Connect 4.3 worker creates them
+/// (`TopicAdmin.createOrFindTopics`: the broker's partitions and replication where told -1, and
+/// `cleanup.policy=compact`), then checks them (`verifyTopicCleanupPolicyOnlyCompact`: every
+/// config described, the policy exactly `compact`, or the worker stops); a second worker's
+/// creation finds them.
+#[tokio::test]
+async fn connect_internal_1_internal_topics_are_created_and_described_as_a_worker_checks_them() {
+    let g = gateway();
+    for topic in ["cluster-configs", "cluster-offsets", "cluster-status"] {
+        assert_eq!(
+            create(&g, topic, &[("cleanup.policy", "compact")]).await,
+            (0, String::new()),
+            "{topic}"
+        );
+        let request = DescribeConfigsRequest::default().with_resources(vec![DescribeConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(s(topic))
+            .with_configuration_keys(None)]);
+        let response: DescribeConfigsResponse = answer(
+            g.handle_frame(frame(ApiKey::DescribeConfigs, 4, &request)).await,
+            ApiKey::DescribeConfigs,
+            4,
+        );
+        let policies: Vec<String> = response.results[0]
+            .configs
+            .iter()
+            .filter(|c| c.name.as_str() == "cleanup.policy")
+            .map(|c| c.value.as_ref().map(|v| v.to_string()).unwrap_or_default())
+            .collect();
+        assert_eq!(policies, ["compact"], "{topic}: one entry, exactly compact");
+        // A compacted topic's records stay (TOPIC-COMPACT-1): the worker rereads them all at start.
+        assert_eq!(expiry(&g, topic).await, None, "{topic}");
+        // Another worker of the cluster starting finds the topic.
+        assert_eq!(
+            create(&g, topic, &[("cleanup.policy", "compact")]).await.0,
+            36,
+            "{topic}: TOPIC_ALREADY_EXISTS"
+        );
+    }
+}

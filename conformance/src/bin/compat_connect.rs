@@ -235,7 +235,10 @@ async fn main() -> anyhow::Result<()> {
     println!("compat-connect: the gateway logs to {}", gateway_log.display());
     let program = match Program::find(&work) {
         Ok(p) => match p.list().await {
-            Ok(listing) => Ok((p, select(&cli, listing))),
+            Ok(listing) => {
+                undefined_rules(&listing)?;
+                Ok((p, select(&cli, listing)))
+            }
             Err(e) => Err(format!("{e:#}")),
         },
         Err(e) => Err(format!("{e:#}")),
@@ -243,6 +246,7 @@ async fn main() -> anyhow::Result<()> {
     let mut outcomes = Vec::new();
     let mut records = Vec::new();
     let mut targets = Vec::new();
+    let mut calls = Vec::new();
     for &choice in &cli.backend {
         let label = choice.label();
         let skip_all = |why: String| Outcome {
@@ -284,10 +288,12 @@ async fn main() -> anyhow::Result<()> {
                 }
             },
         };
+        let (ran, apis) = ran;
         for (outcome, record) in ran {
             outcomes.push(outcome);
             records.push(record);
         }
+        calls.push(apis);
     }
     let target = targets.join(", then ");
     let title = format!("Kafka Connect 4.3.0 against the gateway on {target}");
@@ -303,7 +309,7 @@ async fn main() -> anyhow::Result<()> {
         .with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &cli.json {
-        let doc = serde_json::json!({ "backends": targets, "results": records });
+        let doc = serde_json::json!({ "backends": targets, "results": records, "apis_called": calls });
         std::fs::write(path, serde_json::to_string_pretty(&doc)? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
     }
@@ -313,6 +319,25 @@ async fn main() -> anyhow::Result<()> {
     if totals.is_failure() || (required && program.is_err()) {
         std::process::exit(1);
     }
+    Ok(())
+}
+
+/// Every rule a case cites must be a live rule of docs/spec (the cases are Java, which the
+/// traceability test does not read).
+fn undefined_rules(listing: &[Listing]) -> anyhow::Result<()> {
+    use kafka_iggy_conformance::traceability::repo;
+    let spec = repo::load_spec(&repo::repo_root())?;
+    let bad: Vec<String> = listing
+        .iter()
+        .flat_map(|case| case.rules.iter().map(move |rule| (case, rule)))
+        .filter(|(_, rule)| !spec.rules.iter().any(|r| &r.id == *rule && !r.retired))
+        .map(|(case, rule)| format!("{} cites {rule}", case.name))
+        .collect();
+    anyhow::ensure!(
+        bad.is_empty(),
+        "cases cite rules that are not live in docs/spec: {}",
+        bad.join(", ")
+    );
     Ok(())
 }
 
@@ -332,7 +357,8 @@ async fn run<B: Backend>(
     work: &Path,
     backend: Arc<B>,
     native: NativeHandle,
-) -> anyhow::Result<Vec<(Outcome, serde_json::Value)>> {
+) -> anyhow::Result<(Vec<(Outcome, serde_json::Value)>, serde_json::Value)> {
+    let before = requests_by_api();
     let gateway = LocalGateway::serve(backend, LocalOptions::default()).await?;
     let bootstrap = gateway.endpoint.bootstrap.clone();
     let runs = work.join("runs").join(native.kind());
@@ -397,7 +423,66 @@ async fn run<B: Backend>(
     // PostgreSQL stops (and its data directory goes) when dropped.
     drop(pg);
     gateway.stop().await;
-    Ok(out)
+    // What Connect asked of the gateway: the in-process gateway's request counters, by API and
+    // version, over this backend's cases (docs/spec/connect.md lists what it needs).
+    let calls = api_delta(&before, &requests_by_api());
+    println!(
+        "compat-connect: {} Kafka APIs called on {}: {}",
+        calls.len(),
+        native.kind(),
+        calls
+            .iter()
+            .map(|(api, versions, n)| format!("{api} v{versions} x{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let apis = serde_json::json!({
+        "backend": native.kind(),
+        "apis_called": calls.iter().map(|(api, versions, n)| serde_json::json!({"api": api, "versions": versions, "requests": n})).collect::<Vec<_>>(),
+    });
+    Ok((out, apis))
+}
+
+/// The in-process gateway's request counters (`kafka_iggy_gateway_requests_total`), keyed by API
+/// and version.
+fn requests_by_api() -> std::collections::BTreeMap<(String, String), u64> {
+    let text = kafka_iggy_gateway::metrics::metrics().encode();
+    let mut out = std::collections::BTreeMap::new();
+    for line in text
+        .lines()
+        .filter(|l| l.starts_with("kafka_iggy_gateway_requests_total{"))
+    {
+        let label = |name: &str| {
+            let start = line.find(&format!("{name}=\""))? + name.len() + 2;
+            let len = line[start..].find('"')?;
+            Some(line[start..start + len].to_string())
+        };
+        let count = line.rsplit(' ').next().and_then(|n| n.parse::<f64>().ok());
+        if let (Some(api), Some(version), Some(count)) = (label("api"), label("version"), count) {
+            out.insert((api, version), count as u64);
+        }
+    }
+    out
+}
+
+/// The APIs asked between two readings: name, the versions used, and how many requests.
+fn api_delta(
+    before: &std::collections::BTreeMap<(String, String), u64>,
+    after: &std::collections::BTreeMap<(String, String), u64>,
+) -> Vec<(String, String, u64)> {
+    let mut by_api: std::collections::BTreeMap<String, (Vec<String>, u64)> = std::collections::BTreeMap::new();
+    for ((api, version), n) in after {
+        let asked = n - before.get(&(api.clone(), version.clone())).copied().unwrap_or(0);
+        if asked > 0 {
+            let entry = by_api.entry(api.clone()).or_default();
+            entry.0.push(version.clone());
+            entry.1 += asked;
+        }
+    }
+    by_api
+        .into_iter()
+        .map(|(api, (versions, n))| (api, versions.join("/"), n))
+        .collect()
 }
 
 /// Reads the CDC topic's records through the Iggy SDK (or the embedded model, as the SDK would

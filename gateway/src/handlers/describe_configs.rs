@@ -43,6 +43,8 @@ fn topic_configs(config: TopicConfig) -> Vec<DescribeConfigsResourceResult> {
     };
     vec![
         retention,
+        // CONNECT-INTERNAL-1: Kafka Connect stops unless its internal topics describe exactly
+        // `compact` here, as TOPIC-COMPACT-2 recorded it at their creation.
         match config.policy {
             CleanupPolicy::Delete => entry("cleanup.policy", "delete".into(), SOURCE_DEFAULT, TYPE_STRING),
             policy => entry(

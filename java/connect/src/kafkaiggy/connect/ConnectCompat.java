@@ -61,14 +61,14 @@ public final class ConnectCompat {
     record Case(String name, boolean quick, String needs, List<String> rules, Body body) { }
 
     static final List<Case> CASES = List.of(
-            new Case("filestream_pipeline", true, "", List.of("TOPIC-COMPACT-1", "DESCRIBECONFIGS-2", "CONNECT-INTERNAL-1",
-                    "CONNECT-GROUP-1"), ConnectCompat::pipeline),
-            new Case("two_workers_one_sigkilled", false, "", List.of("CONNECT-GROUP-1", "CONNECT-FORWARD-1",
-                    "GROUP-TIMEOUT-1", "DELIVERY-3"), ConnectCompat::twoWorkersOneKilled),
-            new Case("worker_restart_resumes_offsets", false, "", List.of("CONNECT-INTERNAL-1", "GROUP-COMMIT-1",
-                    "TOPIC-COMPACT-1"), ConnectCompat::restartResumes),
-            new Case("debezium_postgres_cdc", false, "postgres", List.of("TOPIC-COMPACT-1", "MAP-VALUE-1",
-                    "MAP-KEY-1", "CONNECT-INTERNAL-1"), ConnectCompat::debeziumPostgres));
+            new Case("filestream_pipeline", true, "", List.of("CONNECT-INTERNAL-1", "CONNECT-GROUP-1", "TOPIC-COMPACT-1",
+                    "DESCRIBECONFIGS-2", "LISTOFFSETS-LATEST-1"), ConnectCompat::pipeline),
+            new Case("two_workers_one_sigkilled", false, "", List.of("CONNECT-GROUP-1", "GROUP-JOIN-1", "GROUP-SYNC-1",
+                    "GROUP-TIMEOUT-1", "DELIVERY-2"), ConnectCompat::twoWorkersOneKilled),
+            new Case("worker_restart_resumes_offsets", false, "", List.of("CONNECT-INTERNAL-1", "TOPIC-COMPACT-1",
+                    "GROUP-COMMIT-1", "GROUP-LEAVE-1"), ConnectCompat::restartResumes),
+            new Case("debezium_postgres_cdc", false, "postgres", List.of("TOPIC-COMPACT-1", "MAP-KEY-1", "MAP-VALUE-1",
+                    "CONNECT-INTERNAL-1"), ConnectCompat::debeziumPostgres));
 
     final String bootstrap;
     final Path work;
@@ -207,19 +207,22 @@ public final class ConnectCompat {
             List<String> moved = new ArrayList<>(victim.assigned("connectors"));
             moved.addAll(victim.assigned("tasks"));
 
-            // Lines are appended at a steady pace while the worker dies.
+            // Lines are appended at a steady pace (500 a second) while the worker dies.
             Thread writer = new Thread(() -> {
                 try {
                     for (int i = 0; i < lines; i += 50) {
                         writeLines(in, i, Math.min(lines, i + 50));
-                        Thread.sleep(50);
+                        Thread.sleep(100);
                     }
                 } catch (Exception e) {
                     throw new RuntimeException(e);
                 }
             }, "writer");
             writer.start();
-            awaitLines(out, 600, WAIT, survivor);
+            awaitLines(out, 1200, WAIT, survivor);
+            // The source's file position committed before the kill: the survivor must resume at or
+            // after it (it may resume later, from a flush between this read and the kill).
+            long committedBefore = positionOf(c.sourcePosition(c.unique + "-offsets"));
             int atKill = Files.readAllLines(out).size();
             victim.kill();
             for (String unit : moved) {
@@ -229,10 +232,38 @@ public final class ConnectCompat {
             writer.join(TimeUnit.SECONDS.toMillis(60));
             List<String> got = awaitDistinct(out, lines, Duration.ofSeconds(120), survivor);
             int duplicates = got.size() - lines;
+            // The topic holds the dead task's lines 0..cut-1, then the survivor's from `resumed` on:
+            // the resumed position is a committed one, no earlier than the one read before the kill.
+            List<String> inTopic = c.readValues(topic, lines);
+            int cut = 1;
+            while (cut < inTopic.size() && inTopic.get(cut).equals(line(cut))) {
+                cut++;
+            }
+            check(cut < inTopic.size() || duplicates == 0, "the topic never restarts yet the sink has duplicates");
+            int resumed = cut < inTopic.size() ? Integer.parseInt(inTopic.get(cut).substring(5)) : cut;
+            List<String> expectedTopic = new ArrayList<>();
+            for (int i = 0; i < cut; i++) {
+                expectedTopic.add(line(i));
+            }
+            for (int i = resumed; i < lines; i++) {
+                expectedTopic.add(line(i));
+            }
+            check(inTopic.equals(expectedTopic), "the topic is not lines 0.." + (cut - 1) + " then " + resumed + ".."
+                    + (lines - 1) + " (" + inTopic.size() + " records)");
+            check((long) resumed * LINE_BYTES >= committedBefore, "the survivor resumed at line " + resumed
+                    + ", before the position " + committedBefore + " committed before the kill");
+            boolean sinkMoved = moved.stream().anyMatch(u -> u.startsWith(sink.getProperty("name")));
+            if (!sinkMoved) {
+                // Only the source task moved: every duplicate in the sink is one of the re-read lines.
+                check(duplicates == cut - resumed, duplicates + " duplicates in the sink, but the source re-read "
+                        + (cut - resumed) + " lines");
+            }
             survivor.stop();
             return "before the kill: " + before + "; " + victim.name + " SIGKILLed with " + atKill
-                    + " lines in the sink; " + moved + " moved to " + survivor.name + "; all " + lines
-                    + " lines arrived, " + duplicates + " delivered twice (at least once)";
+                    + " lines in the sink (source position committed " + committedBefore + " bytes = line "
+                    + committedBefore / LINE_BYTES + "); " + moved + " moved to " + survivor.name + "; the source resumed at line "
+                    + resumed + " after the dead task had produced " + cut + "; all " + lines + " lines arrived, "
+                    + duplicates + " delivered twice (at least once" + (sinkMoved ? ", the sink task moved too" : "") + ")";
         } finally {
             workers.close();
         }
@@ -541,6 +572,33 @@ public final class ConnectCompat {
         return last;
     }
 
+    /** The FileStream source's stored offset, {@code {"position":N}}, as N (0 when none). */
+    static long positionOf(String offset) throws Exception {
+        return offset.equals("none") ? 0 : JSON.readTree(offset).path("position").asLong();
+    }
+
+    /** The values of a one-partition topic, read from its start until {@code atLeast} are read. */
+    List<String> readValues(String topic, int atLeast) throws Exception {
+        List<String> out = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProps(null))) {
+            TopicPartition tp = new TopicPartition(topic, 0);
+            consumer.assign(List.of(tp));
+            consumer.seekToBeginning(List.of(tp));
+            long end = consumer.endOffsets(List.of(tp)).get(tp);
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (consumer.position(tp) < end || out.size() < atLeast) {
+                check(System.nanoTime() < deadline, "read " + out.size() + " records of " + topic + " (end " + end + ")");
+                for (ConsumerRecord<byte[], byte[]> r : consumer.poll(Duration.ofMillis(200))) {
+                    out.add(new String(r.value(), StandardCharsets.UTF_8));
+                }
+                if (out.size() >= atLeast) {
+                    end = consumer.endOffsets(List.of(tp)).get(tp);
+                }
+            }
+        }
+        return out;
+    }
+
     static void writeLines(Path file, int from, int to) throws Exception {
         StringBuilder b = new StringBuilder();
         for (int i = from; i < to; i++) {
@@ -548,6 +606,9 @@ public final class ConnectCompat {
         }
         Files.writeString(file, b.toString(), StandardOpenOption.CREATE, StandardOpenOption.APPEND);
     }
+
+    /** The bytes of one input line: {@code line-NNNNNN} and its newline. */
+    static final int LINE_BYTES = 12;
 
     static String line(int i) {
         return String.format("line-%06d", i);

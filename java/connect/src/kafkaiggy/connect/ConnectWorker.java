@@ -218,8 +218,11 @@ public final class ConnectWorker {
         line.put("event", name);
         line.put("ms", System.currentTimeMillis());
         line.putAll(fields);
-        System.out.println(Json.object(line));
+        String text = Json.object(line);
+        System.out.println(text);
         System.out.flush();
+        // The same line in the worker's log, beside what the herder logged then.
+        System.err.println("[event] " + text);
     }
 
     static Map<String, String> load(Path file) throws Exception {
