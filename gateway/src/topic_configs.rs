@@ -414,6 +414,59 @@ pub async fn write_markers<B: Backend>(
     Ok(())
 }
 
+/// The compacted topics (`compact` or `compact,delete`) this gateway has created, altered or
+/// described since it started, for the storage gauges (docs/operating.md): what never compacting
+/// costs (TOPIC-COMPACT-1) is storage that only grows, and these topics are where it grows.
+#[derive(Debug, Default)]
+pub struct CompactedTopics(std::sync::Mutex<BTreeSet<(String, String)>>);
+
+impl CompactedTopics {
+    /// Records what a topic's policy was found or set to.
+    pub fn note(&self, stream: &str, topic: &str, policy: CleanupPolicy) {
+        let mut known = self.0.lock().expect("the compacted-topic set is never poisoned");
+        let key = (stream.to_string(), topic.to_string());
+        if policy == CleanupPolicy::Delete {
+            known.remove(&key);
+        } else {
+            known.insert(key);
+        }
+    }
+
+    /// The known compacted topics that still exist, and the messages their partitions hold
+    /// (high watermark less log start, summed). A topic found deleted is forgotten; one the
+    /// backend does not answer for is left out of this count.
+    pub async fn retained<B: Backend>(&self, backend: &B) -> (u64, u64) {
+        let known: Vec<(String, String)> = self
+            .0
+            .lock()
+            .expect("the compacted-topic set is never poisoned")
+            .iter()
+            .cloned()
+            .collect();
+        let (mut topics, mut messages) = (0, 0);
+        for (stream, topic) in known {
+            match backend.get_topic(&stream, &topic).await {
+                Ok(Some(info)) => {
+                    topics += 1;
+                    for partition in 0..info.partitions {
+                        if let Ok(w) = backend.watermarks(&stream, &topic, partition).await {
+                            messages += w.high_watermark.saturating_sub(w.log_start_offset);
+                        }
+                    }
+                }
+                Ok(None) => {
+                    self.0
+                        .lock()
+                        .expect("the compacted-topic set is never poisoned")
+                        .remove(&(stream, topic));
+                }
+                Err(_) => {}
+            }
+        }
+        (topics, messages)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -556,5 +609,50 @@ mod tests {
         let names: BTreeSet<&str> = TABLE.iter().map(|r| r.name).collect();
         assert_eq!(names.len(), TABLE.len());
         assert!(TABLE.iter().all(|r| !r.why.is_empty()));
+    }
+
+    /// The storage gauges' count: the messages of the compacted topics known, forgetting a topic
+    /// set back to `delete` or deleted.
+    #[tokio::test]
+    async fn compacted_topics_count_what_their_partitions_hold() {
+        use crate::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
+        use crate::backend::TopicSpec;
+        use crate::clock::SystemClock;
+        use bytes::Bytes;
+        use iggy_common::IggyMessage;
+        let backend = EmbeddedBackend::new(std::sync::Arc::new(SystemClock), EmbeddedConfig::default());
+        backend.ensure_stream("s").await.unwrap();
+        for (topic, partitions) in [("configs", 1), ("offsets", 2), ("plain", 1)] {
+            let spec = TopicSpec {
+                partitions,
+                message_expiry_us: None,
+            };
+            backend.create_topic("s", topic, spec).await.unwrap();
+        }
+        let messages = |n: usize| -> Vec<IggyMessage> {
+            (0..n)
+                .map(|_| {
+                    IggyMessage::builder()
+                        .payload(Bytes::from_static(b"v"))
+                        .build()
+                        .unwrap()
+                })
+                .collect()
+        };
+        backend.append("s", "configs", 0, messages(3)).await.unwrap();
+        backend.append("s", "offsets", 0, messages(4)).await.unwrap();
+        backend.append("s", "offsets", 1, messages(5)).await.unwrap();
+        backend.append("s", "plain", 0, messages(7)).await.unwrap();
+        let known = CompactedTopics::default();
+        assert_eq!(known.retained(&backend).await, (0, 0));
+        known.note("s", "configs", CleanupPolicy::Compact);
+        known.note("s", "offsets", CleanupPolicy::CompactDelete);
+        known.note("s", "plain", CleanupPolicy::Delete);
+        assert_eq!(known.retained(&backend).await, (2, 12));
+        known.note("s", "offsets", CleanupPolicy::Delete);
+        assert_eq!(known.retained(&backend).await, (1, 3));
+        backend.delete_topic("s", "configs").await.unwrap();
+        assert_eq!(known.retained(&backend).await, (0, 0));
+        assert!(known.0.lock().unwrap().is_empty(), "a deleted topic is forgotten");
     }
 }

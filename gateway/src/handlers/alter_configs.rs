@@ -116,7 +116,11 @@ pub(crate) async fn alter_topic<B: Backend>(
     }
     topic_configs::apply(backend, &target.stream, &target.topic, now, next)
         .await
-        .map_err(failed)
+        .map_err(failed)?;
+    gateway
+        .compacted_topics
+        .note(&target.stream, &target.topic, next.policy);
+    Ok(())
 }
 
 /// The result entry of one resource.

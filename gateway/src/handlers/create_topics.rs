@@ -138,6 +138,9 @@ async fn record_config<B: Backend>(
         let _ = backend.delete_topic(&target.stream, &target.topic).await;
         return Err((code, format!("topic {name} not created: {context} failed: {e}")));
     }
+    gateway
+        .compacted_topics
+        .note(&target.stream, &target.topic, config.policy);
     Ok(())
 }
 

@@ -84,11 +84,18 @@ async fn topic_lookup<B: Backend>(
         None => {
             let found = match super::resolve_topic(gateway, session, name.as_str()).await {
                 Ok((target, info)) => {
-                    topic_configs::read(&*session.backend, &target.stream, &target.topic, info.message_expiry_us)
-                        .await
-                        .map_err(|e| {
-                            crate::error_map::backend_error(&e, &format!("reading the configs of topic {name}"))
-                        })
+                    let read =
+                        topic_configs::read(&*session.backend, &target.stream, &target.topic, info.message_expiry_us)
+                            .await
+                            .map_err(|e| {
+                                crate::error_map::backend_error(&e, &format!("reading the configs of topic {name}"))
+                            });
+                    if let Ok(config) = &read {
+                        gateway
+                            .compacted_topics
+                            .note(&target.stream, &target.topic, config.policy);
+                    }
+                    read
                 }
                 Err(code) => Err(code),
             };
