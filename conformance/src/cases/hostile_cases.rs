@@ -183,7 +183,7 @@ pub fn cases() -> Vec<Case> {
         ),
         case!(
             hostile_retention_ms_beyond_what_iggy_counts_never_expires,
-            ["LIMIT-CONFIG-VALUE-2", "TOPIC-CONFIG-1", "ALTERCONFIGS-4"],
+            ["LIMIT-CONFIG-VALUE-2", "TOPIC-CONFIG-2", "ALTERCONFIGS-6"],
             deviates: ["LIMIT-CONFIG-VALUE-2"]
         ),
         case!(hostile_many_idle_connections, ["LIMIT-CONNECTIONS-1", "LIMIT-ACCEPT-1"]),

@@ -230,11 +230,11 @@ pub fn cases() -> Vec<Case> {
                 "METADATA-NAME-1",
                 "TOPIC-PARTITIONS-1",
                 "TOPIC-REPLICATION-1",
-                "TOPIC-CONFIG-1",
+                "TOPIC-CONFIG-2",
                 "TOPIC-EXISTS-1",
                 "TOPIC-VALIDATE-ONLY-1",
             ],
-            deviates: ["TOPIC-CONFIG-1", "TOPIC-REPLICATION-1"]
+            deviates: ["TOPIC-CONFIG-2", "TOPIC-REPLICATION-1"]
         ),
         case!(
             delete_topics_then_metadata_reports_unknown,
@@ -243,8 +243,8 @@ pub fn cases() -> Vec<Case> {
         ),
         case!(
             describe_configs_reports_retention_and_fixed_entries,
-            ["DESCRIBECONFIGS-1", "TOPIC-CONFIG-1"],
-            deviates: ["DESCRIBECONFIGS-1"]
+            ["DESCRIBECONFIGS-2", "TOPIC-CONFIG-2"],
+            deviates: ["DESCRIBECONFIGS-2"]
         ),
         case!(
             describe_cluster_agrees_with_metadata,
@@ -252,8 +252,8 @@ pub fn cases() -> Vec<Case> {
         ),
         case!(
             alter_configs_change_retention_and_refuse_the_rest,
-            ["ALTERCONFIGS-1", "ALTERCONFIGS-3", "ALTERCONFIGS-4", "TOPIC-CONFIG-1"],
-            deviates: ["TOPIC-CONFIG-1"]
+            ["ALTERCONFIGS-1", "ALTERCONFIGS-3", "ALTERCONFIGS-6", "TOPIC-CONFIG-2"],
+            deviates: ["TOPIC-CONFIG-2"]
         ),
         case!(
             corrupt_crc_is_corrupt_message_and_magic_1_is_unsupported,

@@ -21,14 +21,13 @@ pub const LIST: &[NotApplicable] = &[
         reason: "its per-record error subtests set the topic config max.message.bytes through \
                  IncrementalAlterConfigs, which the gateway does not advertise, and expect KIP-467 \
                  per-record errors for the records above it; its other subtests pass",
-        source: "TOPIC-CONFIG-1, PROTO-VERSION-1",
+        source: "TOPIC-CONFIG-2, PROTO-VERSION-1",
     },
     NotApplicable {
         test: "0052_msg_timestamps",
         reason: "creates topics with message.timestamp.type=LogAppendTime and checks broker-assigned \
-                 timestamps; the gateway accepts no topic config but retention.ms and always answers \
-                 CreateTime batches",
-        source: "TOPIC-CONFIG-1, FETCH-BATCH-1",
+                 timestamps; the gateway refuses LogAppendTime and always answers CreateTime batches",
+        source: "TOPIC-CONFIG-2, FETCH-BATCH-1",
     },
     NotApplicable {
         test: "0054_offset_time",
@@ -38,8 +37,9 @@ pub const LIST: &[NotApplicable] = &[
     },
     NotApplicable {
         test: "0077_compaction",
-        reason: "needs cleanup.policy=compact; Iggy has no log compaction",
-        source: "TOPIC-CONFIG-1; open question 6 (docs/spec/open-questions.md)",
+        reason: "expects the broker to have compacted overwritten values away; the gateway accepts \
+                 cleanup.policy=compact but never compacts (every record stays at its offset)",
+        source: "TOPIC-COMPACT-1; open question 6 (docs/spec/open-questions.md)",
     },
     NotApplicable {
         test: "0081_admin",

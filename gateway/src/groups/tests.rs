@@ -855,3 +855,121 @@ async fn group_consumer_nonmember_1_a_non_members_heartbeat_changes_nothing() {
     );
     assert_eq!(c.consumer_describe("h").unwrap().group_epoch, 1, "no new group epoch");
 }
+
+/// A Kafka Connect worker's join: protocol type `connect`, the protocols `sessioned`, `compatible`
+/// and `default` (or fewer, for an older worker), each with metadata that is no consumer
+/// subscription.
+fn connect_join(member_id: &str, protocols: &[&'static str], metadata: &'static [u8]) -> JoinRequest {
+    JoinRequest {
+        group_id: "connect-cluster".into(),
+        member_id: member_id.into(),
+        protocol_type: "connect".into(),
+        protocols: protocols
+            .iter()
+            .map(|p| (p.to_string(), Bytes::from_static(metadata)))
+            .collect(),
+        session_timeout: Duration::from_secs(10),
+        rebalance_timeout: Duration::from_secs(60),
+        ..join_request(member_id, None)
+    }
+}
+
+/// CONNECT-GROUP-1: two Connect workers, one of them older (no `sessioned`), form one group: the
+/// protocol both offer that they prefer is chosen, the leader gets both workers' metadata as they
+/// sent it, and each worker gets the assignment the leader wrote for it, byte for byte.
+#[tokio::test(start_paused = true)]
+async fn connect_group_1_workers_agree_on_a_protocol_and_their_bytes_are_relayed() {
+    let c = coordinator();
+    let all = ["sessioned", "compatible", "default"];
+    // The first worker alone: its first choice.
+    let first = c.join(connect_join("", &all, b"worker-a url and config offset")).await;
+    assert_eq!(first.error_code, ResponseError::MemberIdRequired.code());
+    let a = c
+        .join(connect_join(&first.member_id, &all, b"worker-a url and config offset"))
+        .await;
+    assert_eq!(a.error_code, 0);
+    assert_eq!(a.protocol_type.as_deref(), Some("connect"));
+    assert_eq!(a.protocol_name.as_deref(), Some("sessioned"));
+    c.sync(
+        "connect-cluster",
+        a.generation,
+        &a.member_id,
+        None,
+        vec![(a.member_id.clone(), Bytes::from_static(b"A: everything"))],
+    )
+    .await;
+    // An older worker, without `sessioned`, joins: both rejoin and `compatible` is chosen.
+    let b_id = c
+        .join(connect_join("", &["compatible", "default"], b"worker-b"))
+        .await
+        .member_id;
+    let b_join = tokio::spawn({
+        let c = c.clone();
+        let b_id = b_id.clone();
+        async move {
+            c.join(connect_join(&b_id, &["compatible", "default"], b"worker-b"))
+                .await
+        }
+    });
+    tokio::task::yield_now().await;
+    let a2 = c
+        .join(connect_join(&a.member_id, &all, b"worker-a url and config offset"))
+        .await;
+    let b2 = b_join.await.unwrap();
+    assert_eq!((a2.error_code, b2.error_code), (0, 0));
+    assert_eq!(a2.protocol_name.as_deref(), Some("compatible"));
+    assert_eq!(b2.protocol_name.as_deref(), Some("compatible"));
+    let leader = if a2.leader == a2.member_id { &a2 } else { &b2 };
+    let mut seen: Vec<(String, Bytes)> = leader
+        .members
+        .iter()
+        .map(|(id, _, m)| (id.clone(), m.clone()))
+        .collect();
+    seen.sort();
+    let mut sent = vec![
+        (
+            a.member_id.clone(),
+            Bytes::from_static(b"worker-a url and config offset"),
+        ),
+        (b_id.clone(), Bytes::from_static(b"worker-b")),
+    ];
+    sent.sort();
+    assert_eq!(seen, sent, "the leader reads every worker's metadata as sent");
+    // The leader's assignments (incremental cooperative: a revocation for one, a new task for
+    // the other) reach each worker unread.
+    let assignments = vec![
+        (a.member_id.clone(), Bytes::from_static(b"A: revoke task 1")),
+        (b_id.clone(), Bytes::from_static(b"B: nothing yet")),
+    ];
+    let follower = if leader.member_id == a.member_id {
+        b_id.clone()
+    } else {
+        a.member_id.clone()
+    };
+    let follower_sync = tokio::spawn({
+        let c = c.clone();
+        let generation = a2.generation;
+        async move { c.sync("connect-cluster", generation, &follower, None, vec![]).await }
+    });
+    tokio::task::yield_now().await;
+    let leader_sync = c
+        .sync(
+            "connect-cluster",
+            a2.generation,
+            &leader.member_id,
+            None,
+            assignments.clone(),
+        )
+        .await;
+    let follower_sync = follower_sync.await.unwrap();
+    let got = |id: &str| {
+        if id == leader.member_id {
+            leader_sync.assignment.clone()
+        } else {
+            follower_sync.assignment.clone()
+        }
+    };
+    assert_eq!(got(&a.member_id), Bytes::from_static(b"A: revoke task 1"));
+    assert_eq!(got(&b_id), Bytes::from_static(b"B: nothing yet"));
+    assert_eq!(leader_sync.protocol_type.as_deref(), Some("connect"));
+}

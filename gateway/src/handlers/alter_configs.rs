@@ -1,12 +1,14 @@
-//! AlterConfigs (ALTERCONFIGS-1, ALTERCONFIGS-2, ALTERCONFIGS-3): a topic's configs replaced
-//! as a whole, of which the gateway honours `retention.ms` alone (TOPIC-CONFIG-1). Also what
+//! AlterConfigs (ALTERCONFIGS-1, ALTERCONFIGS-3, ALTERCONFIGS-5): a topic's configs replaced
+//! as a whole, of which the gateway honours `retention.ms` and `cleanup.policy` (TOPIC-COMPACT-1) and
+//! takes the rest as TOPIC-CONFIG-2's table says. Also what
 //! IncrementalAlterConfigs shares with it: the resource checks and the change of one topic.
 
-use super::create_topics::{retention_ms_expiry, unsupported_config};
+use super::create_topics::retention_ms_expiry;
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::error_map;
 use crate::gateway::Gateway;
+use crate::topic_configs::{self, Checked, PolicyEdit};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{AlterConfigsRequest, AlterConfigsResponse};
@@ -16,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 /// Kafka's resource types (ConfigResource.Type).
 pub(crate) const RESOURCE_TOPIC: i8 = 2;
 
-/// The one topic config the gateway honours (TOPIC-CONFIG-1).
+/// The topic config the handlers read themselves (TOPIC-CONFIG-2's first row).
 pub(crate) const RETENTION_MS: &str = "retention.ms";
 
 /// A refused resource: its code and a message naming why.
@@ -25,6 +27,14 @@ pub(crate) type Refusal = (i16, String);
 /// What a request changes of a topic's expiry: `None` leaves it, `Some(None)` makes messages
 /// never expire, `Some(Some(us))` expires them after `us` microseconds.
 pub(crate) type ExpiryChange = Option<Option<u64>>;
+
+/// What a request changes of a topic's configs: its retention ([`ExpiryChange`]: the configured
+/// `retention.ms`, which is the expiry unless the topic is `compact` alone) and its policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) struct ConfigChange {
+    pub retention: ExpiryChange,
+    pub policy: PolicyEdit,
+}
 
 pub(crate) fn invalid_config(message: String) -> Refusal {
     (ResponseError::InvalidConfig.code(), message)
@@ -74,30 +84,43 @@ pub(crate) fn check_resource<'a>(
 /// ALTERCONFIGS-1: applies `change` to the topic `name` (nothing when `validate_only`), after
 /// checking that the topic exists in the user's session. The change runs as the user, so Iggy's
 /// manage-topic permission decides it (AUTHZ-MAP-1: TOPIC_AUTHORIZATION_FAILED otherwise).
+/// TOPIC-COMPACT-2: the topic's recorded configs are read, changed and written back.
 pub(crate) async fn alter_topic<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
     name: &str,
-    change: ExpiryChange,
+    change: ConfigChange,
     validate_only: bool,
 ) -> Result<(), Refusal> {
-    let (target, _) = super::resolve_topic(gateway, session, name)
+    let (target, info) = super::resolve_topic(gateway, session, name)
         .await
         .map_err(|code| (code, format!("topic {name}")))?;
-    let Some(expiry) = change else {
+    if change == ConfigChange::default() {
         return Ok(());
+    }
+    let failed = |e: crate::backend::BackendError| {
+        let code = error_map::backend_error(&e, &format!("altering the configs of topic {name}"));
+        (code, e.to_string())
     };
+    let backend = &*session.backend;
+    let now = topic_configs::read(backend, &target.stream, &target.topic, info.message_expiry_us)
+        .await
+        .map_err(failed)?;
+    let mut next = now;
+    if let Some(retention) = change.retention {
+        next.retention_us = retention;
+    }
+    next.policy = change.policy.applied_to(now.policy).map_err(invalid_config)?;
     if validate_only {
         return Ok(());
     }
-    session
-        .backend
-        .set_message_expiry(&target.stream, &target.topic, expiry)
+    topic_configs::apply(backend, &target.stream, &target.topic, now, next)
         .await
-        .map_err(|e| {
-            let code = error_map::backend_error(&e, &format!("altering the configs of topic {name}"));
-            (code, e.to_string())
-        })
+        .map_err(failed)?;
+    gateway
+        .compacted_topics
+        .note(&target.stream, &target.topic, next.policy);
+    Ok(())
 }
 
 /// The result entry of one resource.
@@ -130,9 +153,10 @@ pub async fn handle<B: Backend>(
         ) {
             Err(refusal) => Err(refusal),
             Ok(()) => {
-                // ALTERCONFIGS-2: the request is the topic's whole config; retention.ms left out
-                // goes back to its default, never expire.
+                // ALTERCONFIGS-5: the request is the topic's whole config; retention.ms and
+                // cleanup.policy left out go back to their defaults, never expire and delete.
                 let mut expiry = None;
+                let mut policy = topic_configs::CleanupPolicy::Delete;
                 let mut refused = None;
                 for config in &resource.configs {
                     match config.name.as_str() {
@@ -140,15 +164,23 @@ pub async fn handle<B: Backend>(
                             Ok(value) => expiry = value,
                             Err(message) => refused = Some(invalid_config(message)),
                         },
-                        other => refused = Some(invalid_config(unsupported_config(other))),
+                        other => match topic_configs::check(other, config.value.as_deref()) {
+                            Ok(Checked::Policy(p)) => policy = p,
+                            Ok(Checked::Ignored) => {}
+                            Err(message) => refused = Some(invalid_config(message)),
+                        },
                     }
                     if refused.is_some() {
                         break;
                     }
                 }
+                let change = ConfigChange {
+                    retention: Some(expiry),
+                    policy: PolicyEdit::Set(policy),
+                };
                 match refused {
                     Some(refusal) => Err(refusal),
-                    None => alter_topic(gateway, session, name, Some(expiry), request.validate_only).await,
+                    None => alter_topic(gateway, session, name, change, request.validate_only).await,
                 }
             }
         };

@@ -1,11 +1,12 @@
 //! CreateTopics and the topic rules (TOPIC-NAME-1, TOPIC-PARTITIONS-1, TOPIC-REPLICATION-1,
-//! TOPIC-CONFIG-1, TOPIC-EXISTS-1). A topic named more than once is refused at each mention, as
+//! TOPIC-CONFIG-2, TOPIC-COMPACT-1, TOPIC-EXISTS-1). A topic named more than once is refused at each mention, as
 //! Kafka does (LIMIT-CREATETOPICS-DUPLICATES-1).
 
 use crate::auth::sessions::Session;
 use crate::backend::{Backend, BackendError, TopicSpec};
 use crate::error_map;
 use crate::gateway::Gateway;
+use crate::topic_configs::{self, Checked, TopicConfig};
 use iggy_common::IggyError;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::create_topics_request::CreatableTopic;
@@ -44,7 +45,7 @@ pub fn validate_topic_name(name: &str) -> Result<(), String> {
 /// 294,247) does not wrap.
 pub(crate) const RETENTION_MS_NEVER_ABOVE: i64 = i64::MAX / 1_000;
 
-/// TOPIC-CONFIG-1: the Iggy message expiry a `retention.ms` value stands for, or why the value
+/// TOPIC-CONFIG-2: the Iggy message expiry a `retention.ms` value stands for, or why the value
 /// is refused. CreateTopics and the config alterations (ALTERCONFIGS-1) read it alike.
 pub(crate) fn retention_ms_expiry(value: Option<&str>) -> Result<Option<u64>, String> {
     let ms: i64 = value
@@ -62,22 +63,28 @@ pub(crate) fn retention_ms_expiry(value: Option<&str>) -> Result<Option<u64>, St
     }
 }
 
-/// The message refusing a topic config the gateway cannot honour (TOPIC-CONFIG-1).
-pub(crate) fn unsupported_config(name: &str) -> String {
-    format!("config {name} is not supported by this gateway (only retention.ms)")
-}
-
-/// TOPIC-CONFIG-1: `retention.ms` becomes the message expiry; any other config is refused.
-fn message_expiry(topic: &CreatableTopic) -> Result<Option<u64>, String> {
-    let mut expiry = None;
+/// TOPIC-CONFIG-2: `retention.ms` becomes the retention, and every other config is decided by
+/// the table, of which `cleanup.policy` is kept (TOPIC-COMPACT-1).
+fn topic_config(topic: &CreatableTopic) -> Result<TopicConfig, String> {
+    let mut out = TopicConfig::default();
     for config in &topic.configs {
         let value = config.value.as_ref().map(|v| v.as_str());
         match config.name.as_str() {
-            "retention.ms" => expiry = retention_ms_expiry(value)?,
-            other => return Err(unsupported_config(other)),
+            "retention.ms" => out.retention_us = retention_ms_expiry(value)?,
+            other => {
+                if let Checked::Policy(policy) = topic_configs::check(other, value)? {
+                    out.policy = policy;
+                }
+            }
         }
     }
-    Ok(expiry)
+    Ok(out)
+}
+
+/// The message expiry CreateTopics gives the Iggy topic (TOPIC-COMPACT-1).
+#[cfg(test)]
+fn message_expiry(topic: &CreatableTopic) -> Result<Option<u64>, String> {
+    topic_config(topic).map(|c| c.expiry_us())
 }
 
 /// Creates the Iggy topic a Kafka topic maps to, creating its stream when missing. The topic is
@@ -111,6 +118,32 @@ pub(crate) async fn create_kafka_topic<B: Backend>(
     }
 }
 
+/// TOPIC-COMPACT-2: records a created topic's policy in its marker groups. A topic whose policy
+/// could not be recorded is deleted again, so that it never stands as `delete` when `compact`
+/// was asked: the creation is answered as failed.
+async fn record_config<B: Backend>(
+    gateway: &Gateway<B>,
+    session: &Session<B>,
+    name: &str,
+    config: &TopicConfig,
+) -> Result<(), (i16, String)> {
+    if config.markers().is_empty() {
+        return Ok(());
+    }
+    let target = gateway.config.topics.resolve(name);
+    let backend = &*session.backend;
+    if let Err(e) = topic_configs::write_markers(backend, &target.stream, &target.topic, config).await {
+        let context = format!("recording the configs of topic {name}");
+        let code = error_map::backend_error(&e, &context);
+        let _ = backend.delete_topic(&target.stream, &target.topic).await;
+        return Err((code, format!("topic {name} not created: {context} failed: {e}")));
+    }
+    gateway
+        .compacted_topics
+        .note(&target.stream, &target.topic, config.policy);
+    Ok(())
+}
+
 async fn create_one<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
@@ -136,7 +169,7 @@ async fn create_one<B: Backend>(
             "manual replica assignment is not supported".into(),
         ));
     }
-    let expiry = message_expiry(topic).map_err(|m| (ResponseError::InvalidConfig.code(), m))?;
+    let config = topic_config(topic).map_err(|m| (ResponseError::InvalidConfig.code(), m))?;
     // TOPIC-VALIDATE-ONLY-1: every check above has run; answer as creating would, create nothing.
     if validate_only {
         let target = gateway.config.topics.resolve(name);
@@ -145,9 +178,10 @@ async fn create_one<B: Backend>(
             _ => Ok(partitions),
         };
     }
-    create_kafka_topic(gateway, session, name, partitions, expiry)
+    create_kafka_topic(gateway, session, name, partitions, config.expiry_us())
         .await
         .map_err(|code| (code, format!("topic {name} not created")))?;
+    record_config(gateway, session, name, &config).await?;
     Ok(partitions)
 }
 
@@ -241,7 +275,7 @@ mod tests {
         }
         assert_eq!(message_expiry(&with_retention("-1")).unwrap(), None);
         assert_eq!(message_expiry(&with_retention("1500")).unwrap(), Some(1_500_000));
-        // Kafka's own refusals stand: not a long, 0 (TOPIC-CONFIG-1), below -1.
+        // Kafka's own refusals stand: not a long, 0 (TOPIC-CONFIG-2), below -1.
         for refused in ["9223372036854775808", "0", "-2", "1e3"] {
             assert!(message_expiry(&with_retention(refused)).is_err(), "{refused}");
         }

@@ -1,11 +1,13 @@
-//! DescribeConfigs (DESCRIBECONFIGS-1): enough for admin clients. Topics report `retention.ms`
-//! from the Iggy message expiry and fixed, read-only values for what the gateway decides itself.
+//! DescribeConfigs (DESCRIBECONFIGS-2): enough for admin clients. Topics report `retention.ms`
+//! and `cleanup.policy` as the topic records them (TOPIC-COMPACT-2) and fixed, read-only values
+//! for what the gateway decides itself.
 //! A topic named more than once is answered at each mention, as Kafka does, and looked up once
 //! (LIMIT-DESCRIBECONFIGS-DUPLICATES-1).
 
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
+use crate::topic_configs::{self, CleanupPolicy, TopicConfig};
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::describe_configs_response::{DescribeConfigsResourceResult, DescribeConfigsResult};
 use kafka_protocol::messages::{DescribeConfigsRequest, DescribeConfigsResponse};
@@ -29,8 +31,8 @@ fn entry(name: &str, value: String, source: i8, config_type: i8) -> DescribeConf
         .with_config_type(config_type)
 }
 
-fn topic_configs(message_expiry_us: Option<u64>) -> Vec<DescribeConfigsResourceResult> {
-    let retention = match message_expiry_us {
+fn topic_configs(config: TopicConfig) -> Vec<DescribeConfigsResourceResult> {
+    let retention = match config.retention_us {
         Some(us) => entry(
             "retention.ms",
             (us / 1_000).to_string(),
@@ -41,7 +43,17 @@ fn topic_configs(message_expiry_us: Option<u64>) -> Vec<DescribeConfigsResourceR
     };
     vec![
         retention,
-        entry("cleanup.policy", "delete".into(), SOURCE_DEFAULT, TYPE_STRING),
+        // CONNECT-INTERNAL-1: Kafka Connect stops unless its internal topics describe exactly
+        // `compact` here, as TOPIC-COMPACT-2 recorded it at their creation.
+        match config.policy {
+            CleanupPolicy::Delete => entry("cleanup.policy", "delete".into(), SOURCE_DEFAULT, TYPE_STRING),
+            policy => entry(
+                "cleanup.policy",
+                policy.as_str().into(),
+                SOURCE_DYNAMIC_TOPIC,
+                TYPE_STRING,
+            ),
+        },
         entry("compression.type", "producer".into(), SOURCE_DEFAULT, TYPE_STRING),
         entry(
             "max.message.bytes",
@@ -64,20 +76,34 @@ fn topic_configs(message_expiry_us: Option<u64>) -> Vec<DescribeConfigsResourceR
 async fn topic_lookup<B: Backend>(
     gateway: &Gateway<B>,
     session: &Session<B>,
-    looked_up: &mut HashMap<StrBytes, Result<Option<u64>, i16>>,
+    looked_up: &mut HashMap<StrBytes, Result<TopicConfig, i16>>,
     name: &StrBytes,
 ) -> Result<Vec<DescribeConfigsResourceResult>, i16> {
-    let expiry = match looked_up.get(name) {
+    let config = match looked_up.get(name) {
         Some(found) => *found,
         None => {
-            let found = super::resolve_topic(gateway, session, name.as_str())
-                .await
-                .map(|(_, info)| info.message_expiry_us);
+            let found = match super::resolve_topic(gateway, session, name.as_str()).await {
+                Ok((target, info)) => {
+                    let read =
+                        topic_configs::read(&*session.backend, &target.stream, &target.topic, info.message_expiry_us)
+                            .await
+                            .map_err(|e| {
+                                crate::error_map::backend_error(&e, &format!("reading the configs of topic {name}"))
+                            });
+                    if let Ok(config) = &read {
+                        gateway
+                            .compacted_topics
+                            .note(&target.stream, &target.topic, config.policy);
+                    }
+                    read
+                }
+                Err(code) => Err(code),
+            };
             looked_up.insert(name.clone(), found);
             found
         }
     };
-    expiry.map(topic_configs)
+    config.map(topic_configs)
 }
 
 pub async fn handle<B: Backend>(

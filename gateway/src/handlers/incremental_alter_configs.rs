@@ -1,15 +1,17 @@
-//! IncrementalAlterConfigs (ALTERCONFIGS-1, ALTERCONFIGS-3, ALTERCONFIGS-4): per-key changes of
-//! a topic's configs, of which the gateway honours `retention.ms` alone (TOPIC-CONFIG-1). What
+//! IncrementalAlterConfigs (ALTERCONFIGS-1, ALTERCONFIGS-3, ALTERCONFIGS-6): per-key changes of
+//! a topic's configs, of which the gateway honours `retention.ms` and `cleanup.policy`
+//! (TOPIC-COMPACT-1), and takes the rest as TOPIC-CONFIG-2's table says. What
 //! `Admin.incrementalAlterConfigs` and `kafka-configs --alter` send.
 
 use super::alter_configs::{
-    alter_topic, check_resource, invalid_config, invalid_request, mentions, message_of, ExpiryChange, Refusal,
+    alter_topic, check_resource, invalid_config, invalid_request, mentions, message_of, ConfigChange, Refusal,
     RETENTION_MS,
 };
-use super::create_topics::{retention_ms_expiry, unsupported_config};
+use super::create_topics::retention_ms_expiry;
 use crate::auth::sessions::Session;
 use crate::backend::Backend;
 use crate::gateway::Gateway;
+use crate::topic_configs::{self, CleanupPolicy, PolicyEdit, CLEANUP_POLICY};
 use kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig;
 use kafka_protocol::messages::incremental_alter_configs_response::AlterConfigsResourceResponse;
 use kafka_protocol::messages::{IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse};
@@ -20,10 +22,10 @@ const OP_DELETE: i8 = 1;
 const OP_APPEND: i8 = 2;
 const OP_SUBTRACT: i8 = 3;
 
-/// ALTERCONFIGS-4: what the operations on one topic change of its expiry, or why they are
+/// ALTERCONFIGS-6: what the operations on one topic change of its configs, or why they are
 /// refused. Every operation is checked before anything is applied.
-fn expiry_change(configs: &[AlterableConfig]) -> Result<ExpiryChange, Refusal> {
-    let mut change = None;
+fn config_change(configs: &[AlterableConfig]) -> Result<ConfigChange, Refusal> {
+    let mut change = ConfigChange::default();
     for config in configs {
         let name = config.name.as_str();
         if !matches!(config.config_operation, OP_SET | OP_DELETE | OP_APPEND | OP_SUBTRACT) {
@@ -32,10 +34,39 @@ fn expiry_change(configs: &[AlterableConfig]) -> Result<ExpiryChange, Refusal> {
                 config.config_operation
             )));
         }
-        if name != RETENTION_MS {
-            return Err(invalid_config(unsupported_config(name)));
+        if name == CLEANUP_POLICY {
+            let items = || CleanupPolicy::parse(config.value.as_deref()).map_err(invalid_config);
+            change.policy = match config.config_operation {
+                OP_SET => PolicyEdit::Set(items()?),
+                // Back to the default DescribeConfigs reports: delete.
+                OP_DELETE => PolicyEdit::Set(CleanupPolicy::Delete),
+                OP_APPEND => PolicyEdit::Append(items()?),
+                _ => PolicyEdit::Subtract(items()?),
+            };
+            continue;
         }
-        change = Some(match config.config_operation {
+        if name != RETENTION_MS {
+            // TOPIC-CONFIG-2: a harmless key is checked as a SET would be, and a DELETE of it (back
+            // to Kafka's default) changes nothing; neither is a list.
+            match config.config_operation {
+                OP_SET => topic_configs::check(name, config.value.as_deref()).map_err(invalid_config)?,
+                // A refused row stays refused: DELETE would promise the config is Kafka's default.
+                OP_DELETE
+                    if topic_configs::row(name).is_some_and(|r| r.decision != topic_configs::Decision::Refused) =>
+                {
+                    topic_configs::Checked::Ignored
+                }
+                OP_DELETE => return Err(invalid_config(topic_configs::unsupported(name))),
+                _ => {
+                    topic_configs::check(name, config.value.as_deref()).map_err(invalid_config)?;
+                    return Err(invalid_config(format!(
+                        "{name} is not a list: only SET (0) and DELETE (1) apply to it"
+                    )));
+                }
+            };
+            continue;
+        }
+        change.retention = Some(match config.config_operation {
             OP_SET => retention_ms_expiry(config.value.as_deref()).map_err(invalid_config)?,
             // Back to the default DescribeConfigs reports: never expire.
             OP_DELETE => None,
@@ -47,6 +78,12 @@ fn expiry_change(configs: &[AlterableConfig]) -> Result<ExpiryChange, Refusal> {
         });
     }
     Ok(change)
+}
+
+/// What [`config_change`] changes of the retention.
+#[cfg(test)]
+fn expiry_change(configs: &[AlterableConfig]) -> Result<crate::handlers::alter_configs::ExpiryChange, Refusal> {
+    config_change(configs).map(|c| c.retention)
 }
 
 pub async fn handle<B: Backend>(
@@ -69,7 +106,7 @@ pub async fn handle<B: Backend>(
             named[&(resource.resource_type, name)],
             resource.configs.iter().map(|c| c.name.as_str()),
         )
-        .and_then(|()| expiry_change(&resource.configs));
+        .and_then(|()| config_change(&resource.configs));
         let outcome = match checked {
             Ok(change) => alter_topic(gateway, session, name, change, request.validate_only).await,
             Err(refusal) => Err(refusal),
@@ -99,7 +136,7 @@ mod tests {
     }
 
     #[test]
-    fn alterconfigs_4_operations_on_retention_ms() {
+    fn alterconfigs_6_operations_on_retention_ms() {
         assert_eq!(expiry_change(&[]), Ok(None));
         assert_eq!(
             expiry_change(&[op("retention.ms", OP_SET, Some("60000"))]),
@@ -112,7 +149,7 @@ mod tests {
             op("retention.ms", OP_SET, None),
             op("retention.ms", OP_APPEND, Some("1")),
             op("retention.ms", OP_SUBTRACT, Some("1")),
-            op("cleanup.policy", OP_SET, Some("compact")),
+            op("max.message.bytes", OP_SET, Some("2000000")),
         ] {
             let (code, message) = expiry_change(std::slice::from_ref(&refused)).unwrap_err();
             assert_eq!(code, 40, "{refused:?}");
@@ -134,5 +171,46 @@ mod tests {
         }
         let (code, _) = expiry_change(&[op("retention.ms", OP_SET, Some("9223372036854775808"))]).unwrap_err();
         assert_eq!(code, 40, "not a long, as Kafka refuses it");
+    }
+
+    #[test]
+    fn alterconfigs_6_operations_on_cleanup_policy_and_the_tables_keys() {
+        let policy = |ops: &[AlterableConfig]| config_change(ops).map(|c| c.policy);
+        assert_eq!(
+            policy(&[op("cleanup.policy", OP_SET, Some("compact"))]),
+            Ok(PolicyEdit::Set(CleanupPolicy::Compact))
+        );
+        assert_eq!(
+            policy(&[op("cleanup.policy", OP_DELETE, None)]),
+            Ok(PolicyEdit::Set(CleanupPolicy::Delete))
+        );
+        assert_eq!(
+            policy(&[op("cleanup.policy", OP_APPEND, Some("compact"))]),
+            Ok(PolicyEdit::Append(CleanupPolicy::Compact))
+        );
+        assert_eq!(
+            policy(&[op("cleanup.policy", OP_SUBTRACT, Some("delete"))]),
+            Ok(PolicyEdit::Subtract(CleanupPolicy::Delete))
+        );
+        // Harmless keys: SET of a valid value and DELETE change nothing.
+        assert_eq!(
+            config_change(&[
+                op("min.compaction.lag.ms", OP_SET, Some("60000")),
+                op("segment.bytes", OP_DELETE, None)
+            ]),
+            Ok(ConfigChange::default())
+        );
+        for refused in [
+            op("cleanup.policy", OP_SET, Some("none")),
+            op("cleanup.policy", OP_SET, None),
+            op("min.compaction.lag.ms", OP_SET, Some("-5")),
+            op("segment.bytes", OP_APPEND, Some("1048576")),
+            op("message.timestamp.type", OP_SET, Some("LogAppendTime")),
+            op("max.message.bytes", OP_DELETE, None),
+        ] {
+            let (code, message) = config_change(std::slice::from_ref(&refused)).unwrap_err();
+            assert_eq!(code, 40, "{refused:?}");
+            assert!(message.contains(refused.name.as_str()), "{message}");
+        }
     }
 }

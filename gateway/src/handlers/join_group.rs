@@ -35,6 +35,9 @@ const AUTHORIZATION_ROUNDS: usize = 3;
 /// `max_request_entries` topics: more is INVALID_REQUEST.
 fn read_subscriptions<B>(gateway: &Gateway<B>, join: &JoinRequest) -> Result<Vec<String>, i16> {
     if join.protocol_type != "consumer" {
+        // CONNECT-GROUP-1: Kafka Connect's `connect` groups (and any other type) carry their
+        // workers' own state in the metadata, which names no topic: it is relayed to the leader
+        // unread.
         return Ok(Vec::new());
     }
     let limit = gateway.config.limits.max_request_entries;

@@ -85,7 +85,7 @@ pub async fn describe_configs_reports_retention_and_fixed_entries(endpoint: Endp
         );
     }
     if endpoint.profile.is_kafka() {
-        // DESCRIBECONFIGS-1 (a deviation): Kafka lists all of a topic's configs, alterable,
+        // DESCRIBECONFIGS-2 (a deviation): Kafka lists all of a topic's configs, alterable,
         // and its brokers' own for a broker resource; what holds everywhere is the retention
         // set at creation, as a topic override, and the answers for what does not exist.
         let retention = ("retention.ms".to_string(), Some("3600000".to_string()), 1, false);
@@ -231,15 +231,15 @@ pub async fn alter_configs_change_retention_and_refuse_the_rest(endpoint: Endpoi
         after.as_deref() == Some("3600000"),
         "retention.ms after SET 3600000: {after:?}"
     );
-    // ALTERCONFIGS-4: retention.ms is not a list.
+    // ALTERCONFIGS-6: retention.ms is not a list.
     let append = alter_resource(&topic, &[("retention.ms", 2, Some("1"))]);
     let codes = alter_configs(&mut client, vec![append], false).await?;
     ensure!(
         codes == [INVALID_CONFIG],
         "APPEND to retention.ms: {codes:?}, expected [INVALID_CONFIG (40)]"
     );
-    // TOPIC-CONFIG-1 (a deviation): the gateway honours retention.ms alone.
-    let other = alter_resource(&topic, &[("cleanup.policy", 0, Some("delete"))]);
+    // TOPIC-CONFIG-2 (a deviation): a config the gateway cannot honour is refused.
+    let other = alter_resource(&topic, &[("max.message.bytes", 0, Some("2000000"))]);
     let codes = alter_configs(&mut client, vec![other], true).await?;
     let expected = match endpoint.profile {
         Profile::Gateway => INVALID_CONFIG,
@@ -247,7 +247,7 @@ pub async fn alter_configs_change_retention_and_refuse_the_rest(endpoint: Endpoi
     };
     ensure!(
         codes == [expected],
-        "SET cleanup.policy: {codes:?}, expected [{expected}]"
+        "SET max.message.bytes: {codes:?}, expected [{expected}]"
     );
     // ALTERCONFIGS-3: a topic named twice is refused at both mentions, and nothing changes.
     let twice = vec![

@@ -61,8 +61,8 @@ pub async fn create_topics_rules(endpoint: Endpoint) -> anyhow::Result<Outcome> 
             "an unknown config",
             with_config(
                 creatable(&fresh("kig-cfg-unknown"), 1),
-                "cleanup.policy",
-                Some("compact"),
+                "max.message.bytes",
+                Some("2000000"),
             ),
             INVALID_CONFIG,
         ),
@@ -88,7 +88,7 @@ pub async fn create_topics_rules(endpoint: Endpoint) -> anyhow::Result<Outcome> 
         ),
     ];
     if endpoint.profile.is_kafka() {
-        // TOPIC-CONFIG-1 and TOPIC-REPLICATION-1 (deviations): Kafka takes every config it
+        // TOPIC-CONFIG-2 and TOPIC-REPLICATION-1 (deviations): Kafka takes every config it
         // defines, retention.ms 0 included, and honours a manual replica assignment.
         refused.retain(|(what, _, _)| {
             !matches!(
@@ -189,12 +189,12 @@ pub async fn create_topics_rules(endpoint: Endpoint) -> anyhow::Result<Outcome> 
         &mut client,
         vec![
             creatable(&preview, 3),
-            // A config the gateway does not know; for Kafka, a value no Kafka accepts.
+            // A config the gateway refuses (TOPIC-CONFIG-2); for Kafka, a value no Kafka accepts.
             match endpoint.profile {
                 Profile::Gateway => with_config(
                     creatable(&fresh("kig-validate-bad-config"), 1),
-                    "segment.bytes",
-                    Some("1024"),
+                    "max.message.bytes",
+                    Some("2000000"),
                 ),
                 Profile::Kafka => with_config(
                     creatable(&fresh("kig-validate-bad-config"), 1),

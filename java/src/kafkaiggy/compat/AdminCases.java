@@ -36,10 +36,10 @@ final class AdminCases {
                 List.of("TOPIC-MAPPING-1", "TOPIC-EXISTS-1", "METADATA-1", "DELETETOPICS-1"), AdminCases::topics);
         JavaCompat.add("admin_create_partitions", false, List.of("TOPIC-ADD-PARTITIONS-1"), AdminCases::createPartitions);
         JavaCompat.add("admin_describe_cluster", true, List.of("DESCRIBECLUSTER-1", "DESCRIBECLUSTER-2"), AdminCases::describeCluster);
-        JavaCompat.add("admin_describe_configs", false, List.of("DESCRIBECONFIGS-1"), AdminCases::describeConfigs);
+        JavaCompat.add("admin_describe_configs", false, List.of("DESCRIBECONFIGS-2"), AdminCases::describeConfigs);
         JavaCompat.add("admin_incremental_alter_configs", false,
-                List.of("ALTERCONFIGS-1", "ALTERCONFIGS-3", "ALTERCONFIGS-4", "TOPIC-CONFIG-1"), AdminCases::incrementalAlterConfigs);
-        JavaCompat.add("admin_alter_configs_legacy", false, List.of("ALTERCONFIGS-2", "ALTERCONFIGS-1"),
+                List.of("ALTERCONFIGS-1", "ALTERCONFIGS-3", "ALTERCONFIGS-6", "TOPIC-CONFIG-2"), AdminCases::incrementalAlterConfigs);
+        JavaCompat.add("admin_alter_configs_legacy", false, List.of("ALTERCONFIGS-5", "ALTERCONFIGS-1"),
                 AdminCases::alterConfigsLegacy);
         JavaCompat.add("admin_list_and_describe_consumer_groups", false,
                 List.of("LISTGROUPS-COORDINATED-1", "DESCRIBEGROUPS-STATE-1", "DESCRIBEGROUPS-MEMBERS-1"), AdminCases::listDescribeGroups);
@@ -128,7 +128,7 @@ final class AdminCases {
             String value = Ctx.get(admin.describeConfigs(List.of(res)).all()).get(res).get("retention.ms").value();
             Ctx.check("3600000".equals(value), "after SET retention.ms=3600000, describeConfigs shows " + value);
             List<String> refusals = new ArrayList<>();
-            for (String[] kv : new String[][] {{"cleanup.policy", "compact"}, {"max.message.bytes", "2000000"}}) {
+            for (String[] kv : new String[][] {{"message.timestamp.type", "LogAppendTime"}, {"max.message.bytes", "2000000"}}) {
                 AlterConfigOp op = new AlterConfigOp(new ConfigEntry(kv[0], kv[1]), AlterConfigOp.OpType.SET);
                 Throwable t = Ctx.refused("SET " + kv[0], () -> Ctx.get(admin.incrementalAlterConfigs(Map.of(res, List.of(op))).all()));
                 refusals.add(kv[0] + ": " + Ctx.describe(t));
@@ -161,14 +161,14 @@ final class AdminCases {
             Ctx.get((org.apache.kafka.common.KafkaFuture<?>) result.getClass().getMethod("all").invoke(result));
             String value = Ctx.get(admin.describeConfigs(List.of(res)).all()).get(res).get("retention.ms").value();
             Ctx.check("7200000".equals(value), "after alterConfigs(retention.ms=7200000) describeConfigs shows " + value);
-            Object refused = alter.invoke(admin, Map.of(res, new Config(List.of(new ConfigEntry("cleanup.policy", "compact")))));
-            Throwable t = Ctx.refused("alterConfigs(cleanup.policy=compact)",
+            Object refused = alter.invoke(admin, Map.of(res, new Config(List.of(new ConfigEntry("max.message.bytes", "2000000")))));
+            Throwable t = Ctx.refused("alterConfigs(max.message.bytes=2000000)",
                     () -> Ctx.get((org.apache.kafka.common.KafkaFuture<?>) refused.getClass().getMethod("all").invoke(refused)));
             Object whole = alter.invoke(admin, Map.of(res, new Config(List.of())));
             Ctx.get((org.apache.kafka.common.KafkaFuture<?>) whole.getClass().getMethod("all").invoke(whole));
             String after = Ctx.get(admin.describeConfigs(List.of(res)).all()).get(res).get("retention.ms").value();
             Ctx.check("-1".equals(after), "after alterConfigs with no entries (the whole config) retention.ms is " + after);
-            return "retention.ms=7200000 applied; cleanup.policy refused (" + Ctx.describe(t)
+            return "retention.ms=7200000 applied; max.message.bytes refused (" + Ctx.describe(t)
                     + "); an empty config put retention.ms back to -1";
         }
     }
