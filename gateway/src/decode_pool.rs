@@ -25,6 +25,21 @@ impl DecodePool {
         }
     }
 
+    /// Runs `work` where it is (the connection's task) when `cheap`, otherwise as
+    /// [`DecodePool::run`]. Cheap is work bounded to microseconds by what the caller read of
+    /// its input (an uncompressed Produce of a few records): handing it to a blocking thread and
+    /// back cost more than the work, two thread wake-ups a request (issue 53).
+    pub async fn run_unless_cheap<T: Send + 'static>(
+        &self,
+        cheap: bool,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> T {
+        if cheap {
+            return work();
+        }
+        self.run(work).await
+    }
+
     /// Runs `work` on a blocking thread once a slot is free, or inline when the pool has none.
     /// A panic in `work` is a bug; it resumes in the caller, as it would have inline.
     pub async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> T {

@@ -35,6 +35,12 @@ pub const READ_AHEAD_TTL: Duration = Duration::from_secs(1);
 /// Reads ahead held at most, whatever their size: each is a task and a table entry.
 pub const MAX_READS_AHEAD: usize = 4_096;
 
+/// A full table (or budget) is swept of reads past [`READ_AHEAD_TTL`] at most this often. A sweep
+/// visits every entry; swept on every read while full, as it was, a Fetch of a few records over
+/// many partitions spent about 100 µs of CPU a request on it (issue 53). Between sweeps a full
+/// table refuses new reads as it does after a sweep that freed nothing.
+const SWEEP_INTERVAL: Duration = Duration::from_millis(10);
+
 /// What a read ahead found: the partition's watermarks and the messages from its offset.
 pub(crate) struct ReadAheadResult {
     pub marks: Result<Watermarks, BackendError>,
@@ -80,7 +86,12 @@ impl PendingRead {
 
     /// Younger than [`READ_AHEAD_TTL`]: still worth serving, and worth its budget.
     fn is_fresh(&self) -> bool {
-        self.started.elapsed() < READ_AHEAD_TTL
+        self.is_fresh_at(Instant::now())
+    }
+
+    /// [`PendingRead::is_fresh`] at `now`: a sweep reads the clock once, not once an entry.
+    fn is_fresh_at(&self, now: Instant) -> bool {
+        now.saturating_duration_since(self.started) < READ_AHEAD_TTL
     }
 }
 
@@ -114,6 +125,8 @@ pub struct ReadAhead {
     served: AtomicU64,
     /// Of those, the reads still under way when their Fetch came.
     served_unfinished: AtomicU64,
+    /// When a full table or budget was last swept ([`SWEEP_INTERVAL`]).
+    last_sweep: Mutex<Option<Instant>>,
 }
 
 impl ReadAhead {
@@ -126,7 +139,19 @@ impl ReadAhead {
             started: AtomicU64::new(0),
             served: AtomicU64::new(0),
             served_unfinished: AtomicU64::new(0),
+            last_sweep: Mutex::new(None),
         }
+    }
+
+    /// Whether a sweep of reads past their time is due at `now`: at most one every
+    /// [`SWEEP_INTERVAL`], whichever caller finds it due.
+    fn sweep_due(&self, now: Instant) -> bool {
+        let mut last = self.last_sweep.lock().unwrap_or_else(|e| e.into_inner());
+        if last.is_some_and(|at| now.saturating_duration_since(at) < SWEEP_INTERVAL) {
+            return false;
+        }
+        *last = Some(now);
+        true
     }
 
     fn entries(&self) -> MutexGuard<'_, HashMap<Key, Entry>> {
@@ -198,8 +223,9 @@ impl ReadAhead {
                 ..pending.key.clone()
             };
             let mut successors = self.successors();
-            if successors.len() >= MAX_READS_AHEAD {
-                successors.retain(|_, read| read.is_fresh());
+            let now = Instant::now();
+            if successors.len() >= MAX_READS_AHEAD && self.sweep_due(now) {
+                successors.retain(|_, read| read.is_fresh_at(now));
             }
             let full = successors.len() >= MAX_READS_AHEAD;
             drop(successors);
@@ -232,10 +258,11 @@ impl ReadAhead {
         let mut entries = self.entries();
         // Before giving up on room, drop what waited past its time.
         let mut permit = budget.clone().try_acquire_many_owned(bytes).ok();
-        if permit.is_none() || entries.len() >= MAX_READS_AHEAD {
-            entries.retain(|_, entry| entry.read.is_fresh());
+        let now = Instant::now();
+        if (permit.is_none() || entries.len() >= MAX_READS_AHEAD) && self.sweep_due(now) {
+            entries.retain(|_, entry| entry.read.is_fresh_at(now));
             // Reads started behind others that no Fetch went on to hold budget too.
-            self.successors().retain(|_, read| read.is_fresh());
+            self.successors().retain(|_, read| read.is_fresh_at(now));
             if permit.is_none() {
                 permit = budget.clone().try_acquire_many_owned(bytes).ok();
             }
@@ -250,7 +277,7 @@ impl ReadAhead {
         let backend = session.backend.clone();
         let (stream, topic) = (key.stream.clone(), key.topic.clone());
         let (partition, offset) = (key.partition, key.offset);
-        let started = Instant::now();
+        let started = now;
         let (task, done_in_first_step) = spawn_sent(async move {
             // Both figures are one Fetch's timeline on a slow backend (docs/performance-history.md,
             // rounds 5 and 6): how long the read waited before its first step, then how long it

@@ -329,6 +329,30 @@ pub fn parse_batch(input: &Bytes) -> Result<(RawBatch, Bytes), DecodeError> {
     Ok((raw, input.slice(total..)))
 }
 
+/// The records a blob's batches declare, when every batch is uncompressed: `None` when one is
+/// compressed, or a header is cut short or invalid (decoding then says why). Reads the headers
+/// alone, nothing is allocated: what the gateway weighs before deciding that a Produce is cheap
+/// enough to map where it arrived (LIMIT-BLOCKING-1).
+pub fn declared_plain_records(input: &[u8]) -> Option<u64> {
+    let mut rest = input;
+    let mut records = 0u64;
+    while !rest.is_empty() {
+        if rest.len() < BATCH_HEADER_LEN {
+            return None;
+        }
+        let batch_length = usize::try_from(be_i32(rest, 8)).ok()?;
+        if batch_length < BATCH_HEADER_LEN - LOG_OVERHEAD {
+            return None;
+        }
+        if BatchAttributes(be_i16(rest, 21)).compression().ok()? != Compression::None {
+            return None;
+        }
+        records += u64::try_from(be_i32(rest, 57)).ok()?;
+        rest = rest.get(LOG_OVERHEAD + batch_length..)?;
+    }
+    Some(records)
+}
+
 /// Parses every batch header in a records blob (a Produce partition's `records`).
 pub fn parse_batches(input: &Bytes) -> Result<Vec<RawBatch>, DecodeError> {
     let mut rest = input.clone();

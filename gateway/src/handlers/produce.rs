@@ -307,6 +307,30 @@ fn map_partitions(
         .collect()
 }
 
+/// LIMIT-BLOCKING-1: a Produce at most this big, in record bytes and in records its batch
+/// headers declare, all uncompressed, is mapped on the connection's task: a CRC over at most
+/// 64 KiB and at most 64 records, microseconds, where a blocking thread's hand-off costs two
+/// thread wake-ups. Anything compressed, larger or unreadable goes to the decode pool.
+const CHEAP_PRODUCE_BYTES: usize = 64 << 10;
+const CHEAP_PRODUCE_RECORDS: u64 = 64;
+
+fn cheap_to_map(partitions_data: &[Vec<(i32, Option<Bytes>)>]) -> bool {
+    let mut bytes = 0usize;
+    let mut records = 0u64;
+    for (_, data) in partitions_data.iter().flatten() {
+        let Some(data) = data else { continue };
+        bytes += data.len();
+        let Some(declared) = kig_core::batch::declared_plain_records(data) else {
+            return false;
+        };
+        records += declared;
+        if bytes > CHEAP_PRODUCE_BYTES || records > CHEAP_PRODUCE_RECORDS {
+            return false;
+        }
+    }
+    true
+}
+
 /// The topic `kafka_topic` as a lookup finds it, for a Produce to `partitions` of it.
 /// PRODUCE-RESOLVE-2: a lookup of the same session found it less than a second ago with every
 /// one of those partitions, so it stands without a lookup; the append is checked by the backend
@@ -409,11 +433,12 @@ pub async fn handle<B: Backend>(
         resolved
     };
     let speculative_budget = budget();
+    let cheap = cheap_to_map(&partitions_data);
     let (resolved, speculative) = tokio::join!(
         lookups,
         gateway
             .decode_pool
-            .run(move || map_partitions(guessed_inputs, speculative_budget))
+            .run_unless_cheap(cheap, move || map_partitions(guessed_inputs, speculative_budget))
     );
     let target_of = |t: usize, index: i32| -> Result<IggyTarget, (i16, String)> {
         let kafka_topic = names[t].0.as_str();
@@ -438,7 +463,10 @@ pub async fn handle<B: Backend>(
     } else {
         let inputs = inputs_with(&target_of);
         let budget = budget();
-        gateway.decode_pool.run(move || map_partitions(inputs, budget)).await
+        gateway
+            .decode_pool
+            .run_unless_cheap(cheap, move || map_partitions(inputs, budget))
+            .await
     };
     let mut responses = Vec::with_capacity(names.len());
     for (name, partitions) in names.into_iter().zip(mapped) {

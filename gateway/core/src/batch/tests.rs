@@ -32,6 +32,32 @@ fn budget() -> DecompressionBudget {
     DecompressionBudget::new(1 << 24)
 }
 
+/// LIMIT-BLOCKING-1: the gateway weighs a Produce by its headers before choosing where to map it.
+#[test]
+fn limit_blocking_1_declared_plain_records_counts_uncompressed_batches_only() {
+    let plain = |n: usize| {
+        let mut records = vec![record(None, Some(b"v")); n];
+        for (i, r) in records.iter_mut().enumerate() {
+            r.offset_delta = i as i32;
+        }
+        let mut h = header(BatchAttributes::plain(Compression::None));
+        h.last_offset_delta = n as i32 - 1;
+        encode_batch(&RecordBatch { header: h, records }).unwrap()
+    };
+    let two = [plain(2), plain(3)].concat();
+    assert_eq!(declared_plain_records(&two), Some(5));
+    assert_eq!(declared_plain_records(&[]), Some(0));
+    // Cut short, or a compressed batch among them: not weighed, decoded off the workers.
+    assert_eq!(declared_plain_records(&two[..two.len() - 1]), None);
+    assert_eq!(declared_plain_records(&two[..30]), None);
+    let gzip = encode_batch(&RecordBatch {
+        header: header(BatchAttributes::plain(Compression::Gzip)),
+        records: vec![record(None, Some(b"v"))],
+    })
+    .unwrap();
+    assert_eq!(declared_plain_records(&[plain(1), gzip].concat()), None);
+}
+
 #[test]
 fn batch_crc_1_encode_then_decode_verifies_crc() {
     let batch = RecordBatch {
