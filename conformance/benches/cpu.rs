@@ -74,6 +74,12 @@ struct Args {
     /// Produce requests per connection (as many Fetches follow); each carries 1 to 10 records.
     #[arg(long, default_value_t = 300)]
     small_requests: usize,
+    /// Each small Fetch's partition limit is its records' value bytes alone, short of what the
+    /// batch takes, so it serves fewer records than the batch holds and no read made ahead is
+    /// ever taken: reads ahead pile up to their limit (the bench's first version, which found
+    /// the read-ahead table swept on every read, docs/performance-history.md, round 19).
+    #[arg(long)]
+    small_fetch_short: bool,
     /// Value bytes of each small record.
     #[arg(long, default_value_t = 100)]
     small_record_bytes: usize,
@@ -384,6 +390,17 @@ async fn small_produce(
 const BATCH_HEADER_BYTES: usize = 61;
 const RECORD_ROOM_BYTES: usize = 16;
 
+/// A small Fetch's partition limit for a batch of `count` records of `record_bytes`
+/// (`short`: [`Args::small_fetch_short`]).
+fn partition_limit(count: usize, record_bytes: usize, short: bool) -> i32 {
+    let bytes = if short {
+        count * record_bytes
+    } else {
+        BATCH_HEADER_BYTES + count * (record_bytes + RECORD_ROOM_BYTES)
+    };
+    i32::try_from(bytes).unwrap_or(i32::MAX)
+}
+
 /// Fetches each of `produced` back by its base offset, one Fetch per batch, its partition limit
 /// room for that batch's records and not one more, as a consumer catching up in small steps
 /// would; returns the records that came back.
@@ -392,6 +409,7 @@ async fn small_fetch(
     topic: String,
     produced: Produced,
     record_bytes: usize,
+    short: bool,
 ) -> anyhow::Result<usize> {
     let mut client = WireClient::connect(&bootstrap).await?;
     let mut records = 0;
@@ -405,9 +423,7 @@ async fn small_fetch(
                 .with_partitions(vec![FetchPartition::default()
                     .with_partition(partition)
                     .with_fetch_offset(offset)
-                    .with_partition_max_bytes(
-                        (BATCH_HEADER_BYTES + count * (record_bytes + RECORD_ROOM_BYTES)) as i32,
-                    )])]);
+                    .with_partition_max_bytes(partition_limit(count, record_bytes, short))])]);
         let response: FetchResponse = client.request(ApiKey::Fetch, FETCH_V, &request).await?;
         let data = response
             .responses
@@ -480,6 +496,7 @@ async fn small_requests(
                 topic.to_string(),
                 batches,
                 args.small_record_bytes,
+                args.small_fetch_short,
             ))
         })
         .collect();
