@@ -1,5 +1,5 @@
 //! `make bench`: the gateway against the native Iggy SDK on one three-node Iggy cluster
-//! (docs/performance.md, "On a three-node Iggy cluster"; issue 32). The cluster is started once
+//! (docs/performance-history.md, "On a three-node Iggy cluster"; issue 32). The cluster is started once
 //! (`conformance/src/iggy_cluster.rs`: three `iggy-server` nodes on loopback, one shard each);
 //! then, in turn on it, the native SDK sends and polls 1 KiB messages as the table's native row
 //! does, and the in-process gateway, given the three-node roster (CLUSTER-ROSTER-1), takes the

@@ -1,5 +1,5 @@
-//! `make bench`, group settle and rebalance (docs/performance.md, "Group settle and
-//! rebalance"): eight librdkafka consumers subscribe to one 16-partition topic through a gateway
+//! `make bench`, group settle and rebalance (docs/performance-history.md, "Group settle
+//! and rebalance"): eight librdkafka consumers subscribe to one 16-partition topic through a gateway
 //! in process on the embedded backend, under the classic protocol (cooperative-sticky and range
 //! assignors) and the consumer protocol (KIP-848, the coordinator's `uniform` assignor). For each
 //! run it measures the time from the first subscribe until the eight members hold a disjoint

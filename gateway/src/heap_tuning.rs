@@ -5,7 +5,7 @@
 //! mapping when it is over the mmap threshold, and trim the heap's top back to the system once
 //! more than the trim threshold is free there, so the next request's buffer faults its pages in
 //! and has them zeroed again. Measured on a fetch of 1 KiB records through the gateway on Iggy,
-//! that was about a third of the gateway's CPU at the median, up to half (docs/performance.md,
+//! that was about a third of the gateway's CPU at the median, up to half (docs/performance-history.md,
 //! "A standalone gateway's CPU"). [`gateway_sets_thresholds`] is the pure decision;
 //! [`tune_heap`] the call into glibc.
 
