@@ -50,7 +50,8 @@ PY
   rm -rf "$work/wheel"
   echo "$want" > "$jar_dir/.lock-sha256"
 fi
-sources=$(find "$here/src" -name '*.java' | sort)
+# The Java tier's JSON writer is shared rather than copied.
+sources="$(find "$here/src" -name '*.java' | sort) $here/../src/kafkaiggy/compat/Json.java"
 sources_hash=$( (cat $sources; echo "$want") | sha256sum | cut -d' ' -f1)
 classes=$work/classes
 if [ "$(cat "$classes/.sources-sha256" 2>/dev/null)" != "$sources_hash" ]; then

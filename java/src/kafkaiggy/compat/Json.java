@@ -4,10 +4,10 @@ import java.util.List;
 import java.util.Map;
 
 /** Just enough JSON writing for the result lines and the event lines; no library needed. */
-final class Json {
+public final class Json {
     private Json() {}
 
-    static String string(String s) {
+    public static String string(String s) {
         if (s == null) {
             return "null";
         }
@@ -31,7 +31,7 @@ final class Json {
     }
 
     /** An object of the given fields, in order; values are strings, numbers, booleans or lists of those. */
-    static String object(Map<String, ?> fields) {
+    public static String object(Map<String, ?> fields) {
         StringBuilder out = new StringBuilder("{");
         boolean first = true;
         for (Map.Entry<String, ?> e : fields.entrySet()) {
@@ -49,6 +49,10 @@ final class Json {
             return "null";
         } else if (v instanceof Number || v instanceof Boolean) {
             return v.toString();
+        } else if (v instanceof Map) {
+            @SuppressWarnings("unchecked")
+            Map<String, ?> m = (Map<String, ?>) v;
+            return object(m);
         } else if (v instanceof List) {
             StringBuilder out = new StringBuilder("[");
             boolean first = true;

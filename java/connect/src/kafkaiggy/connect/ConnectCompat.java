@@ -1,5 +1,6 @@
 package kafkaiggy.connect;
 
+import kafkaiggy.compat.Json;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.nio.charset.StandardCharsets;

@@ -1,5 +1,6 @@
 package kafkaiggy.connect;
 
+import kafkaiggy.compat.Json;
 import com.fasterxml.jackson.core.type.TypeReference;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.sun.net.httpserver.HttpExchange;
