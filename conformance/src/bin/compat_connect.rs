@@ -114,7 +114,8 @@ struct Program {
 
 impl Program {
     fn find(work: &Path) -> anyhow::Result<Program> {
-        let java = find_java().context("no `java` on PATH or in JAVA_HOME (a JDK 17 is needed: `make setup`)")?;
+        let java = kafka_iggy_conformance::compat::work_dir::find_java()
+            .context("no `java` on PATH or in JAVA_HOME (a JDK 17 is needed: `make setup`)")?;
         let classes = work.join("classes");
         if !classes.join("kafkaiggy/connect/ConnectCompat.class").is_file() {
             let why = std::fs::read_to_string(work.join("unavailable"))
@@ -539,21 +540,6 @@ fn native_view(message: &IggyMessage) -> anyhow::Result<(String, String)> {
         .and_then(|o| o.as_str())
         .context("a payload without op")?;
     Ok((op.to_string(), key))
-}
-
-/// `$JAVA_HOME/bin/java`, else `java` on PATH.
-fn find_java() -> Option<PathBuf> {
-    if let Some(home) = std::env::var_os("JAVA_HOME") {
-        let java = PathBuf::from(home).join("bin").join("java");
-        if java.is_file() {
-            return Some(java);
-        }
-    }
-    std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("java"))
-            .find(|java| java.is_file())
-    })
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Where a compatibility tier works and where the gateways it starts log: shared by the
-//! librdkafka tier (`compat`) and the Java tier (`compat-java`).
+//! librdkafka tier (`compat`), the Java tier (`compat-java`) and the Connect tier (`compat-connect`),
+//! which also find `java` here.
 
 use anyhow::Context;
 use std::path::PathBuf;
@@ -31,4 +32,19 @@ pub fn workspace() -> anyhow::Result<PathBuf> {
         .parent()
         .context("the conformance crate has no parent directory")?
         .to_path_buf())
+}
+
+/// `$JAVA_HOME/bin/java`, else `java` on PATH.
+pub fn find_java() -> Option<std::path::PathBuf> {
+    if let Some(home) = std::env::var_os("JAVA_HOME") {
+        let java = std::path::PathBuf::from(home).join("bin").join("java");
+        if java.is_file() {
+            return Some(java);
+        }
+    }
+    std::env::var_os("PATH").and_then(|path| {
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("java"))
+            .find(|java| java.is_file())
+    })
 }

@@ -52,7 +52,8 @@ impl Client {
     /// The version's classes and jars under `work` (as `java/prepare.sh` leaves them), or why it
     /// cannot run: no `java`, or the reason prepare.sh recorded.
     pub fn find(work: &Path, version: &str) -> anyhow::Result<Client> {
-        let java = find_java().context("no `java` on PATH or in JAVA_HOME (a JDK 17 is needed: `make setup`)")?;
+        let java = kafka_iggy_conformance::compat::work_dir::find_java()
+            .context("no `java` on PATH or in JAVA_HOME (a JDK 17 is needed: `make setup`)")?;
         let classes = work.join("classes").join(version);
         let jars = work.join("jars").join(version);
         if !classes.join("kafkaiggy/compat/JavaCompat.class").is_file() {
@@ -181,21 +182,6 @@ impl Client {
     }
 }
 
-/// `$JAVA_HOME/bin/java`, else `java` on PATH.
-fn find_java() -> Option<PathBuf> {
-    if let Some(home) = std::env::var_os("JAVA_HOME") {
-        let java = PathBuf::from(home).join("bin").join("java");
-        if java.is_file() {
-            return Some(java);
-        }
-    }
-    std::env::var_os("PATH").and_then(|path| {
-        std::env::split_paths(&path)
-            .map(|dir| dir.join("java"))
-            .find(|java| java.is_file())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -226,7 +212,7 @@ mod tests {
         let work = std::env::temp_dir().join(format!("compat-java-test-{}", std::process::id()));
         std::fs::create_dir_all(&work).expect("a scratch directory");
         std::fs::write(work.join("unavailable-4.3.0"), "pip could not download it\n").expect("written");
-        if find_java().is_some() {
+        if kafka_iggy_conformance::compat::work_dir::find_java().is_some() {
             let why = Client::find(&work, "4.3.0").err().expect("no classes").to_string();
             assert_eq!(why, "pip could not download it");
             let why = Client::find(&work, "3.9.1").err().expect("no classes").to_string();
