@@ -20,6 +20,14 @@ RUN_APIS := ApiVersions Metadata Produce Fetch ListOffsets CreateTopics FindCoor
 # Where cargo puts what it builds: `target/` unless CARGO_TARGET_DIR (or a cargo config) says
 # otherwise. Binaries are run from there and the reports written there, so every target works
 # with CARGO_TARGET_DIR set (`make target-dir-check` proves it in `make test`).
+# CI builds once from a clean clone: cargo's incremental cache (about 8 of 14 GB of a debug
+# target here) buys nothing there and once filled the disk until the linker died of SIGBUS.
+ifeq ($(CI),true)
+export CARGO_INCREMENTAL := 0
+endif
+# Free disk a clean `make test` needs in its target directory (GB, measured with CARGO_INCREMENTAL=0).
+TEST_DISK_GB ?= 10
+
 TARGET_DIR := $(shell cargo metadata --format-version 1 --no-deps 2>/dev/null | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' 2>/dev/null || echo target)
 
 .PHONY: setup build run test real-iggy-tier cluster-tier junit-schema-check conformance-matrix conformance-peers bench lint fuzz target-dir-check
@@ -69,6 +77,12 @@ lint: setup
 # Everything that runs offline, then the real-Iggy tier (which says plainly when it is skipped).
 test: lint
 	echo "test: disk before the build: $$(df -h . | tail -n 1)"
+	mkdir -p $(TARGET_DIR)
+	free_gb=$$(df -P -BG $(TARGET_DIR) | awk 'NR == 2 { sub("G", "", $$4); print $$4 }')
+	if [ "$$free_gb" -lt $(TEST_DISK_GB) ]; then
+	  echo "test: only $${free_gb} GB free under $(TARGET_DIR); the build needs about $(TEST_DISK_GB) GB (a full disk kills the linker with SIGBUS)"
+	  exit 1
+	fi
 	INSTA_UPDATE=no cargo test --workspace
 	echo "test: disk after the build: $$(df -h . | tail -n 1); target is $$(du -sh $(TARGET_DIR) | cut -f1)"
 	$(MAKE) --no-print-directory junit-schema-check
