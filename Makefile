@@ -182,7 +182,8 @@ compat-quick: setup
 
 # docs/performance.md: the core and Fetch read-path micro benches, then the CPU bench (the release
 # gateway binary's whole-process CPU per record and per request beside the Iggy server's, on real
-# Iggy and embedded; $(TARGET_DIR)/bench/cpu.json; CPU_BENCH_ARGS go to it, e.g. --runs 5), then the one table (native
+# Iggy and embedded, driven by librdkafka and by the Java client (java/prepare.sh prepares it; without
+# a JDK those rows say SKIPPED); $(TARGET_DIR)/bench/cpu.json; CPU_BENCH_ARGS go to it, e.g. --runs 5), then the one table (native
 # Iggy SDK, the native SDK through a byte-copying relay, gateway on real Iggy (in process, and the
 # release binary in its own process, built first, as the scale and hostile runs use it), gateway embedded,
 # tansu, the fetch bound for any gateway, and the gateway's stored messages read back bare for
@@ -202,7 +203,8 @@ bench: setup
 	cargo bench -p kig-core --bench core
 	cargo bench -p kig-core --bench fetch_read
 	cargo build --release -p kafka-iggy-gateway
-	cargo bench -p kafka-iggy-conformance --bench cpu -- $(IGGY_SERVER_ENV_ARGS) $(CPU_BENCH_ARGS)
+	java/prepare.sh $(JAVA_WORK)
+	cargo bench -p kafka-iggy-conformance --bench cpu -- --java-work $(JAVA_WORK) $(IGGY_SERVER_ENV_ARGS) $(CPU_BENCH_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench table -- $(IGGY_SERVER_ENV_ARGS) $(BENCH_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench iggy_read -- $(IGGY_SERVER_ENV_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench cluster -- $(IGGY_SERVER_ENV_ARGS)

@@ -11,6 +11,11 @@
 //! many partitions (acks=-1, one request in flight per connection), then fetching each of those
 //! batches back by offset, one Fetch per batch: CPU per request.
 //!
+//! With `--clients java` (a default), the throughput part runs once more with Kafka's official
+//! Java client at its own defaults (idempotent producer, batch.size=16384, linger.ms=5; the
+//! consumer's fetch defaults), the project's `CpuLoad` program compiled by java/prepare.sh into
+//! `--java-work`; without a JVM or the prepared jars those rows are skipped, saying why.
+//!
 //! Prints one table per run, and with `--runs` above 1 each figure's median and range over the
 //! runs; writes JSON. Asserts nothing. Build the gateway first: `cargo build --release -p
 //! kafka-iggy-gateway` (`make bench` does).
@@ -23,6 +28,7 @@ use kafka_iggy_conformance::cpu::Snapshot;
 use kafka_iggy_conformance::peers::process::{free_port, PeerProcess};
 use kafka_iggy_conformance::peers::Launch;
 use kafka_iggy_conformance::real_iggy::{discover_with_env, parse_env_pair, Discovery, IggyServer};
+use kafka_iggy_conformance::relay::Relay;
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse, TopicName};
@@ -50,6 +56,16 @@ enum BackendRow {
     Embedded,
 }
 
+/// Which client drives the throughput part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+#[serde(rename_all = "kebab-case")]
+enum ClientRow {
+    /// librdkafka through the `rdkafka` crate, with the client's defaults.
+    Librdkafka,
+    /// Kafka's official Java client with its defaults (java/src/kafkaiggy/compat/CpuLoad.java).
+    Java,
+}
+
 #[derive(Parser, Debug)]
 #[command(about = "CPU per record and per request: the release gateway binary beside the Iggy server")]
 struct Args {
@@ -65,6 +81,16 @@ struct Args {
     /// of the gateway's CPU, against /proc's 10 ms ticks.
     #[arg(long, default_value_t = 1_000_000)]
     max_records: usize,
+    /// The clients of the throughput part, each with its own defaults.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ClientRow::Librdkafka, ClientRow::Java])]
+    clients: Vec<ClientRow>,
+    /// The Java tier's work directory, prepared by `java/prepare.sh DIR` (`make bench` does);
+    /// `compat-java` in the target directory when unset.
+    #[arg(long)]
+    java_work: Option<PathBuf>,
+    /// The kafka-clients version of java/clients.lock the Java rows run.
+    #[arg(long, default_value = "4.3.0")]
+    java_version: String,
     /// Connections of the small-request part (0 skips it).
     #[arg(long, default_value_t = 64)]
     small_connections: usize,
@@ -97,6 +123,12 @@ struct Args {
     /// compare two builds in interleaved runs: give them as `--gateway-bin A --gateway-bin B`).
     #[arg(long = "gateway-bin")]
     gateway_bins: Vec<PathBuf>,
+    /// Every client connects through a relay that only copies bytes (conformance/src/relay.rs, on
+    /// a thread of this process; the gateway advertises it), and the relay's CPU per record is
+    /// printed beside the gateway's: the least any process standing between the client and the
+    /// gateway spends on the same bytes, the kernel's copy in and copy out with their wake-ups.
+    #[arg(long)]
+    relay: bool,
     /// Where the JSON goes; `bench/cpu.json` in the target directory when unset.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -121,6 +153,29 @@ fn process_cpu_s(pid: u32) -> Option<f64> {
     Some((utime + stime) as f64 / TICKS_PER_S)
 }
 
+/// The context switches of process `pid`'s live threads so far, voluntary and not (each
+/// `/proc/PID/task/TID/status`); 0 without them. (`/proc/PID/io` counts no socket call, so the
+/// bench cannot count the gateway's reads and writes that way; `strace -c -f -p PID` does.)
+fn process_switches(pid: u32) -> u64 {
+    let field = |text: &str, name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|tasks| {
+            tasks
+                .flatten()
+                .map(|task| {
+                    let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+                    field(&status, "voluntary_ctxt_switches:") + field(&status, "nonvoluntary_ctxt_switches:")
+                })
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
 /// Whole-process CPU of the gateway and the server (when there is one) around one phase, with
 /// the gateway's threads by kind (from their schedstat; threads that ended are not in these).
 struct Around {
@@ -129,8 +184,14 @@ struct Around {
     gateway_s: f64,
     server_s: f64,
     threads: Snapshot,
+    /// This process's threads, for the relay's (`--relay`).
+    own_threads: Snapshot,
+    switches: u64,
     at: Instant,
 }
+
+/// The name of the relay's thread (conformance/src/relay.rs).
+const RELAY_THREAD: &str = "relay";
 
 impl Around {
     fn start(gateway_pid: u32, server_pid: Option<u32>) -> Self {
@@ -140,6 +201,8 @@ impl Around {
             gateway_s: process_cpu_s(gateway_pid).unwrap_or(f64::NAN),
             server_s: server_pid.and_then(process_cpu_s).unwrap_or(f64::NAN),
             threads: Snapshot::take(Some(gateway_pid)),
+            own_threads: Snapshot::take(None),
+            switches: process_switches(gateway_pid),
             at: Instant::now(),
         }
     }
@@ -148,10 +211,17 @@ impl Around {
         let gateway_s = process_cpu_s(self.gateway_pid).unwrap_or(f64::NAN) - self.gateway_s;
         let server_s = self.server_pid.and_then(process_cpu_s).unwrap_or(f64::NAN) - self.server_s;
         let threads = Snapshot::take(Some(self.gateway_pid)).since(&self.threads);
+        let relay_ns = Snapshot::take(None)
+            .by_thread_since(&self.own_threads)
+            .get(RELAY_THREAD)
+            .copied();
+        let switches = process_switches(self.gateway_pid).saturating_sub(self.switches);
         PhaseCpu {
             elapsed_s: self.at.elapsed().as_secs_f64(),
+            gateway_switches: switches,
             gateway_s,
             server_s: self.server_pid.map(|_| server_s),
+            relay_s: relay_ns.map(|ns| ns as f64 / 1e9),
             gateway_threads: threads.top(4),
         }
     }
@@ -164,6 +234,10 @@ struct PhaseCpu {
     gateway_s: f64,
     /// The Iggy server process's CPU, whole; `None` on the embedded backend.
     server_s: Option<f64>,
+    /// The relay's CPU (its one thread), with `--relay`.
+    relay_s: Option<f64>,
+    /// The context switches of the gateway's live threads over the phase.
+    gateway_switches: u64,
     /// The gateway's thread kinds that spent the most, as `kind 1.23 s`.
     gateway_threads: String,
 }
@@ -174,6 +248,9 @@ struct Measured {
     /// Which of the binaries measured (`--gateway-bin`), from 1; 1 when there is one.
     binary: usize,
     backend: BackendRow,
+    /// The client of a throughput phase; librdkafka for the raw small requests, which are the
+    /// project's wire client.
+    client: ClientRow,
     /// `produce`, `fetch`, `small produce`, `small fetch`, `idle`.
     phase: &'static str,
     record_bytes: usize,
@@ -205,6 +282,8 @@ struct Report {
     cores: usize,
     iggy_server_env: Vec<(String, String)>,
     gateway_env: Vec<(String, String)>,
+    /// Whether the clients went through the relay (`--relay`).
+    relay: bool,
     /// The gateway binaries measured, in `Measured::binary` order.
     binaries: Vec<PathBuf>,
     rows: Vec<Measured>,
@@ -313,6 +392,128 @@ async fn throughput(
         ensure!(Instant::now() < deadline, "fetch did not finish: {seen} of {records}");
     }
     let fetch = around.end();
+    Ok((produce, fetch))
+}
+
+/// How to run the Java client's `CpuLoad`: `java` and the class path, or why it cannot run.
+struct JavaLoad {
+    java: PathBuf,
+    class_path: String,
+}
+
+impl JavaLoad {
+    fn find(work: &std::path::Path, version: &str) -> Result<JavaLoad, String> {
+        if let Ok(why) = std::fs::read_to_string(work.join(format!("unavailable-{version}"))) {
+            return Err(format!("kafka-clients {version}: {}", why.trim()));
+        }
+        let classes = work.join("classes").join(version);
+        let jars = work.join("jars").join(version);
+        if !classes.join("kafkaiggy/compat/CpuLoad.class").is_file() {
+            return Err(format!(
+                "no CpuLoad class under {} (`java/prepare.sh {}` compiles it; `make bench` does)",
+                classes.display(),
+                work.display()
+            ));
+        }
+        let java = kafka_iggy_conformance::compat::work_dir::find_java()
+            .ok_or("no java on PATH or in JAVA_HOME (make setup installs a JDK)")?;
+        Ok(JavaLoad {
+            java,
+            class_path: format!("{}:{}/*", classes.display(), jars.display()),
+        })
+    }
+
+    /// Runs one `CpuLoad` phase and returns the gateway's and server's CPU around it, the JVM's
+    /// start and connection left out (the program says `ready` and waits for a line), and the
+    /// offset it said (the first record's, for a produce).
+    async fn phase(
+        &self,
+        args: &[String],
+        gateway_pid: u32,
+        server_pid: Option<u32>,
+    ) -> anyhow::Result<(PhaseCpu, i64)> {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        let mut child = tokio::process::Command::new(&self.java)
+            .arg("-cp")
+            .arg(&self.class_path)
+            .arg("kafkaiggy.compat.CpuLoad")
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting java")?;
+        let mut stdin = child.stdin.take().context("java's stdin")?;
+        let mut lines = BufReader::new(child.stdout.take().context("java's stdout")?).lines();
+        let limit = Duration::from_secs(360);
+        let ready = next_line(&mut lines, limit, "ready").await;
+        let offset = match ready.as_deref().map(|l| l.strip_prefix("ready ")) {
+            Ok(Some(offset)) => offset.parse::<i64>().context("CpuLoad's ready offset")?,
+            _ => {
+                let mut stderr = String::new();
+                if let Some(mut err) = child.stderr.take() {
+                    use tokio::io::AsyncReadExt;
+                    let _ = tokio::time::timeout(limit, err.read_to_string(&mut stderr)).await;
+                }
+                anyhow::bail!("CpuLoad {}: {:?}; its stderr: {}", args.join(" "), ready, stderr.trim());
+            }
+        };
+        let around = Around::start(gateway_pid, server_pid);
+        stdin.write_all(b"go\n").await?;
+        stdin.flush().await?;
+        let done = next_line(&mut lines, limit, "done").await?;
+        let cpu = around.end();
+        ensure!(done.starts_with("done "), "CpuLoad said {done:?}, not done");
+        let status = tokio::time::timeout(limit, child.wait())
+            .await
+            .context("CpuLoad did not exit")??;
+        ensure!(status.success(), "CpuLoad {} exited with {status}", args.join(" "));
+        Ok((cpu, offset))
+    }
+}
+
+/// The next line `CpuLoad` prints, within `limit`.
+async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
+    lines: &mut tokio::io::Lines<R>,
+    limit: Duration,
+    what: &str,
+) -> anyhow::Result<String> {
+    match tokio::time::timeout(limit, lines.next_line()).await {
+        Ok(Ok(Some(line))) => Ok(line),
+        Ok(Ok(None)) => anyhow::bail!("CpuLoad ended before it said {what}"),
+        Ok(Err(e)) => Err(e.into()),
+        Err(_) => anyhow::bail!("CpuLoad said no {what} within {limit:?}"),
+    }
+}
+
+/// The throughput part with the Java client: produce `records` values of `record_bytes` to
+/// partition 0 of `topic`, then read them back, each in a JVM of its own.
+async fn java_throughput(
+    java: &JavaLoad,
+    bootstrap: &str,
+    topic: &str,
+    records: usize,
+    record_bytes: usize,
+    gateway_pid: u32,
+    server_pid: Option<u32>,
+) -> anyhow::Result<(PhaseCpu, PhaseCpu)> {
+    let common = |phase: &str| {
+        ["--phase", phase, "--bootstrap", bootstrap, "--topic", topic]
+            .map(str::to_owned)
+            .into_iter()
+            .chain([
+                "--records".to_owned(),
+                records.to_string(),
+                "--size".to_owned(),
+                record_bytes.to_string(),
+            ])
+            .collect::<Vec<String>>()
+    };
+    let (produce, first) = java.phase(&common("produce"), gateway_pid, server_pid).await?;
+    let mut consume = common("consume");
+    consume.extend(["--from".to_owned(), (first + 1).to_string()]);
+    let (fetch, _) = java.phase(&consume, gateway_pid, server_pid).await?;
     Ok((produce, fetch))
 }
 
@@ -510,13 +711,16 @@ async fn small_requests(
 
 /// Starts gateway `binary` on `backend` as a process of its own, listening (and advertising) on
 /// a free loopback port, its output appended to `log`; stopped on drop.
+/// With `relay`, clients are given a relay in front of it instead: its address is the one
+/// returned and the one the gateway advertises.
 fn start_gateway(
     binary: &std::path::Path,
     backend: BackendRow,
     server: Option<&IggyServer>,
     gateway_env: &[(String, String)],
     log: &std::path::Path,
-) -> anyhow::Result<(PeerProcess, String)> {
+    relay: bool,
+) -> anyhow::Result<(PeerProcess, String, Option<Relay>)> {
     ensure!(
         binary.is_file(),
         "no gateway binary at {} (`cargo build --release -p kafka-iggy-gateway` builds it; `make bench` does)",
@@ -526,6 +730,13 @@ fn start_gateway(
     let listen = format!("127.0.0.1:{port}");
     let mut env = gateway_env.to_vec();
     let mut args = vec!["--listen".to_owned(), listen.clone()];
+    let relay = if relay {
+        let relay = Relay::start(listen.parse()?)?;
+        args.extend(["--advertised".to_owned(), relay.address.to_string()]);
+        Some(relay)
+    } else {
+        None
+    };
     match backend {
         BackendRow::Embedded => args.extend(["--backend".to_owned(), "embedded".to_owned()]),
         BackendRow::Iggy => {
@@ -542,7 +753,8 @@ fn start_gateway(
         env,
     };
     let gateway = PeerProcess::start(&launch, port, log).map_err(|why| anyhow::anyhow!("the gateway binary: {why}"))?;
-    Ok((gateway, listen))
+    let bootstrap = relay.as_ref().map_or(listen, |r| r.address.to_string());
+    Ok((gateway, bootstrap, relay))
 }
 
 fn records_for(args: &Args, size: usize) -> usize {
@@ -550,18 +762,19 @@ fn records_for(args: &Args, size: usize) -> usize {
 }
 
 fn print_header() {
-    println!("| run | bin | backend  | phase         | size    | records | requests | gateway µs/record | server µs/record | gateway ÷ server | gateway µs/request | server µs/request | elapsed s | gateway threads (schedstat) |");
-    println!("|--:|--:|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|");
+    println!("| run | bin | backend  | client     | phase         | size    | records | requests | gateway µs/record | server µs/record | gateway ÷ server | gateway µs/request | server µs/request | relay µs/record | elapsed s | gateway switches per 1,000 records | gateway threads (schedstat) |");
+    println!("|--:|--:|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|");
 }
 
 fn print_row(m: &Measured) {
     let server = |s: Option<f64>, f: &dyn Fn(f64) -> Option<f64>| s.and_then(f);
     let fmt = |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |v| format!("{v:.digits$}"));
     println!(
-        "| {} | {} | {:<8} | {:<13} | {:>7} | {:>7} | {:>8} | {:>6.3} | {:>6} | {:>6} | {:>6} | {:>6} | {:>5.2} | {} |",
+        "| {} | {} | {:<8} | {:<10} | {:<13} | {:>7} | {:>7} | {:>8} | {:>6.3} | {:>6} | {:>6} | {:>6} | {:>6} | {:>6} | {:>5.2} | {} | {} |",
         m.run,
         m.binary,
         format!("{:?}", m.backend).to_lowercase(),
+        format!("{:?}", m.client).to_lowercase(),
         m.phase,
         if m.record_bytes > 0 {
             format!("{} B", m.record_bytes)
@@ -575,7 +788,9 @@ fn print_row(m: &Measured) {
         fmt(m.ratio(), 2),
         fmt(m.per_request_us(m.cpu.gateway_s), 1),
         fmt(server(m.cpu.server_s, &|s| m.per_request_us(s)), 1),
+        fmt(m.cpu.relay_s.map(|s| m.per_record_us(s)), 3),
         m.cpu.elapsed_s,
+        format!("{:.1}", m.cpu.gateway_switches as f64 * 1000.0 / m.records.max(1) as f64),
         m.cpu.gateway_threads,
     );
 }
@@ -594,11 +809,11 @@ fn median(mut values: Vec<f64>) -> f64 {
 fn print_summary(rows: &[Measured]) {
     println!();
     println!("over the runs: median (min–max)");
-    println!("| bin | backend  | phase         | size    | runs | gateway µs/record | server µs/record | gateway ÷ server | gateway µs/request |");
-    println!("|--:|---|---|--:|--:|--:|--:|--:|--:|");
-    let mut keys: Vec<(usize, BackendRow, &'static str, usize)> = Vec::new();
+    println!("| bin | backend  | client     | phase         | size    | runs | gateway µs/record | server µs/record | gateway ÷ server | gateway µs/request | relay µs/record |");
+    println!("|--:|---|---|---|--:|--:|--:|--:|--:|--:|--:|");
+    let mut keys: Vec<(usize, BackendRow, ClientRow, &'static str, usize)> = Vec::new();
     for m in rows {
-        let key = (m.binary, m.backend, m.phase, m.record_bytes);
+        let key = (m.binary, m.backend, m.client, m.phase, m.record_bytes);
         if !keys.contains(&key) {
             keys.push(key);
         }
@@ -612,14 +827,21 @@ fn print_summary(rows: &[Measured]) {
         let max = finite.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         format!("{:.digits$} ({min:.digits$}–{max:.digits$})", median(finite))
     };
-    for (binary, backend, phase, size) in keys {
+    for (binary, backend, client, phase, size) in keys {
         let of: Vec<&Measured> = rows
             .iter()
-            .filter(|m| m.binary == binary && m.backend == backend && m.phase == phase && m.record_bytes == size)
+            .filter(|m| {
+                m.binary == binary
+                    && m.backend == backend
+                    && m.client == client
+                    && m.phase == phase
+                    && m.record_bytes == size
+            })
             .collect();
         println!(
-            "| {binary} | {:<8} | {:<13} | {:>7} | {} | {} | {} | {} | {} |",
+            "| {binary} | {:<8} | {:<10} | {:<13} | {:>7} | {} | {} | {} | {} | {} | {} |",
             format!("{backend:?}").to_lowercase(),
+            format!("{client:?}").to_lowercase(),
             phase,
             if size > 0 { format!("{size} B") } else { "–".into() },
             of.len(),
@@ -637,6 +859,12 @@ fn print_summary(rows: &[Measured]) {
                     .collect(),
                 1
             ),
+            spread(
+                of.iter()
+                    .map(|m| m.cpu.relay_s.map_or(f64::NAN, |s| m.per_record_us(s)))
+                    .collect(),
+                3
+            ),
         );
     }
 }
@@ -646,8 +874,8 @@ async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     println!(
-        "bench cpu: the release gateway binary's CPU, whole process (/proc/PID/stat utime+stime), beside the Iggy server's; librdkafka defaults, acks=all, unkeyed records to one partition; sizes {:?}; small requests: {} connections x {} Produce of 1–10 records of {} B over {} partitions, then one Fetch per batch; {cores} cores",
-        args.sizes, args.small_connections, args.small_requests, args.small_record_bytes, args.small_partitions
+        "bench cpu: the release gateway binary's CPU, whole process (/proc/PID/stat utime+stime), beside the Iggy server's; clients {:?} at their defaults (acks=all), unkeyed records to one partition; sizes {:?}; small requests: {} connections x {} Produce of 1–10 records of {} B over {} partitions, then one Fetch per batch; {cores} cores",
+        args.clients, args.sizes, args.small_connections, args.small_requests, args.small_record_bytes, args.small_partitions
     );
     let mut report = Report {
         sizes: args.sizes.clone(),
@@ -655,6 +883,7 @@ async fn main() -> anyhow::Result<()> {
         cores,
         iggy_server_env: args.iggy_server_env.clone(),
         gateway_env: args.gateway_env.clone(),
+        relay: args.relay,
         binaries: Vec::new(),
         rows: Vec::new(),
         skipped: Vec::new(),
@@ -671,6 +900,28 @@ async fn main() -> anyhow::Result<()> {
             Discovery::Skipped(why) => {
                 println!("backend iggy: SKIPPED: {why}");
                 report.skipped.push(format!("iggy: {why}"));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let java = if args.clients.contains(&ClientRow::Java) {
+        let work = args.java_work.clone().unwrap_or_else(|| {
+            kafka_iggy_conformance::bench::target_dir(env!("CARGO_TARGET_TMPDIR")).join("compat-java")
+        });
+        match JavaLoad::find(&work, &args.java_version) {
+            Ok(java) => {
+                println!(
+                    "Java client: kafka-clients {} from {}",
+                    args.java_version,
+                    work.display()
+                );
+                Some(java)
+            }
+            Err(why) => {
+                println!("client java: SKIPPED: {why}");
+                report.skipped.push(format!("java: {why}"));
                 None
             }
         }
@@ -695,8 +946,8 @@ async fn main() -> anyhow::Result<()> {
                     continue;
                 }
                 let log = std::env::temp_dir().join(format!("kig-cpu-gateway-{run_id}-{run}-{b}-{backend:?}.log"));
-                let (gateway, bootstrap) =
-                    match start_gateway(binary, backend, server.as_ref(), &args.gateway_env, &log) {
+                let (gateway, bootstrap, relay) =
+                    match start_gateway(binary, backend, server.as_ref(), &args.gateway_env, &log, args.relay) {
                         Ok(started) => started,
                         Err(e) => {
                             println!("backend {backend:?}: SKIPPED: {e:#}");
@@ -713,18 +964,27 @@ async fn main() -> anyhow::Result<()> {
                     print_row(&m);
                     report.rows.push(m);
                 };
-                for &size in &args.sizes {
-                    let topic = format!("cpu-{run_id}-{run}-{b}-{size}");
-                    create_topic(&bootstrap, &topic, 1).await?;
+                for (&client, &size) in args.clients.iter().flat_map(|c| args.sizes.iter().map(move |s| (c, s))) {
+                    let topic = format!("cpu-{run_id}-{run}-{b}-{client:?}-{size}").to_lowercase();
                     let records = records_for(&args, size);
-                    let (produce, fetch) = throughput(&bootstrap, &topic, records, size, gateway_pid, server_pid)
-                        .await
-                        .with_context(|| format!("{backend:?}, {size} B"))?;
+                    let (produce, fetch) = match (client, &java) {
+                        (ClientRow::Librdkafka, _) => {
+                            create_topic(&bootstrap, &topic, 1).await?;
+                            throughput(&bootstrap, &topic, records, size, gateway_pid, server_pid).await
+                        }
+                        (ClientRow::Java, Some(java)) => {
+                            create_topic(&bootstrap, &topic, 1).await?;
+                            java_throughput(java, &bootstrap, &topic, records, size, gateway_pid, server_pid).await
+                        }
+                        (ClientRow::Java, None) => continue,
+                    }
+                    .with_context(|| format!("{backend:?}, {client:?}, {size} B"))?;
                     for (phase, cpu) in [("produce", produce), ("fetch", fetch)] {
                         push(Measured {
                             run,
                             binary: b + 1,
                             backend,
+                            client,
                             phase,
                             record_bytes: size,
                             records,
@@ -744,6 +1004,7 @@ async fn main() -> anyhow::Result<()> {
                             run,
                             binary: b + 1,
                             backend,
+                            client: ClientRow::Librdkafka,
                             phase,
                             record_bytes: args.small_record_bytes,
                             records,
@@ -758,13 +1019,14 @@ async fn main() -> anyhow::Result<()> {
                 tokio::time::sleep(Duration::from_secs(2)).await;
                 let idle = around.end();
                 println!(
-                    "| {run} | {} | {:<8} | idle          | gateway {:.1} ms CPU a second ({}) |",
+                    "| {run} | {} | {:<8} | –          | idle          | gateway {:.1} ms CPU a second ({}) |",
                     b + 1,
                     format!("{backend:?}").to_lowercase(),
                     idle.gateway_s / idle.elapsed_s * 1e3,
                     idle.gateway_threads
                 );
                 drop(gateway);
+                drop(relay);
             }
         }
     }
