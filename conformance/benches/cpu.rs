@@ -329,16 +329,27 @@ fn consumer(bootstrap: &str) -> anyhow::Result<BaseConsumer> {
         .create()?)
 }
 
-/// Produces `records` unkeyed values of `record_bytes` to partition 0 of `topic`, then reads them
-/// back, with each process's CPU around each phase.
-async fn throughput(
-    bootstrap: &str,
-    topic: &str,
+/// One throughput pass: `records` unkeyed values of `record_bytes` to partition 0 of `topic`
+/// through `bootstrap`, the gateway's and server's CPU counted around each phase.
+struct Pass<'a> {
+    bootstrap: &'a str,
+    topic: &'a str,
     records: usize,
     record_bytes: usize,
     gateway_pid: u32,
     server_pid: Option<u32>,
-) -> anyhow::Result<(PhaseCpu, PhaseCpu)> {
+}
+
+/// Produces the pass's records with librdkafka, then reads them back.
+async fn throughput(pass: &Pass<'_>) -> anyhow::Result<(PhaseCpu, PhaseCpu)> {
+    let &Pass {
+        bootstrap,
+        topic,
+        records,
+        record_bytes,
+        gateway_pid,
+        server_pid,
+    } = pass;
     let producer = producer(bootstrap)?;
     let value = vec![b'x'; record_bytes];
     // Connected and the partition's leader known before the clock runs.
@@ -487,33 +498,23 @@ async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
     }
 }
 
-/// The throughput part with the Java client: produce `records` values of `record_bytes` to
-/// partition 0 of `topic`, then read them back, each in a JVM of its own.
-async fn java_throughput(
-    java: &JavaLoad,
-    bootstrap: &str,
-    topic: &str,
-    records: usize,
-    record_bytes: usize,
-    gateway_pid: u32,
-    server_pid: Option<u32>,
-) -> anyhow::Result<(PhaseCpu, PhaseCpu)> {
+/// Produces the pass's records with the Java client, then reads them back, each phase in a JVM of
+/// its own.
+async fn java_throughput(java: &JavaLoad, pass: &Pass<'_>) -> anyhow::Result<(PhaseCpu, PhaseCpu)> {
     let common = |phase: &str| {
-        ["--phase", phase, "--bootstrap", bootstrap, "--topic", topic]
-            .map(str::to_owned)
+        let (records, size) = (pass.records.to_string(), pass.record_bytes.to_string());
+        ["--phase", phase, "--bootstrap", pass.bootstrap, "--topic", pass.topic]
             .into_iter()
-            .chain([
-                "--records".to_owned(),
-                records.to_string(),
-                "--size".to_owned(),
-                record_bytes.to_string(),
-            ])
+            .chain(["--records", &records, "--size", &size])
+            .map(str::to_owned)
             .collect::<Vec<String>>()
     };
-    let (produce, first) = java.phase(&common("produce"), gateway_pid, server_pid).await?;
+    let (produce, first) = java
+        .phase(&common("produce"), pass.gateway_pid, pass.server_pid)
+        .await?;
     let mut consume = common("consume");
     consume.extend(["--from".to_owned(), (first + 1).to_string()]);
-    let (fetch, _) = java.phase(&consume, gateway_pid, server_pid).await?;
+    let (fetch, _) = java.phase(&consume, pass.gateway_pid, pass.server_pid).await?;
     Ok((produce, fetch))
 }
 
@@ -770,7 +771,7 @@ fn print_row(m: &Measured) {
     let server = |s: Option<f64>, f: &dyn Fn(f64) -> Option<f64>| s.and_then(f);
     let fmt = |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |v| format!("{v:.digits$}"));
     println!(
-        "| {} | {} | {:<8} | {:<10} | {:<13} | {:>7} | {:>7} | {:>8} | {:>6.3} | {:>6} | {:>6} | {:>6} | {:>6} | {:>6} | {:>5.2} | {} | {} |",
+        "| {} | {} | {:<8} | {:<10} | {:<13} | {:>7} | {:>7} | {:>8} | {:>6.3} | {:>6} | {:>6} | {:>6} | {:>6} | {:>6} | {:>5.2} | {:.1} | {} |",
         m.run,
         m.binary,
         format!("{:?}", m.backend).to_lowercase(),
@@ -790,7 +791,7 @@ fn print_row(m: &Measured) {
         fmt(server(m.cpu.server_s, &|s| m.per_request_us(s)), 1),
         fmt(m.cpu.relay_s.map(|s| m.per_record_us(s)), 3),
         m.cpu.elapsed_s,
-        format!("{:.1}", m.cpu.gateway_switches as f64 * 1000.0 / m.records.max(1) as f64),
+        m.cpu.gateway_switches as f64 * 1000.0 / m.records.max(1) as f64,
         m.cpu.gateway_threads,
     );
 }
@@ -967,14 +968,22 @@ async fn main() -> anyhow::Result<()> {
                 for (&client, &size) in args.clients.iter().flat_map(|c| args.sizes.iter().map(move |s| (c, s))) {
                     let topic = format!("cpu-{run_id}-{run}-{b}-{client:?}-{size}").to_lowercase();
                     let records = records_for(&args, size);
+                    let pass = Pass {
+                        bootstrap: &bootstrap,
+                        topic: &topic,
+                        records,
+                        record_bytes: size,
+                        gateway_pid,
+                        server_pid,
+                    };
                     let (produce, fetch) = match (client, &java) {
                         (ClientRow::Librdkafka, _) => {
                             create_topic(&bootstrap, &topic, 1).await?;
-                            throughput(&bootstrap, &topic, records, size, gateway_pid, server_pid).await
+                            throughput(&pass).await
                         }
                         (ClientRow::Java, Some(java)) => {
                             create_topic(&bootstrap, &topic, 1).await?;
-                            java_throughput(java, &bootstrap, &topic, records, size, gateway_pid, server_pid).await
+                            java_throughput(java, &pass).await
                         }
                         (ClientRow::Java, None) => continue,
                     }
