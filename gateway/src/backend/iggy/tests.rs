@@ -318,6 +318,18 @@ struct Script {
     call_error: Option<IggyError>,
 }
 
+impl Script {
+    /// A healthy node of a cluster of one: takes every login and answers every call.
+    fn healthy() -> Self {
+        Self {
+            logins: true,
+            metadata: Some(None),
+            calls: true,
+            ..Self::default()
+        }
+    }
+}
+
 /// In a [`Script`]'s metadata, the fake node's own address.
 const ITSELF: &str = "itself";
 
@@ -518,13 +530,7 @@ async fn cluster_failover_3_a_node_that_takes_logins_then_stalls_calls_is_left_f
         ..Script::default()
     })
     .await;
-    let answers = FakeNode::start(Script {
-        logins: true,
-        metadata: Some(None),
-        calls: true,
-        ..Script::default()
-    })
-    .await;
+    let answers = FakeNode::start(Script::healthy()).await;
     let failover = Duration::from_secs(3);
     let b = backend_on(&format!("{},{}", stalls.address, answers.address), failover)
         .await
@@ -556,13 +562,7 @@ async fn cluster_failover_4_a_call_answered_invalid_format_moves_to_the_next_mem
         ..Script::default()
     })
     .await;
-    let answers = FakeNode::start(Script {
-        logins: true,
-        metadata: Some(None),
-        calls: true,
-        ..Script::default()
-    })
-    .await;
+    let answers = FakeNode::start(Script::healthy()).await;
     let b = backend_on(
         &format!("{},{}", mid_election.address, answers.address),
         Duration::from_secs(3),
@@ -587,13 +587,7 @@ async fn cluster_failover_5_connections_reconnecting_together_take_turns_at_a_no
         ..Script::default()
     })
     .await;
-    let answers = FakeNode::start(Script {
-        logins: true,
-        metadata: Some(None),
-        calls: true,
-        ..Script::default()
-    })
-    .await;
+    let answers = FakeNode::start(Script::healthy()).await;
     let roster = format!("{},{}", mid_election.address, answers.address);
     let b = backend_on(&roster, Duration::from_secs(3)).await.unwrap();
     // The pool's own connect met the node first and left it failing logins.
@@ -638,13 +632,7 @@ async fn cluster_failover_3_every_connection_on_a_demoted_node_leaves_it() {
         ..Script::default()
     })
     .await;
-    let answers = FakeNode::start(Script {
-        logins: true,
-        metadata: Some(None),
-        calls: true,
-        ..Script::default()
-    })
-    .await;
+    let answers = FakeNode::start(Script::healthy()).await;
     let roster = format!("{},{}", stalls.address, answers.address);
     let b = IggyBackend::connect_cluster(&roster, "iggy", "iggy", IggyTls::default(), 3, Duration::from_secs(3))
         .await
@@ -729,13 +717,7 @@ async fn cluster_failover_3_a_login_error_moves_the_dial_on_and_demotes_nothing(
         ..Script::default()
     })
     .await;
-    let answers = FakeNode::start(Script {
-        logins: true,
-        metadata: Some(None),
-        calls: true,
-        ..Script::default()
-    })
-    .await;
+    let answers = FakeNode::start(Script::healthy()).await;
     let roster = format!("{},{}", odd.address, answers.address);
     let b = backend_on(&roster, Duration::from_secs(3))
         .await
@@ -788,13 +770,7 @@ async fn cluster_failover_3_a_stalled_send_is_unknown_and_the_next_goes_elsewher
         ..Script::default()
     })
     .await;
-    let answers = FakeNode::start(Script {
-        logins: true,
-        metadata: Some(None),
-        calls: true,
-        ..Script::default()
-    })
-    .await;
+    let answers = FakeNode::start(Script::healthy()).await;
     let b = backend_on(
         &format!("{},{}", stalls.address, answers.address),
         Duration::from_secs(3),
@@ -839,13 +815,7 @@ async fn cluster_failover_3_a_sweep_tries_every_member_each_within_its_bound() {
 /// credentials there; the connection is refused, naming it.
 #[tokio::test]
 async fn cluster_roster_2_a_leader_outside_the_roster_gets_no_login() {
-    let stranger = FakeNode::start(Script {
-        logins: true,
-        metadata: Some(None),
-        calls: true,
-        ..Script::default()
-    })
-    .await;
+    let stranger = FakeNode::start(Script::healthy()).await;
     let member = FakeNode::start(Script {
         logins: true,
         metadata: Some(Some(stranger.address.clone())),
