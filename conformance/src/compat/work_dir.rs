@@ -1,6 +1,6 @@
 //! Where a compatibility tier works and where the gateways it starts log: shared by the
 //! librdkafka tier (`compat`), the Java tier (`compat-java`) and the Connect tier (`compat-connect`),
-//! which also find `java` here.
+//! which also find `java` here and list a Java case program's cases.
 
 use anyhow::Context;
 use std::path::PathBuf;
@@ -47,4 +47,30 @@ pub fn find_java() -> Option<std::path::PathBuf> {
             .map(|dir| dir.join("java"))
             .find(|java| java.is_file())
     })
+}
+
+/// The case list of a Java case program (`main_class` on `classpath`, run with `--list`): one JSON
+/// object a line, other lines ignored. A JVM that does not answer within a minute is killed.
+pub async fn list_java_cases<T: serde::de::DeserializeOwned>(
+    java: &std::path::Path,
+    classpath: &str,
+    main_class: &str,
+) -> anyhow::Result<Vec<T>> {
+    let child = tokio::process::Command::new(java)
+        .args(["-cp", classpath, main_class, "--list"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("running {} {main_class} --list", java.display()))?;
+    let out = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+        .await
+        .with_context(|| format!("{main_class} --list did not answer within 60 s"))??;
+    anyhow::ensure!(out.status.success(), "{main_class} --list failed: {}", out.status);
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).with_context(|| format!("reading the case line {l}")))
+        .collect()
 }

@@ -71,23 +71,7 @@ impl Client {
 
     /// The program's case list; a JVM that does not answer within a minute is killed.
     pub async fn list(&self) -> anyhow::Result<Vec<Listing>> {
-        let child = tokio::process::Command::new(&self.java)
-            .args(["-cp", &self.classpath, MAIN_CLASS, "--list"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("running {} --list", self.java.display()))?;
-        let out = tokio::time::timeout(Duration::from_secs(60), child.wait_with_output())
-            .await
-            .context("the Java program's --list did not answer within 60 s")??;
-        anyhow::ensure!(out.status.success(), "the Java program's --list failed: {}", out.status);
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| l.starts_with('{'))
-            .map(|l| serde_json::from_str(l).with_context(|| format!("reading the case line {l}")))
-            .collect()
+        kafka_iggy_conformance::compat::work_dir::list_java_cases(&self.java, &self.classpath, MAIN_CLASS).await
     }
 
     /// Runs `case` with `args` in a JVM of its own, killed after `time_limit`. Its stderr (the
