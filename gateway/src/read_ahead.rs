@@ -425,6 +425,12 @@ impl ReadAhead {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Bytes of the budget held now, by reads and what is carried with them (tests).
+    #[cfg(test)]
+    fn reserved_bytes(&self, budget_bytes: usize) -> usize {
+        self.budget.as_ref().map_or(0, |b| budget_bytes - b.available_permits())
+    }
 }
 
 /// Spawns `read` after taking its first step here, on the Fetch's own task. That step sends the
@@ -769,5 +775,34 @@ mod tests {
         assert_eq!(served, (0..10).collect::<Vec<i64>>(), "every record once, in order");
         assert!(fetches >= 2);
         assert_eq!(gateway.read_ahead.served(), fetches - 1, "every Fetch but the first");
+    }
+
+    /// Issue 53's bug: each Fetch read ahead a whole limit beyond what it held, and served a
+    /// little less than a limit (a record takes more bytes in a batch than Iggy stores), so what
+    /// was held for the partition grew by a fraction of a limit every Fetch, and every Fetch
+    /// moved all of it: a consumer catching up in small steps spent its CPU copying.
+    #[tokio::test]
+    async fn fetch_readahead_4_what_is_held_for_a_consumer_stays_within_about_one_fetch() {
+        const LIMIT: i32 = 600;
+        const BUDGET: usize = 1 << 20;
+        let gateway = gateway_with(2_000, BUDGET).await;
+        let session = &gateway.default_session;
+        let mut next = 0i64;
+        let mut most_reserved = 0;
+        while next < 2_000 {
+            let response = fetch::handle(&gateway, session, fetch_from(next, LIMIT), 12).await;
+            let offsets = served_offsets(&response);
+            assert_eq!(offsets.first(), Some(&next), "served from where it asked");
+            next = offsets.last().expect("a record") + 1;
+            most_reserved = most_reserved.max(gateway.read_ahead.reserved_bytes(BUDGET));
+        }
+        assert!(
+            gateway.read_ahead.served() > 100,
+            "the consumer was served from reads made ahead"
+        );
+        assert!(
+            most_reserved <= 2 * LIMIT as usize,
+            "held at most {most_reserved} bytes for a consumer asking {LIMIT} a Fetch"
+        );
     }
 }

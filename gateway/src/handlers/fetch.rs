@@ -9,6 +9,7 @@ use crate::backend::{stored_bytes, watermarks_and_read, Backend, ReadLimits, Wat
 use crate::config::IggyTarget;
 use crate::error_map;
 use crate::gateway::Gateway;
+use iggy_common::IggyMessage;
 use kafka_protocol::error::ResponseError;
 use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, PartitionData};
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
@@ -132,9 +133,10 @@ async fn read_partition<B: Backend>(
     // Fetch will ask for it; read on from the end of this read now, while this response is
     // built and sent.
     let read_end = messages.last().map_or(slot.offset as u64, |m| m.header.offset + 1);
-    let read_ahead = || {
+    let read_ahead = |unserved_bytes: usize| {
+        let asked = slot.max_bytes.min(gateway.config.limits.fetch_max_bytes);
         let ahead_limits = ReadLimits {
-            max_bytes: slot.max_bytes.min(gateway.config.limits.fetch_max_bytes) as u64,
+            max_bytes: read_ahead_bytes(asked, unserved_bytes) as u64,
             ..limits
         };
         gateway.read_ahead.begin_followed(
@@ -147,18 +149,17 @@ async fn read_partition<B: Backend>(
             marks.high_watermark,
         )
     };
-    let mut pending = (read_end < marks.high_watermark).then(read_ahead).flatten();
+    // Room for what was read, up to the limit, so the batch is written without regrowing.
+    let stored: usize = messages.iter().map(batch_bytes).sum();
+    let mut pending = (read_end < marks.high_watermark)
+        .then(|| read_ahead(stored.saturating_sub(limit)))
+        .flatten();
     if pending.as_ref().is_some_and(|p| !p.is_done()) {
         // FETCH-READAHEAD-1: the Iggy SDK writes a request from a task of its own, which waits
         // in this worker's LIFO slot until this task yields; yield once so the poll goes out
         // now, not after the response is built and written.
         tokio::task::yield_now().await;
     }
-    // Room for what was read, up to the limit, so the batch is written without regrowing.
-    let stored: usize = messages
-        .iter()
-        .map(|m| RECORD_OVERHEAD_BYTES + stored_bytes(m) as usize)
-        .sum();
     let mut builder = FetchBatchBuilder::with_capacity(stored.min(limit));
     let mut served = 0;
     let mut scratch = ReadScratch::default();
@@ -186,7 +187,7 @@ async fn read_partition<B: Backend>(
     // only now if the read had reached the end), so what is held starts at the offset the
     // consumer asks for next.
     if pending.is_none() && served < messages.len() {
-        pending = read_ahead();
+        pending = read_ahead(messages[served..].iter().map(batch_bytes).sum());
     }
     if let Some(pending) = pending {
         let next = messages.get(served).map_or(read_end, |m| m.header.offset);
@@ -200,8 +201,25 @@ async fn read_partition<B: Backend>(
 }
 
 /// A record's encoding beyond its stored payload and headers (length, attributes, deltas, key
-/// and value lengths), about; only sizes the batch buffer.
+/// and value lengths), about; sizes the batch buffer and what a read leaves unserved.
 const RECORD_OVERHEAD_BYTES: usize = 16;
+
+/// About what `message` takes in a Fetch's batch.
+fn batch_bytes(message: &IggyMessage) -> usize {
+    RECORD_OVERHEAD_BYTES + stored_bytes(message) as usize
+}
+
+/// FETCH-READAHEAD-4: the byte limit of the read made ahead of a Fetch that asked for `asked`
+/// bytes of the partition and read `unserved_bytes` it does not serve (held for the next Fetch
+/// with the read): what the next Fetch can serve beyond those, and never under a quarter of what
+/// was asked, so a consumer's next Fetch still finds a read's worth in hand. Without the
+/// deduction, a Fetch that serves a little less than it reads (a batch encodes each record in a
+/// few more bytes than Iggy stores it) added a whole limit to what was held each time: held
+/// messages grew by a fraction of a limit per Fetch, each Fetch moved them all, and a consumer
+/// catching up in small steps spent most of its Fetch's CPU copying them (issue 53).
+fn read_ahead_bytes(asked: usize, unserved_bytes: usize) -> usize {
+    asked.saturating_sub(unserved_bytes).max(asked / 4)
+}
 
 /// The partitions a Fetch names, each once (LIMIT-FETCH-DUPLICATES-1: a partition named twice
 /// is read and answered once, as Kafka's fetch map keeps one entry per partition), with the
@@ -320,6 +338,19 @@ mod tests {
     use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
     use kafka_protocol::messages::TopicName;
     use kafka_protocol::protocol::StrBytes;
+
+    #[test]
+    fn fetch_readahead_4_a_read_ahead_asks_what_the_next_fetch_can_serve_beyond_what_is_held() {
+        assert_eq!(read_ahead_bytes(1_000, 0), 1_000, "nothing held: the whole limit");
+        assert_eq!(read_ahead_bytes(1_000, 300), 700);
+        assert_eq!(read_ahead_bytes(1_000, 900), 250, "never under a quarter of the limit");
+        assert_eq!(read_ahead_bytes(1_000, 5_000), 250);
+        assert_eq!(
+            read_ahead_bytes(0, 0),
+            0,
+            "a limit of 0 reads nothing ahead (LIMIT-READ-AHEAD-1)"
+        );
+    }
 
     fn fetch(topics: &[(&'static str, i32)]) -> FetchRequest {
         FetchRequest::default()
