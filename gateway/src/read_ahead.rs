@@ -11,6 +11,10 @@
 //! started with it (FETCH-READAHEAD-2), so the server has the next read in hand while this one's
 //! answer crosses to the gateway.
 //!
+//! A read ahead asks only what the next Fetch can serve beyond what is held, and when what is held
+//! already covers it, that is held alone, with no read (FETCH-READAHEAD-4), so what is held for a
+//! consumer stays within about one Fetch.
+//!
 //! What is read ahead is bounded in bytes over the whole gateway (LIMIT-READ-AHEAD-1) and in
 //! entries, is kept for [`READ_AHEAD_TTL`] at most, and is served only to the principal whose
 //! session read it, for the same partition and offset, once.
@@ -18,7 +22,7 @@
 use crate::auth::sessions::Session;
 use crate::backend::{stored_bytes, Backend, BackendError, ReadLimits, Watermarks};
 use iggy_common::IggyMessage;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -75,7 +79,8 @@ pub(crate) struct PendingRead {
     task: JoinHandle<ReadAheadResult>,
     /// The read was done in its first step (the embedded backend's): nothing waits to be sent.
     done_in_first_step: bool,
-    bytes: OwnedSemaphorePermit,
+    /// LIMIT-READ-AHEAD-1: the read's byte limit, from the budget until this is dropped.
+    _bytes: OwnedSemaphorePermit,
 }
 
 impl PendingRead {
@@ -101,12 +106,40 @@ impl Drop for PendingRead {
     }
 }
 
-/// A read held for a Fetch: the messages the previous Fetch read but did not serve, then the
-/// read under way from where that Fetch's read ended.
+/// What is held for a Fetch: the messages the previous Fetch read but did not serve, then what
+/// follows them.
 struct Entry {
-    read: PendingRead,
-    /// Consecutive messages from the entry's key offset up to the read's first offset.
-    carried: Vec<IggyMessage>,
+    then: Then,
+    /// Consecutive messages from the entry's key offset up to the read's first offset. A deque,
+    /// so that a Fetch serving a few of many takes them from the front without moving the rest.
+    carried: VecDeque<IggyMessage>,
+    /// LIMIT-READ-AHEAD-1: the carried messages' bytes, from the budget.
+    _carried_bytes: Option<OwnedSemaphorePermit>,
+}
+
+/// What follows the carried messages of an [`Entry`].
+enum Then {
+    /// The read under way from where the previous Fetch's read ended.
+    Read(PendingRead),
+    /// No read: the carried messages cover the next Fetch's limit (FETCH-READAHEAD-4). The
+    /// watermarks are the ones the Fetch that held them found, as of `at`.
+    Marks { marks: Watermarks, at: Instant },
+}
+
+impl Entry {
+    fn is_fresh_at(&self, now: Instant) -> bool {
+        match &self.then {
+            Then::Read(read) => read.is_fresh_at(now),
+            Then::Marks { at, .. } => now.saturating_duration_since(*at) < READ_AHEAD_TTL,
+        }
+    }
+}
+
+/// What a Fetch is served from when something was held for it: the watermarks, and the
+/// messages from its offset on.
+pub(crate) struct Held {
+    pub marks: Watermarks,
+    pub messages: VecDeque<IggyMessage>,
 }
 
 /// The reads made ahead, gateway-wide.
@@ -260,7 +293,7 @@ impl ReadAhead {
         let mut permit = budget.clone().try_acquire_many_owned(bytes).ok();
         let now = Instant::now();
         if (permit.is_none() || entries.len() >= MAX_READS_AHEAD) && self.sweep_due(now) {
-            entries.retain(|_, entry| entry.read.is_fresh_at(now));
+            entries.retain(|_, entry| entry.is_fresh_at(now));
             // Reads started behind others that no Fetch went on to hold budget too.
             self.successors().retain(|_, read| read.is_fresh_at(now));
             if permit.is_none() {
@@ -300,7 +333,7 @@ impl ReadAhead {
             started,
             task,
             done_in_first_step,
-            bytes: permit,
+            _bytes: permit,
         })
     }
 
@@ -308,25 +341,56 @@ impl ReadAhead {
     /// `next_offset` up to where the pending read starts, which the Fetch that began it read but
     /// did not serve. Their bytes are taken from the budget too; without room, or when the
     /// table is full or already holds that read, nothing is held (LIMIT-READ-AHEAD-1).
-    pub(crate) fn keep(&self, pending: PendingRead, next_offset: u64, carried: Vec<IggyMessage>) {
-        let Some(budget) = &self.budget else {
-            return;
-        };
-        let mut pending = pending;
-        let carried_bytes: u64 = carried.iter().map(stored_bytes).sum();
-        if carried_bytes > 0 {
-            let extra = u32::try_from(carried_bytes)
-                .ok()
-                .and_then(|bytes| budget.clone().try_acquire_many_owned(bytes).ok());
-            let Some(extra) = extra else {
-                crate::metrics::metrics().limit_hit("LIMIT-READ-AHEAD-1");
-                return;
-            };
-            pending.bytes.merge(extra);
-        }
+    pub(crate) fn keep(&self, pending: PendingRead, next_offset: u64, carried: VecDeque<IggyMessage>) {
         let key = Key {
             offset: next_offset,
             ..pending.key.clone()
+        };
+        self.hold(key, Then::Read(pending), carried);
+    }
+
+    /// Holds `carried`, the messages from `next_offset` on that a Fetch of `session` read and did
+    /// not serve, with no read after them: they cover what the next Fetch asks
+    /// (FETCH-READAHEAD-4), and it is answered with `marks`, this Fetch's watermarks. Within the
+    /// budget and the table, as [`ReadAhead::keep`].
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn keep_without_read<B>(
+        &self,
+        session: &Session<B>,
+        stream: &str,
+        topic: &str,
+        partition: u32,
+        next_offset: u64,
+        carried: VecDeque<IggyMessage>,
+        marks: Watermarks,
+    ) {
+        if self.budget.is_none() || carried.is_empty() {
+            return;
+        }
+        let key = Self::key(session, stream, topic, partition, next_offset);
+        let then = Then::Marks {
+            marks,
+            at: Instant::now(),
+        };
+        self.hold(key, then, carried);
+    }
+
+    fn hold(&self, key: Key, then: Then, carried: VecDeque<IggyMessage>) {
+        let Some(budget) = &self.budget else {
+            return;
+        };
+        let carried_bytes: u64 = carried.iter().map(stored_bytes).sum();
+        let permit = if carried_bytes > 0 {
+            let permit = u32::try_from(carried_bytes)
+                .ok()
+                .and_then(|bytes| budget.clone().try_acquire_many_owned(bytes).ok());
+            if permit.is_none() {
+                crate::metrics::metrics().limit_hit("LIMIT-READ-AHEAD-1");
+                return;
+            }
+            permit
+        } else {
+            None
         };
         let mut entries = self.entries();
         if entries.contains_key(&key) {
@@ -336,7 +400,14 @@ impl ReadAhead {
             crate::metrics::metrics().limit_hit("LIMIT-READ-AHEAD-1");
             return;
         }
-        entries.insert(key, Entry { read: pending, carried });
+        entries.insert(
+            key,
+            Entry {
+                then,
+                carried,
+                _carried_bytes: permit,
+            },
+        );
     }
 
     /// [`ReadAhead::begin`] and [`ReadAhead::keep`] with nothing carried.
@@ -351,7 +422,7 @@ impl ReadAhead {
         limits: ReadLimits,
     ) {
         if let Some(pending) = self.begin(session, stream, topic, partition, offset, limits) {
-            self.keep(pending, offset, Vec::new());
+            self.keep(pending, offset, VecDeque::new());
         }
     }
 
@@ -367,38 +438,44 @@ impl ReadAhead {
         topic: &str,
         partition: u32,
         offset: u64,
-    ) -> Option<ReadAheadResult> {
+    ) -> Option<Held> {
         self.budget.as_ref()?;
         let key = Self::key(session, stream, topic, partition, offset);
-        let mut entry = self.entries().remove(&key)?;
-        if !entry.read.is_fresh() {
+        let entry = self.entries().remove(&key)?;
+        if !entry.is_fresh_at(Instant::now()) {
             return None;
         }
-        let unfinished = !entry.read.task.is_finished();
-        let asked = Instant::now();
-        let ReadAheadResult { marks, read } = (&mut entry.read.task).await.ok()?;
-        tracing::trace!(
-            %stream, %topic, partition, offset,
-            waited_us = asked.elapsed().as_micros() as u64,
-            "Fetch takes a read made ahead"
-        );
-        marks.as_ref().ok()?;
-        let mut messages = std::mem::take(&mut entry.carried);
-        if let Ok(read) = read {
-            if read.first().map(|m| m.header.offset) == Some(entry.read.key.offset) {
-                messages.extend(read);
+        let Entry { then, mut carried, .. } = entry;
+        let (marks, unfinished) = match then {
+            Then::Marks { marks, .. } => (marks, false),
+            Then::Read(mut pending) => {
+                let unfinished = !pending.task.is_finished();
+                let asked = Instant::now();
+                let ReadAheadResult { marks, read } = (&mut pending.task).await.ok()?;
+                tracing::trace!(
+                    %stream, %topic, partition, offset,
+                    waited_us = asked.elapsed().as_micros() as u64,
+                    "Fetch takes a read made ahead"
+                );
+                let marks = marks.ok()?;
+                if let Ok(read) = read {
+                    if read.first().map(|m| m.header.offset) == Some(pending.key.offset) {
+                        carried.extend(read);
+                    }
+                }
+                (marks, unfinished)
             }
-        }
-        if messages.first().map(|m| m.header.offset) != Some(offset) {
+        };
+        if carried.front().map(|m| m.header.offset) != Some(offset) {
             return None;
         }
         self.served.fetch_add(1, Ordering::Relaxed);
         if unfinished {
             self.served_unfinished.fetch_add(1, Ordering::Relaxed);
         }
-        Some(ReadAheadResult {
+        Some(Held {
             marks,
-            read: Ok(messages),
+            messages: carried,
         })
     }
 
@@ -573,10 +650,10 @@ mod tests {
             .take(session, STREAM, TOPIC, 0, 3)
             .await
             .expect("the read made ahead");
-        let messages = result.read.expect("read");
-        assert_eq!(messages.first().map(|m| m.header.offset), Some(3));
+        let messages = result.messages;
+        assert_eq!(messages.front().map(|m| m.header.offset), Some(3));
         assert_eq!(messages.len(), 7);
-        assert_eq!(result.marks.expect("watermarks").high_watermark, 10);
+        assert_eq!(result.marks.high_watermark, 10);
         assert!(ahead.take(session, STREAM, TOPIC, 0, 3).await.is_none(), "served twice");
         assert!(ahead.is_empty());
     }
@@ -597,13 +674,13 @@ mod tests {
         let pending = ahead
             .begin(session, STREAM, TOPIC, 0, 6, limits(1_000))
             .expect("room to read ahead");
-        ahead.keep(pending, 4, carried);
+        ahead.keep(pending, 4, carried.into());
         assert!(
             ahead.take(session, STREAM, TOPIC, 0, 6).await.is_none(),
             "held for 4, not 6"
         );
         let result = ahead.take(session, STREAM, TOPIC, 0, 4).await.expect("held for 4");
-        let offsets: Vec<u64> = result.read.expect("read").iter().map(|m| m.header.offset).collect();
+        let offsets: Vec<u64> = result.messages.iter().map(|m| m.header.offset).collect();
         assert_eq!(offsets, (4..10).collect::<Vec<u64>>(), "carried, then the read from 6");
     }
 
@@ -623,7 +700,7 @@ mod tests {
             2,
             "the read from 0 and the one from its planned end, 3"
         );
-        ahead.keep(first, 0, Vec::new());
+        ahead.keep(first, 0, VecDeque::new());
         assert!(ahead.take(session, STREAM, TOPIC, 0, 0).await.is_some(), "held for 0");
         let second = ahead
             .begin_followed(session, STREAM, TOPIC, 0, 3, limits(1 << 10), 10)
@@ -633,9 +710,9 @@ mod tests {
             3,
             "the read from 3 was not started again; only the one from its planned end, 6"
         );
-        ahead.keep(second, 3, Vec::new());
+        ahead.keep(second, 3, VecDeque::new());
         let read = ahead.take(session, STREAM, TOPIC, 0, 3).await.expect("held for 3");
-        let first_offset = read.read.expect("read").first().map(|m| m.header.offset);
+        let first_offset = read.messages.front().map(|m| m.header.offset);
         assert_eq!(first_offset, Some(3));
     }
 
@@ -686,7 +763,7 @@ mod tests {
         let pending = ahead
             .begin(session, STREAM, TOPIC, 0, 6, limits(400))
             .expect("room for the read");
-        ahead.keep(pending, 4, carried);
+        ahead.keep(pending, 4, carried.into());
         assert!(ahead.is_empty(), "nothing is held past the budget");
         assert!(
             ahead.begin(session, STREAM, TOPIC, 0, 6, limits(500)).is_some(),
@@ -777,32 +854,57 @@ mod tests {
         assert_eq!(gateway.read_ahead.served(), fetches - 1, "every Fetch but the first");
     }
 
-    /// Issue 53's bug: each Fetch read ahead a whole limit beyond what it held, and served a
-    /// little less than a limit (a record takes more bytes in a batch than Iggy stores), so what
-    /// was held for the partition grew by a fraction of a limit every Fetch, and every Fetch
-    /// moved all of it: a consumer catching up in small steps spent its CPU copying.
-    #[tokio::test]
-    async fn fetch_readahead_4_what_is_held_for_a_consumer_stays_within_about_one_fetch() {
-        const LIMIT: i32 = 600;
-        const BUDGET: usize = 1 << 20;
-        let gateway = gateway_with(2_000, BUDGET).await;
+    /// A consumer reading the whole of `count` records of 100 bytes from 0, `limit` bytes a
+    /// Fetch: how many Fetches it made, and the most the reads ahead held for it meanwhile.
+    async fn follow(gateway: &Gateway<EmbeddedBackend>, count: i64, limit: i32, budget: usize) -> (usize, usize) {
         let session = &gateway.default_session;
-        let mut next = 0i64;
-        let mut most_reserved = 0;
-        while next < 2_000 {
-            let response = fetch::handle(&gateway, session, fetch_from(next, LIMIT), 12).await;
+        let (mut next, mut fetches, mut most_reserved) = (0i64, 0, 0);
+        while next < count {
+            let response = fetch::handle(gateway, session, fetch_from(next, limit), 12).await;
             let offsets = served_offsets(&response);
             assert_eq!(offsets.first(), Some(&next), "served from where it asked");
             next = offsets.last().expect("a record") + 1;
-            most_reserved = most_reserved.max(gateway.read_ahead.reserved_bytes(BUDGET));
+            fetches += 1;
+            most_reserved = most_reserved.max(gateway.read_ahead.reserved_bytes(budget));
         }
-        assert!(
-            gateway.read_ahead.served() > 100,
-            "the consumer was served from reads made ahead"
+        (fetches, most_reserved)
+    }
+
+    /// Issue 53's bug: each Fetch read ahead a whole limit beyond what it held, and served a
+    /// little less than a limit (a record takes more bytes in a batch than Iggy stores), so what
+    /// was held for the partition grew by a fraction of a limit every Fetch (67,200 bytes for
+    /// 600-byte Fetches here), and every Fetch moved all of it.
+    #[tokio::test]
+    async fn fetch_readahead_4_what_is_held_for_a_consumer_stays_within_its_limit_and_the_least_read() {
+        const BUDGET: usize = 1 << 20;
+        for limit in [600, 20_000] {
+            let gateway = gateway_with(2_000, BUDGET).await;
+            let (_, most_reserved) = follow(&gateway, 2_000, limit, BUDGET).await;
+            let bound = 2 * limit as usize + fetch::READ_AHEAD_MIN_BYTES;
+            assert!(
+                most_reserved <= bound,
+                "held {most_reserved} bytes for a consumer asking {limit} a Fetch (at most {bound})"
+            );
+        }
+    }
+
+    /// FETCH-READAHEAD-4: what a read made ahead holds beyond the next Fetch is kept for the
+    /// Fetches after it, with no read of their own, so a consumer asking a few records a Fetch
+    /// costs the backend a read for many Fetches.
+    #[tokio::test]
+    async fn fetch_readahead_4_a_consumer_asking_a_few_records_is_served_many_fetches_from_one_read() {
+        const BUDGET: usize = 1 << 20;
+        let gateway = gateway_with(2_000, BUDGET).await;
+        let (fetches, _) = follow(&gateway, 2_000, 600, BUDGET).await;
+        let (reads_started, served, _) = gateway.read_ahead.counts();
+        assert_eq!(
+            served as usize,
+            fetches - 1,
+            "every Fetch but the first was served from what was held"
         );
         assert!(
-            most_reserved <= 2 * LIMIT as usize,
-            "held at most {most_reserved} bytes for a consumer asking {LIMIT} a Fetch"
+            reads_started as usize * 10 <= fetches,
+            "{reads_started} reads made ahead for {fetches} Fetches"
         );
     }
 }

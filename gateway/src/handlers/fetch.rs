@@ -15,6 +15,7 @@ use kafka_protocol::messages::fetch_response::{FetchableTopicResponse, Partition
 use kafka_protocol::messages::{FetchRequest, FetchResponse};
 use kig_core::fetch_batch::FetchBatchBuilder;
 use kig_core::mapping::{read_record, ReadForm, ReadScratch};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 /// The most messages one partition read asks the backend for.
@@ -99,12 +100,16 @@ async fn read_partition<B: Backend>(
             .await
     };
     let (marks, read) = match ahead {
-        Some(ahead) => (ahead.marks, ahead.read),
+        Some(held) => (Ok(held.marks), Ok(held.messages)),
         None if skip_read => (
             session.backend.watermarks(stream, topic, partition).await,
-            Ok(Vec::new()),
+            Ok(VecDeque::new()),
         ),
-        None => watermarks_and_read(&*session.backend, stream, topic, partition, slot.offset as u64, limits).await,
+        None => {
+            let (marks, read) =
+                watermarks_and_read(&*session.backend, stream, topic, partition, slot.offset as u64, limits).await;
+            (marks, read.map(VecDeque::from))
+        }
     };
     let mut marks = match marks {
         Ok(marks) => marks,
@@ -113,7 +118,7 @@ async fn read_partition<B: Backend>(
     if let Ok(messages) = &read {
         // An append that landed between the two answers: the read saw it, so the watermark the
         // response reports covers it (a record is never served above the high watermark).
-        if let Some(last) = messages.last() {
+        if let Some(last) = messages.back() {
             marks.high_watermark = marks.high_watermark.max(last.header.offset + 1);
         }
     }
@@ -132,11 +137,12 @@ async fn read_partition<B: Backend>(
     // FETCH-READAHEAD-1: the partition holds more than this read found, so the consumer's next
     // Fetch will ask for it; read on from the end of this read now, while this response is
     // built and sent.
-    let read_end = messages.last().map_or(slot.offset as u64, |m| m.header.offset + 1);
-    let read_ahead = |unserved_bytes: usize| {
-        let asked = slot.max_bytes.min(gateway.config.limits.fetch_max_bytes);
+    let read_end = messages.back().map_or(slot.offset as u64, |m| m.header.offset + 1);
+    let most_bytes = gateway.config.limits.fetch_max_bytes;
+    let asked = slot.max_bytes.min(most_bytes);
+    let read_ahead = |max_bytes: usize| {
         let ahead_limits = ReadLimits {
-            max_bytes: read_ahead_bytes(asked, unserved_bytes) as u64,
+            max_bytes: max_bytes as u64,
             ..limits
         };
         gateway.read_ahead.begin_followed(
@@ -151,9 +157,9 @@ async fn read_partition<B: Backend>(
     };
     // Room for what was read, up to the limit, so the batch is written without regrowing.
     let stored: usize = messages.iter().map(batch_bytes).sum();
-    let mut pending = (read_end < marks.high_watermark)
-        .then(|| read_ahead(stored.saturating_sub(limit)))
-        .flatten();
+    let mut pending = read_ahead_bytes(asked, stored.saturating_sub(limit), most_bytes)
+        .filter(|_| read_end < marks.high_watermark)
+        .and_then(read_ahead);
     if pending.as_ref().is_some_and(|p| !p.is_done()) {
         // FETCH-READAHEAD-1: the Iggy SDK writes a request from a task of its own, which waits
         // in this worker's LIFO slot until this task yields; yield once so the poll goes out
@@ -186,13 +192,23 @@ async fn read_partition<B: Backend>(
     // FETCH-READAHEAD-1: what was read but not served is held with a read from its end (begun
     // only now if the read had reached the end), so what is held starts at the offset the
     // consumer asks for next.
+    let next = messages.get(served).map_or(read_end, |m| m.header.offset);
+    let mut hold_without_read = false;
     if pending.is_none() && served < messages.len() {
-        pending = read_ahead(messages[served..].iter().map(batch_bytes).sum());
+        match read_ahead_bytes(asked, messages.range(served..).map(batch_bytes).sum(), most_bytes) {
+            Some(max_bytes) => pending = read_ahead(max_bytes),
+            None => hold_without_read = true,
+        }
     }
-    if let Some(pending) = pending {
-        let next = messages.get(served).map_or(read_end, |m| m.header.offset);
-        let carried = messages.split_off(served);
-        gateway.read_ahead.keep(pending, next, carried);
+    if pending.is_some() || hold_without_read {
+        // What was served goes from the front; the rest is not moved.
+        messages.drain(..served);
+        match pending {
+            Some(pending) => gateway.read_ahead.keep(pending, next, messages),
+            None => gateway
+                .read_ahead
+                .keep_without_read(session, stream, topic, partition, next, messages, marks),
+        }
     }
     match builder.finish().filter(|_| fits) {
         Some(batch) => data.with_records(Some(batch)),
@@ -209,16 +225,21 @@ fn batch_bytes(message: &IggyMessage) -> usize {
     RECORD_OVERHEAD_BYTES + stored_bytes(message) as usize
 }
 
+/// The least a read made ahead asks for (FETCH-READAHEAD-4), so that a consumer asking a few
+/// records a Fetch is served many Fetches from one read instead of a read a Fetch.
+pub const READ_AHEAD_MIN_BYTES: usize = 16 * 1024;
+
 /// FETCH-READAHEAD-4: the byte limit of the read made ahead of a Fetch that asked for `asked`
-/// bytes of the partition and read `unserved_bytes` it does not serve (held for the next Fetch
-/// with the read): what the next Fetch can serve beyond those, and never under a quarter of what
-/// was asked, so a consumer's next Fetch still finds a read's worth in hand. Without the
-/// deduction, a Fetch that serves a little less than it reads (a batch encodes each record in a
-/// few more bytes than Iggy stores it) added a whole limit to what was held each time: held
-/// messages grew by a fraction of a limit per Fetch, each Fetch moved them all, and a consumer
-/// catching up in small steps spent most of its Fetch's CPU copying them (issue 53).
-fn read_ahead_bytes(asked: usize, unserved_bytes: usize) -> usize {
-    asked.saturating_sub(unserved_bytes).max(asked / 4)
+/// bytes of the partition and leaves `unserved_bytes` of what it read unserved (held for the
+/// next Fetch): `None` when those cover what the next Fetch asks, so no read is made; otherwise
+/// what the next Fetch can serve beyond them, and at least [`READ_AHEAD_MIN_BYTES`] (up to
+/// `most_bytes`, the gateway's `fetch_max_bytes`). Without the deduction a Fetch that served a
+/// little less than it read (a batch takes a few more bytes a record than Iggy stores) added a
+/// whole limit to what was held every time: what was held grew up to the budget, every Fetch
+/// moved all of it, and a consumer catching up in small steps spent its Fetch's CPU copying
+/// (issue 53).
+fn read_ahead_bytes(asked: usize, unserved_bytes: usize, most_bytes: usize) -> Option<usize> {
+    (unserved_bytes < asked).then(|| (asked - unserved_bytes).max(READ_AHEAD_MIN_BYTES.min(most_bytes)))
 }
 
 /// The partitions a Fetch names, each once (LIMIT-FETCH-DUPLICATES-1: a partition named twice
@@ -341,13 +362,34 @@ mod tests {
 
     #[test]
     fn fetch_readahead_4_a_read_ahead_asks_what_the_next_fetch_can_serve_beyond_what_is_held() {
-        assert_eq!(read_ahead_bytes(1_000, 0), 1_000, "nothing held: the whole limit");
-        assert_eq!(read_ahead_bytes(1_000, 300), 700);
-        assert_eq!(read_ahead_bytes(1_000, 900), 250, "never under a quarter of the limit");
-        assert_eq!(read_ahead_bytes(1_000, 5_000), 250);
+        const MOST: usize = 50 << 20;
+        const MIB: usize = 1 << 20;
         assert_eq!(
-            read_ahead_bytes(0, 0),
-            0,
+            read_ahead_bytes(MIB, 0, MOST),
+            Some(MIB),
+            "nothing held: the whole limit"
+        );
+        assert_eq!(read_ahead_bytes(MIB, 300_000, MOST), Some(MIB - 300_000));
+        assert_eq!(
+            read_ahead_bytes(MIB, MIB - 100, MOST),
+            Some(READ_AHEAD_MIN_BYTES),
+            "never less than the least read"
+        );
+        assert_eq!(
+            read_ahead_bytes(MIB, MIB, MOST),
+            None,
+            "what is held covers the next Fetch"
+        );
+        assert_eq!(read_ahead_bytes(MIB, 5 * MIB, MOST), None);
+        assert_eq!(
+            read_ahead_bytes(600, 0, MOST),
+            Some(READ_AHEAD_MIN_BYTES),
+            "a small Fetch reads more ahead"
+        );
+        assert_eq!(read_ahead_bytes(600, 0, 1_000), Some(1_000), "up to fetch_max_bytes");
+        assert_eq!(
+            read_ahead_bytes(0, 0, MOST),
+            None,
             "a limit of 0 reads nothing ahead (LIMIT-READ-AHEAD-1)"
         );
     }
