@@ -525,12 +525,14 @@ async fn handshake_then_serve<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
-    mut stream: S,
+    stream: S,
     peer: SocketAddr,
     gateway: Arc<Gateway<B>>,
     registration: Registration,
     mut stop: watch::Receiver<bool>,
 ) {
+    // PROTO-FRAME-2: one socket read for a small request, not three.
+    let mut stream = tokio::io::BufReader::with_capacity(crate::protocol::frame::READ_BUFFER_BYTES, stream);
     let config = gateway.config.clone();
     let mut auth = gateway.new_connection(peer.ip());
     let _open = metrics().connection_opened();

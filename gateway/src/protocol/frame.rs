@@ -54,6 +54,11 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
 /// The most body bytes read, and admitted, in one step (LIMIT-INFLIGHT-1).
 pub const ADMISSION_CHUNK: usize = 64 * 1024;
 
+/// Each connection's read buffer, fixed at its start (PROTO-FRAME-2): a small request's size
+/// prefix and body, and often the next request's, come in one socket read instead of three (the
+/// prefix's first byte, the rest of it, the body). Reads this large or larger bypass it.
+pub const READ_BUFFER_BYTES: usize = 4 * 1024;
+
 /// Reads the next frame as [`read_frame`] does, but admits its body as it arrives, at most
 /// [`ADMISSION_CHUNK`] bytes at a time (LIMIT-INFLIGHT-1): `admit(frame size, chunk)` is asked
 /// before each chunk is allocated or read, and what it returns (a permit) comes back with the

@@ -200,6 +200,111 @@ async fn proto_timeout_1_a_response_the_client_does_not_read_is_abandoned_at_the
     task.await.unwrap();
 }
 
+/// A connection's server end that counts the reads which brought bytes.
+struct CountingStream {
+    stream: DuplexStream,
+    reads: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl AsyncRead for CountingStream {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = std::pin::Pin::new(&mut self.stream).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.reads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for CountingStream {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::pin::Pin::new(&mut self.stream).poll_write(cx, buf)
+    }
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_flush(cx)
+    }
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.stream).poll_shutdown(cx)
+    }
+}
+
+struct CountingListener {
+    incoming: mpsc::Receiver<(DuplexStream, SocketAddr)>,
+    reads: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Listener for CountingListener {
+    type Stream = CountingStream;
+    async fn accept(&mut self) -> std::io::Result<(CountingStream, SocketAddr)> {
+        match self.incoming.recv().await {
+            Some((stream, peer)) => Ok((
+                CountingStream {
+                    stream,
+                    reads: self.reads.clone(),
+                },
+                peer,
+            )),
+            None => std::future::pending().await,
+        }
+    }
+}
+
+/// Reading a request's length and then its body took three reads of the connection (the length's
+/// first byte, the rest of it, the body); through the connection's read buffer, two small requests
+/// sent together come in one.
+#[tokio::test]
+async fn proto_frame_2_two_small_requests_sent_together_are_read_in_one_read() {
+    let config = Config::resolve(Args::default(), FileConfig::default()).expect("valid config");
+    let gateway = crate::embedded_gateway(config, Arc::new(TokioClock::new(0)), 1);
+    let (tx, rx) = mpsc::channel(4);
+    let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let shutdown = Shutdown::default();
+    let listener = CountingListener {
+        incoming: rx,
+        reads: reads.clone(),
+    };
+    let task = tokio::spawn(serve(listener, gateway, shutdown.clone()));
+    let (mut client, server) = tokio::io::duplex(64 * 1024);
+    let mut two = api_versions_v0_frame();
+    two.extend(api_versions_v0_frame());
+    // Both requests wait in the connection before the server reads anything.
+    client.write_all(&two).await.unwrap();
+    tx.send((server, SocketAddr::from(([127, 0, 0, 1], 1)))).await.unwrap();
+    for _ in 0..2 {
+        let mut size = [0u8; 4];
+        client.read_exact(&mut size).await.unwrap();
+        let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+        client.read_exact(&mut body).await.unwrap();
+        assert_eq!(
+            &body[..4],
+            &7i32.to_be_bytes(),
+            "an answer to the request (its correlation id)"
+        );
+    }
+    assert_eq!(
+        reads.load(std::sync::atomic::Ordering::SeqCst),
+        1,
+        "reads of the connection that brought bytes, for two requests"
+    );
+    shutdown.trigger();
+    task.await.unwrap();
+}
+
 /// Sends one ApiVersions v0 and reads its whole answer: the connection is being served.
 async fn served<S: AsyncRead + AsyncWrite + Unpin>(client: &mut S) -> bool {
     if client.write_all(&api_versions_v0_frame()).await.is_err() {
