@@ -207,7 +207,7 @@ bench: setup
 	cargo build --release -p kafka-iggy-gateway
 	java/prepare.sh $(JAVA_WORK)
 	cargo bench -p kafka-iggy-conformance --bench cpu -- --java-work $(JAVA_WORK) $(IGGY_SERVER_ENV_ARGS) $(CPU_BENCH_ARGS)
-	cargo bench -p kafka-iggy-conformance --bench cpu -- --relay --clients librdkafka --small-connections 0 \
+	cargo bench -p kafka-iggy-conformance --bench cpu -- --relay --clients librdkafka \
 	  --json $(TARGET_DIR)/bench/cpu-relay.json $(IGGY_SERVER_ENV_ARGS) $(CPU_BENCH_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench table -- $(IGGY_SERVER_ENV_ARGS) $(BENCH_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench iggy_read -- $(IGGY_SERVER_ENV_ARGS)

@@ -124,9 +124,11 @@ struct Args {
     #[arg(long = "gateway-bin")]
     gateway_bins: Vec<PathBuf>,
     /// Every client connects through a relay that only copies bytes (conformance/src/relay.rs, on
-    /// a thread of this process; the gateway advertises it), and the relay's CPU per record is
-    /// printed beside the gateway's: the least any process standing between the client and the
-    /// gateway spends on the same bytes, the kernel's copy in and copy out with their wake-ups.
+    /// a thread of this process; the gateway advertises it), and the relay's CPU per record, and
+    /// per request in the small part, is printed beside the gateway's: the least any process
+    /// standing between the client and the gateway spends on the same bytes, the kernel's copy in
+    /// and copy out with their wake-ups. A small request through it is one read and one write on
+    /// each side, as a small Produce on Iggy is for the gateway (the client's side and Iggy's).
     #[arg(long)]
     relay: bool,
     /// Where the JSON goes; `bench/cpu.json` in the target directory when unset.
@@ -763,15 +765,15 @@ fn records_for(args: &Args, size: usize) -> usize {
 }
 
 fn print_header() {
-    println!("| run | bin | backend  | client     | phase         | size    | records | requests | gateway µs/record | server µs/record | gateway ÷ server | gateway µs/request | server µs/request | relay µs/record | elapsed s | gateway switches per 1,000 records | gateway threads (schedstat) |");
-    println!("|--:|--:|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|");
+    println!("| run | bin | backend  | client     | phase         | size    | records | requests | gateway µs/record | server µs/record | gateway ÷ server | gateway µs/request | server µs/request | relay µs/record | relay µs/request | elapsed s | gateway switches per 1,000 records | gateway threads (schedstat) |");
+    println!("|--:|--:|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|---|");
 }
 
 fn print_row(m: &Measured) {
     let server = |s: Option<f64>, f: &dyn Fn(f64) -> Option<f64>| s.and_then(f);
     let fmt = |v: Option<f64>, digits: usize| v.map_or("–".to_string(), |v| format!("{v:.digits$}"));
     println!(
-        "| {} | {} | {:<8} | {:<10} | {:<13} | {:>7} | {:>7} | {:>8} | {:>6.3} | {:>6} | {:>6} | {:>6} | {:>6} | {:>6} | {:>5.2} | {:.1} | {} |",
+        "| {} | {} | {:<8} | {:<10} | {:<13} | {:>7} | {:>7} | {:>8} | {:>6.3} | {:>6} | {:>6} | {:>6} | {:>6} | {:>6} | {:>6} | {:>5.2} | {:.1} | {} |",
         m.run,
         m.binary,
         format!("{:?}", m.backend).to_lowercase(),
@@ -790,6 +792,7 @@ fn print_row(m: &Measured) {
         fmt(m.per_request_us(m.cpu.gateway_s), 1),
         fmt(server(m.cpu.server_s, &|s| m.per_request_us(s)), 1),
         fmt(m.cpu.relay_s.map(|s| m.per_record_us(s)), 3),
+        fmt(m.cpu.relay_s.and_then(|s| m.per_request_us(s)), 1),
         m.cpu.elapsed_s,
         m.cpu.gateway_switches as f64 * 1000.0 / m.records.max(1) as f64,
         m.cpu.gateway_threads,
@@ -810,8 +813,8 @@ fn median(mut values: Vec<f64>) -> f64 {
 fn print_summary(rows: &[Measured]) {
     println!();
     println!("over the runs: median (min–max)");
-    println!("| bin | backend  | client     | phase         | size    | runs | gateway µs/record | server µs/record | gateway ÷ server | gateway µs/request | relay µs/record |");
-    println!("|--:|---|---|---|--:|--:|--:|--:|--:|--:|--:|");
+    println!("| bin | backend  | client     | phase         | size    | runs | gateway µs/record | server µs/record | gateway ÷ server | gateway µs/request | relay µs/record | relay µs/request |");
+    println!("|--:|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|");
     let mut keys: Vec<(usize, BackendRow, ClientRow, &'static str, usize)> = Vec::new();
     for m in rows {
         let key = (m.binary, m.backend, m.client, m.phase, m.record_bytes);
@@ -840,7 +843,7 @@ fn print_summary(rows: &[Measured]) {
             })
             .collect();
         println!(
-            "| {binary} | {:<8} | {:<10} | {:<13} | {:>7} | {} | {} | {} | {} | {} | {} |",
+            "| {binary} | {:<8} | {:<10} | {:<13} | {:>7} | {} | {} | {} | {} | {} | {} | {} |",
             format!("{backend:?}").to_lowercase(),
             format!("{client:?}").to_lowercase(),
             phase,
@@ -865,6 +868,12 @@ fn print_summary(rows: &[Measured]) {
                     .map(|m| m.cpu.relay_s.map_or(f64::NAN, |s| m.per_record_us(s)))
                     .collect(),
                 3
+            ),
+            spread(
+                of.iter()
+                    .map(|m| m.cpu.relay_s.and_then(|s| m.per_request_us(s)).unwrap_or(f64::NAN))
+                    .collect(),
+                1
             ),
         );
     }
