@@ -85,7 +85,8 @@ struct Args {
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [ClientRow::Librdkafka, ClientRow::Java])]
     clients: Vec<ClientRow>,
     /// The Java tier's work directory, prepared by `java/prepare.sh DIR` (`make bench` does);
-    /// `compat-java` in the target directory when unset.
+    /// `compat-java` in the target directory when unset. `cargo bench` runs this from the
+    /// package's directory (conformance/), so a relative DIR is taken from there.
     #[arg(long)]
     java_work: Option<PathBuf>,
     /// The kafka-clients version of java/clients.lock the Java rows run.
@@ -920,6 +921,8 @@ async fn main() -> anyhow::Result<()> {
         let work = args.java_work.clone().unwrap_or_else(|| {
             kafka_iggy_conformance::bench::target_dir(env!("CARGO_TARGET_TMPDIR")).join("compat-java")
         });
+        // Printed whole, so a relative DIR that missed its mark says where it was looked for.
+        let work = std::path::absolute(&work).unwrap_or(work);
         match JavaLoad::find(&work, &args.java_version) {
             Ok(java) => {
                 println!(
