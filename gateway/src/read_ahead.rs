@@ -364,7 +364,7 @@ impl ReadAhead {
         carried: VecDeque<IggyMessage>,
         marks: Watermarks,
     ) {
-        if self.budget.is_none() || carried.is_empty() {
+        if carried.is_empty() {
             return;
         }
         let key = Self::key(session, stream, topic, partition, next_offset);

@@ -155,7 +155,8 @@ async fn read_partition<B: Backend>(
             marks.high_watermark,
         )
     };
-    // Room for what was read, up to the limit, so the batch is written without regrowing.
+    // What was read, as a batch takes it: the batch's room (up to the limit, so it is written
+    // without regrowing), and beyond the limit what will be left unserved (FETCH-READAHEAD-4).
     let stored: usize = messages.iter().map(batch_bytes).sum();
     let mut pending = read_ahead_bytes(asked, stored.saturating_sub(limit), most_bytes)
         .filter(|_| read_end < marks.high_watermark)
@@ -227,7 +228,7 @@ fn batch_bytes(message: &IggyMessage) -> usize {
 
 /// The least a read made ahead asks for (FETCH-READAHEAD-4), so that a consumer asking a few
 /// records a Fetch is served many Fetches from one read instead of a read a Fetch.
-pub const READ_AHEAD_MIN_BYTES: usize = 16 * 1024;
+pub(crate) const READ_AHEAD_MIN_BYTES: usize = 16 * 1024;
 
 /// FETCH-READAHEAD-4: the byte limit of the read made ahead of a Fetch that asked for `asked`
 /// bytes of the partition and leaves `unserved_bytes` of what it read unserved (held for the
