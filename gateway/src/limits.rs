@@ -40,6 +40,16 @@ pub const MAX_ERROR_MESSAGE_BYTES: usize = 512;
 /// The longest client id the gateway copies into a member id it builds (LIMIT-BUILT-STRING-1).
 pub const MAX_CLIENT_ID_IN_MEMBER_ID_BYTES: usize = 128;
 
+/// LIMIT-WORKERS-1: the async workers when `worker_threads` is unset, half of `cpus` and at
+/// least one. A worker left idle is woken to steal each task another spawns (the Iggy SDK spawns
+/// one per send), and those wake-ups cost more CPU than the work they share: on two CPUs one
+/// worker spent 0.86 µs of CPU a 1 KiB record produced where two spent 0.99, and 40 µs a small
+/// Produce on Iggy where two spent 62 (docs/performance-history.md, round 22). The other half
+/// is left to the kernel's network work, which the clients' and the server's system calls do.
+pub fn default_worker_threads(cpus: usize) -> usize {
+    (cpus / 2).max(1)
+}
+
 /// One optional setting per limit; unset ones take the default. The same struct is read from
 /// the command line (flattened into `Args`) and from the TOML file's `[limits]` table.
 #[derive(Debug, Clone, Default, clap::Args, Deserialize)]
@@ -100,6 +110,10 @@ pub struct LimitSettings {
     /// 0 decodes on the connection's task (what deterministic simulations need).
     #[arg(long, env = "IGGY_KAFKA_DECODE_THREADS")]
     pub decode_threads: Option<usize>,
+    /// Async worker threads serving clients (LIMIT-WORKERS-1); default half the CPUs, at
+    /// least 1.
+    #[arg(long, env = "IGGY_KAFKA_WORKER_THREADS")]
+    pub worker_threads: Option<usize>,
     /// How long a shutdown waits for in-flight requests before it stops anyway
     /// (PROTO-SHUTDOWN-2).
     #[arg(long, env = "IGGY_KAFKA_SHUTDOWN_TIMEOUT_MS")]
@@ -164,6 +178,7 @@ impl LimitSettings {
                 .group_max_members_per_principal
                 .or(file.group_max_members_per_principal),
             decode_threads: self.decode_threads.or(file.decode_threads),
+            worker_threads: self.worker_threads.or(file.worker_threads),
             shutdown_timeout_ms: self.shutdown_timeout_ms.or(file.shutdown_timeout_ms),
             max_unauthenticated_frame_bytes: self
                 .max_unauthenticated_frame_bytes
@@ -190,6 +205,7 @@ pub struct Limits {
     pub fetch_max_wait: Duration,
     pub fetch_read_ahead_bytes: usize,
     pub decode_threads: usize,
+    pub worker_threads: usize,
     pub shutdown_timeout: Duration,
     pub max_unauthenticated_frame_bytes: usize,
     pub authentication_timeout: Duration,
@@ -256,6 +272,9 @@ impl Limits {
                 .fetch_read_ahead_bytes
                 .unwrap_or(DEFAULT_FETCH_READ_AHEAD_BYTES),
             decode_threads: settings.decode_threads.unwrap_or(parallelism),
+            worker_threads: settings
+                .worker_threads
+                .unwrap_or_else(|| default_worker_threads(parallelism)),
             shutdown_timeout: Duration::from_millis(settings.shutdown_timeout_ms.unwrap_or(30_000)),
             max_unauthenticated_frame_bytes: settings
                 .max_unauthenticated_frame_bytes
@@ -319,6 +338,7 @@ impl Limits {
             ("group_max_members_per_principal", groups.max_members_per_owner),
             ("max_response_bytes", limits.max_response_bytes),
             ("max_connections_per_prefix", limits.max_connections_per_prefix),
+            ("worker_threads", limits.worker_threads),
         ] {
             if value == 0 {
                 bail!("{name} must be at least 1");
@@ -483,5 +503,25 @@ mod tests {
         ] {
             assert!(Limits::resolve(&zero).is_err());
         }
+    }
+
+    #[test]
+    fn limit_workers_1_half_the_cpus_and_at_least_one_unless_set() {
+        let defaults: Vec<usize> = [1, 2, 3, 4, 16].into_iter().map(default_worker_threads).collect();
+        assert_eq!(defaults, [1, 1, 1, 2, 8]);
+        let cpus = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let (limits, _) = Limits::resolve(&LimitSettings::default()).unwrap();
+        assert_eq!(limits.worker_threads, default_worker_threads(cpus));
+        let set = LimitSettings {
+            worker_threads: Some(3),
+            ..LimitSettings::default()
+        };
+        assert_eq!(Limits::resolve(&set).unwrap().0.worker_threads, 3);
+        let none = LimitSettings {
+            worker_threads: Some(0),
+            ..LimitSettings::default()
+        };
+        let err = Limits::resolve(&none).unwrap_err();
+        assert!(err.to_string().contains("worker_threads"), "{err}");
     }
 }

@@ -157,14 +157,33 @@ fn fit_connections_to_descriptors(config: &mut Config) {
     }
 }
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
     // LIMIT-HEAP-1: before the first request's buffers are allocated.
     let heap = kafka_iggy_gateway::heap_tuning::tune_heap();
     let mut config = Config::load(Args::parse())?;
     init_logs(config.log_format);
     tracing::info!("{}", heap.describe());
     fit_connections_to_descriptors(&mut config);
+    tracing::info!(
+        "async worker threads: {} (LIMIT-WORKERS-1)",
+        config.limits.worker_threads
+    );
+    serving_runtime(config.limits.worker_threads)
+        .context("starting the async runtime")?
+        .block_on(serve(config))
+}
+
+/// LIMIT-WORKERS-1: the runtime every client connection, the backend's clients and the ops
+/// endpoint run on, with `worker_threads` async workers. Blocking work (LIMIT-BLOCKING-1) goes
+/// to its blocking threads, which are not counted here.
+fn serving_runtime(worker_threads: usize) -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(worker_threads)
+        .enable_all()
+        .build()
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.listen)
         .await
         .with_context(|| format!("binding {}", config.listen))?;
@@ -225,6 +244,19 @@ fn init_logs(format: LogFormat) {
         LogFormat::Json => {
             JSON_LOGS.store(true, std::sync::atomic::Ordering::Relaxed);
             builder.json().with_current_span(false).with_span_list(true).init()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limit_workers_1_the_serving_runtime_has_the_workers_it_was_given() {
+        for workers in [1, 3] {
+            let runtime = serving_runtime(workers).unwrap();
+            assert_eq!(runtime.metrics().num_workers(), workers);
         }
     }
 }
