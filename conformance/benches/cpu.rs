@@ -117,7 +117,7 @@ struct Args {
     #[arg(long = "iggy-server-env", value_parser = parse_env_pair)]
     iggy_server_env: Vec<(String, String)>,
     /// `KEY=VALUE` added to the gateway binary's environment (repeatable), e.g.
-    /// `TOKIO_WORKER_THREADS=1` to compare.
+    /// `IGGY_KAFKA_WORKER_THREADS=2` to compare worker counts (LIMIT-WORKERS-1).
     #[arg(long = "gateway-env", value_parser = parse_env_pair)]
     gateway_env: Vec<(String, String)>,
     /// The gateway binary to measure instead of the release build in the target directory (to
