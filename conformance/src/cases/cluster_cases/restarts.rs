@@ -83,7 +83,8 @@ pub(super) const STOP_WAIT: Duration = Duration::from_secs(30);
 ///
 /// What the gateway owes is asserted: not ready while no node answers, ready once they agree,
 /// never restarted, appends served again, or, when the restarted nodes answer none, `/readyz`
-/// saying so (CLUSTER-SPLIT-1); records acknowledged after the restart read back; the member
+/// saying so (CLUSTER-SPLIT-1), whether the first producer waits in vain or was ended first and a
+/// new one does; records acknowledged after the restart read back; the member
 /// commits again. When the nodes lost the producer's last acknowledged record, its next sequence
 /// is refused (PRODUCER-SEQ-1 after PRODUCER-UNKNOWN-3's window), librdkafka ends the producer
 /// with a fatal error, and a new producer must be served; the refusal must be owed (an
@@ -150,25 +151,29 @@ pub(super) async fn whole_cluster_stopped_and_started_the_gateway_serves_again_a
     // settle window the gateway answers OUT_OF_ORDER_SEQUENCE_NUMBER, as Kafka's leader does after
     // losing acknowledged records, and librdkafka takes that as fatal. The gateway then owes a new
     // producer service: the stream goes on with one (its records numbered on from the first).
+    // `no_append`: the restarted nodes answered no append (DIFF-17), whether the first producer
+    // waited for one in vain or had already been ended and a new one waited in vain.
+    let mut no_append = None;
     let (stream, first_acks, ended) = match (resumed, stream.fatal()) {
         (Err(_), Some(fatal)) => {
             let (acks, sent, failures) = stream.stop().await?;
             let fresh_at = Instant::now();
             let mut fresh = ProducerStream::start_from(&bootstrap, &topic, sent)?;
-            fresh
-                .wait_acked_after(None, 20, FAILOVER_WAIT)
-                .await
-                .context("a new producer, after the first one's fatal error")?;
+            if let Err(e) = fresh.wait_acked_after(None, 20, FAILOVER_WAIT).await {
+                no_append = Some(format!(
+                    "a new producer, after the first one's fatal error ({fatal}): {e:#}"
+                ));
+            }
             let served_in = fresh_at.elapsed();
             (fresh, acks, Some((fatal, failures.len(), served_in, sent)))
         }
-        (resumed, _) => (
-            stream,
-            Vec::new(),
-            resumed.err().map(|e| (format!("{e:#}"), 0, Duration::ZERO, 0)),
-        ),
+        (Err(e), None) => {
+            no_append = Some(format!("{e:#}"));
+            (stream, Vec::new(), None)
+        }
+        (Ok(()), _) => (stream, Vec::new(), None),
     };
-    if let Some((no_append, ..)) = ended.as_ref().filter(|_| first_acks.is_empty()) {
+    if let Some(no_append) = no_append {
         // DIFF-17: the restarted nodes answer metadata but no append. The gateway cannot serve
         // what the cluster refuses; it owes saying so (CLUSTER-SPLIT-1), not ready.
         let (said, _) = ops
@@ -176,10 +181,11 @@ pub(super) async fn whole_cluster_stopped_and_started_the_gateway_serves_again_a
             .await
             .context("the restarted cluster answered no append, and /readyz did not say so")?;
         let (acks, sent, failures) = stream.stop().await?;
+        let sent = sent + ended.as_ref().map_or(0, |e| e.3);
         println!(
-            "cluster tier: whole cluster {how}: DIFF-17: the restarted cluster (leader node {leader}) answered no append within {FAILOVER_WAIT:?} ({no_append:#}); /readyz said {said:?}; {sent} sent, {} acknowledged ({acked_before} before the stop), {} failed",
-            acks.len(),
-            failures.len()
+            "cluster tier: whole cluster {how}: DIFF-17: the restarted cluster (leader node {leader}) answered no append within {FAILOVER_WAIT:?} ({no_append}); /readyz said {said:?}; {sent} sent, {} acknowledged ({acked_before} before the stop), {} failed",
+            first_acks.len() + acks.len(),
+            failures.len() + ended.as_ref().map_or(0, |e| e.1)
         );
         member.close().await?;
         drop(ops);
