@@ -41,12 +41,9 @@ pub const MAX_ERROR_MESSAGE_BYTES: usize = 512;
 pub const MAX_CLIENT_ID_IN_MEMBER_ID_BYTES: usize = 128;
 
 /// LIMIT-WORKERS-1: the async workers when `worker_threads` is unset, half of `cpus` and at
-/// least one. A worker left idle is woken to steal each task another spawns (the Iggy SDK spawns
-/// one per send), and those wake-ups cost more CPU than the work they share: on two CPUs one
-/// worker spent 0.86 µs of CPU a 1 KiB record produced where two spent 0.99, and 40 µs a small
-/// Produce on Iggy where two spent 62 (docs/performance-history.md, round 22). The other half
-/// is left to the kernel's network work, which the clients' and the server's system calls do.
-pub fn default_worker_threads(cpus: usize) -> usize {
+/// least one. An idle worker is woken to steal the task the Iggy SDK spawns for each send, and
+/// on two CPUs those wake-ups cost more than the work shared (docs/decisions.md).
+pub(crate) fn default_worker_threads(cpus: usize) -> usize {
     (cpus / 2).max(1)
 }
 
