@@ -142,7 +142,7 @@ impl<B: Backend> Gateway<B> {
         if frame_size <= SMALL_FRAME_BYTES {
             return None;
         }
-        let permits = u32::try_from(chunk).expect("a chunk is at most ADMISSION_CHUNK bytes");
+        let permits = u32::try_from(chunk).expect("a chunk is at most MAX_ADMISSION_CHUNK bytes");
         // Counted when the budget makes a frame wait, not for every chunk admitted.
         if let Ok(permit) = self.inflight_bytes.clone().try_acquire_many_owned(permits) {
             return Some(permit);

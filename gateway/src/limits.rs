@@ -349,7 +349,7 @@ impl Limits {
         let chunk = crate::protocol::frame::ADMISSION_CHUNK;
         if limits.max_inflight_request_bytes < chunk {
             bail!(
-                "max_inflight_request_bytes ({}) must be at least {chunk}, the chunk a frame's body is admitted in, or no large frame could ever be read",
+                "max_inflight_request_bytes ({}) must be at least {chunk}, the first chunk a frame's body is admitted in, or no large frame could ever be read",
                 limits.max_inflight_request_bytes
             );
         }

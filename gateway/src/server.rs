@@ -18,7 +18,7 @@ use crate::connections::{AdmissionLimits, ConnectionTable, Registration, Shed};
 use crate::gateway::Gateway;
 use crate::metrics::metrics;
 use crate::peer_channel::{PeerListener, Responder};
-use crate::protocol::frame::{read_admitted_frame, FrameCap, FrameError};
+use crate::protocol::frame::{read_admitted_frame, FrameCap, FrameError, MAX_ADMISSION_CHUNK};
 use crate::protocol::response_frame::write_response;
 use crate::reply::Reply;
 use std::future::Future;
@@ -564,6 +564,7 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
         // LIMIT-INFLIGHT-1: a frame's bytes are admitted against the gateway-wide budget as they
         // arrive, before they are allocated; the permits are held until the response is written.
         let admit = |frame_size: usize, chunk: usize| gateway.admit_request_bytes(frame_size, chunk);
+        let most_admitted_bytes = MAX_ADMISSION_CHUNK.min(config.limits.max_inflight_request_bytes);
         let (frame, _permit) = tokio::select! {
             // Branches in written order, not tokio's own random order: a simulation seed must
             // decide every choice the server makes (PROTO-DETERMINISM-1).
@@ -574,7 +575,7 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
                 not_authenticated_in_time(config.limits.authentication_timeout);
                 break;
             }
-            read = tokio::time::timeout(config.idle_timeout, read_admitted_frame(&mut stream, cap, config.read_timeout, admit)) => match read {
+            read = tokio::time::timeout(config.idle_timeout, read_admitted_frame(&mut stream, cap, config.read_timeout, most_admitted_bytes, admit)) => match read {
                 Err(_) => {
                     tracing::debug!("closing idle connection after {:?}", config.idle_timeout);
                     break;

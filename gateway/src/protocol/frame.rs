@@ -47,29 +47,45 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     read_timeout: Duration,
 ) -> Result<Option<Bytes>, FrameError> {
     let cap = FrameCap::max_frame_size(max_frame_size);
-    let frame = read_admitted_frame(reader, cap, read_timeout, |_, _| async {}).await?;
+    let frame = read_admitted_frame(reader, cap, read_timeout, MAX_ADMISSION_CHUNK, |_, _| async {}).await?;
     Ok(frame.map(|(body, _)| body))
 }
 
-/// The most body bytes read, and admitted, in one step (LIMIT-INFLIGHT-1).
+/// The first chunk of a frame's body admitted and read (LIMIT-INFLIGHT-1): all a frame that
+/// declares a large size and sends nothing holds.
 pub const ADMISSION_CHUNK: usize = 64 * 1024;
+
+/// The largest chunk admitted and read in one step (LIMIT-INFLIGHT-1), when the budget holds it.
+pub const MAX_ADMISSION_CHUNK: usize = 1024 * 1024;
+
+/// LIMIT-INFLIGHT-1: the next chunk of a frame of `size` bytes, `received` of them read: as many
+/// bytes as the frame has delivered, at least [`ADMISSION_CHUNK`] and at most `most_bytes`, so a
+/// frame holds room for at most twice what it sent. Reads of 64 KiB at a time made the kernel
+/// send the client a window update, and wake it, 16 times a megabyte: the costliest part of
+/// reading a large Produce (docs/performance-history.md, change 32).
+pub fn next_admission_chunk(size: usize, received: usize, most_bytes: usize) -> usize {
+    let grown = received.max(ADMISSION_CHUNK).min(most_bytes.max(1));
+    (size - received).min(grown)
+}
 
 /// Each connection's read buffer, fixed at its start (PROTO-FRAME-2): a small request's size
 /// prefix and body, and often the next request's, come in one socket read instead of three (the
 /// prefix's first byte, the rest of it, the body). Reads this large or larger bypass it.
 pub const READ_BUFFER_BYTES: usize = 4 * 1024;
 
-/// Reads the next frame as [`read_frame`] does, but admits its body as it arrives, at most
-/// [`ADMISSION_CHUNK`] bytes at a time (LIMIT-INFLIGHT-1): `admit(frame size, chunk)` is asked
-/// before each chunk is allocated or read, and what it returns (a permit) comes back with the
-/// body, for the caller to hold while the request is handled. So a frame holds room for the
-/// bytes it really sent, not for what it declared. `read_timeout` bounds the rest of the prefix,
+/// Reads the next frame as [`read_frame`] does, but admits its body as it arrives, in chunks of
+/// [`next_admission_chunk`] (at most `most_admitted_bytes`, which the budget must hold)
+/// (LIMIT-INFLIGHT-1): `admit(frame size, chunk)` is asked before each chunk is allocated or
+/// read, and what it returns (a permit) comes back with the body, for the caller to hold while
+/// the request is handled. So a frame holds room for what it really sent, not for what it
+/// declared. `read_timeout` bounds the rest of the prefix,
 /// and then the time spent reading the body; time spent waiting for admission is not counted,
 /// since it is bounded by the frames that hold the room.
 pub async fn read_admitted_frame<R, P, F, Fut>(
     reader: &mut R,
     cap: FrameCap,
     read_timeout: Duration,
+    most_admitted_bytes: usize,
     mut admit: F,
 ) -> Result<Option<(Bytes, Vec<P>)>, FrameError>
 where
@@ -103,11 +119,11 @@ where
         .await
         .map_err(|_| FrameError::ReadTimeout(read_timeout))??;
     let mut body = BytesMut::with_capacity(size.min(ADMISSION_CHUNK));
-    let mut permits = Vec::with_capacity(size.div_ceil(ADMISSION_CHUNK));
+    let mut permits = Vec::new();
     let mut reading_left = read_timeout;
     while body.len() < size {
         let start = body.len();
-        let chunk = (size - start).min(ADMISSION_CHUNK);
+        let chunk = next_admission_chunk(size, start, most_admitted_bytes);
         permits.push(admit(size, chunk).await);
         body.reserve(chunk);
         let began = tokio::time::Instant::now();
@@ -212,6 +228,7 @@ mod tests {
             &mut server,
             FrameCap::max_frame_size(1 << 20),
             Duration::from_secs(5),
+            MAX_ADMISSION_CHUNK,
             |size, chunk| {
                 admitted.push((size, chunk));
                 async {}
@@ -222,7 +239,8 @@ mod tests {
         .unwrap();
         assert_eq!(&first[..], &body[..]);
         let chunks: Vec<usize> = admitted.iter().map(|&(_, chunk)| chunk).collect();
-        assert_eq!(chunks, vec![ADMISSION_CHUNK, ADMISSION_CHUNK, ADMISSION_CHUNK, 7]);
+        // The third chunk is as large as the two before it together, and takes the rest.
+        assert_eq!(chunks, vec![ADMISSION_CHUNK, ADMISSION_CHUNK, ADMISSION_CHUNK + 7]);
         let second = read_frame(&mut server, 1 << 20, Duration::from_secs(5))
             .await
             .unwrap()
@@ -235,6 +253,44 @@ mod tests {
         assert!(
             matches!(&cut, FrameError::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof),
             "{cut}"
+        );
+    }
+
+    /// LIMIT-INFLIGHT-1: each chunk is what the frame has already delivered, between one
+    /// `ADMISSION_CHUNK` and the cap, so a frame never holds room for more than twice the bytes
+    /// it sent (or one first chunk), and a budget smaller than the cap caps the chunks.
+    #[test]
+    fn limit_inflight_1_chunks_grow_with_what_the_frame_delivered_up_to_the_cap() {
+        let chunks = |size: usize, most: usize| {
+            let mut received = 0;
+            let mut chunks = Vec::new();
+            while received < size {
+                let chunk = next_admission_chunk(size, received, most);
+                assert!(chunk > 0, "no progress at {received} of {size}");
+                assert!(
+                    received + chunk <= (2 * received).max(ADMISSION_CHUNK),
+                    "{chunk} admitted after {received} received"
+                );
+                assert!(chunk <= most.max(1));
+                chunks.push(chunk);
+                received += chunk;
+            }
+            chunks
+        };
+        const K: usize = 1024;
+        assert_eq!(
+            chunks(1_000_000, MAX_ADMISSION_CHUNK),
+            vec![64 * K, 64 * K, 128 * K, 256 * K, 1_000_000 - 512 * K]
+        );
+        assert_eq!(
+            chunks(3 * 1024 * K, MAX_ADMISSION_CHUNK),
+            vec![64 * K, 64 * K, 128 * K, 256 * K, 512 * K, 1024 * K, 1024 * K]
+        );
+        assert_eq!(chunks(100, MAX_ADMISSION_CHUNK), vec![100]);
+        assert_eq!(chunks(256 * K, 64 * K), vec![64 * K; 4]);
+        assert_eq!(
+            chunks(500 * K, 100 * K),
+            vec![64 * K, 64 * K, 100 * K, 100 * K, 100 * K, 72 * K]
         );
     }
 }
