@@ -119,16 +119,14 @@ async fn send_in_runs<B: Backend>(
     stream: &str,
     topic: &str,
     partition: u32,
-    mut messages: Vec<IggyMessage>,
+    messages: Vec<IggyMessage>,
     context: &str,
     mut sent: impl FnMut(usize, usize, Option<u64>),
 ) -> PartitionResult {
     let origins: Vec<u64> = messages.iter().map(|m| m.header.origin_timestamp).collect();
     let runs = send_runs(&origins);
     let mut base_offset = None;
-    // Split from the back so each run is moved out without copying the messages.
-    let mut sends: Vec<Vec<IggyMessage>> = runs.iter().rev().map(|run| messages.split_off(run.start)).collect();
-    sends.reverse();
+    let sends = crate::backend::split_into_ranges(messages, &runs);
     // DELIVERY-ORDER-1: each send is awaited before the next, so the runs land in batch order.
     for (i, (send, run)) in sends.into_iter().zip(&runs).enumerate() {
         let count = send.len();
@@ -240,7 +238,9 @@ async fn append_idempotent<B: Backend>(
     if slot.state().is_new(batch.producer_id) {
         states.make_room(owner, now_ms);
     }
-    let rest = messages.split_off(skip);
+    // Drained, not split off: with nothing written before (skip 0) the vector is kept as it is.
+    messages.drain(..skip);
+    let rest = messages;
     let first_sequence = increment_sequence(batch.first_sequence, skip as i32);
     let result = send_in_runs(
         session,

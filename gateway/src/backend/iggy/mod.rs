@@ -720,19 +720,13 @@ impl Backend for IggyBackend {
         stream: &str,
         topic: &str,
         partition: u32,
-        mut messages: Vec<IggyMessage>,
+        messages: Vec<IggyMessage>,
     ) -> Result<Option<u64>, BackendError> {
         let (s, t) = (name(stream)?, name(topic)?);
         let slot = append_slot(stream, topic, partition, self.inner.pool.len());
         let conn = self.inner.pool[slot].clone();
         let sizes: Vec<u64> = messages.iter().map(stored_bytes).collect();
-        // Split from the back so each part is moved out without copying the messages.
-        let mut parts: Vec<Vec<IggyMessage>> = append_parts(&sizes)
-            .iter()
-            .rev()
-            .map(|part| messages.split_off(part.start))
-            .collect();
-        parts.reverse();
+        let parts = crate::backend::split_into_ranges(messages, &append_parts(&sizes));
         let parts_count = parts.len();
         let partitioning = Partitioning::partition_id(partition);
         let mut base_offset = None;
