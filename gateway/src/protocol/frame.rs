@@ -60,10 +60,10 @@ pub const MAX_ADMISSION_CHUNK: usize = 1024 * 1024;
 
 /// LIMIT-INFLIGHT-1: the next chunk of a frame of `size` bytes, `received` of them read: as many
 /// bytes as the frame has delivered, at least [`ADMISSION_CHUNK`] and at most `most_bytes`, so a
-/// frame holds room for at most twice what it sent. Reads of 64 KiB at a time made the kernel
-/// send the client a window update, and wake it, 16 times a megabyte: the costliest part of
-/// reading a large Produce (docs/performance-history.md, change 32).
-pub fn next_admission_chunk(size: usize, received: usize, most_bytes: usize) -> usize {
+/// frame holds room for at most one first chunk or twice what it sent, whichever is more. A read
+/// ends at a chunk's end, and each read sends the client a window update that wakes it: at 64 KiB
+/// that was 8 % of a 1 KiB produce's CPU (docs/performance-history.md, round 23).
+fn next_admission_chunk(size: usize, received: usize, most_bytes: usize) -> usize {
     let grown = received.max(ADMISSION_CHUNK).min(most_bytes.max(1));
     (size - received).min(grown)
 }
@@ -74,7 +74,7 @@ pub fn next_admission_chunk(size: usize, received: usize, most_bytes: usize) -> 
 pub const READ_BUFFER_BYTES: usize = 4 * 1024;
 
 /// Reads the next frame as [`read_frame`] does, but admits its body as it arrives, in chunks of
-/// [`next_admission_chunk`] (at most `most_admitted_bytes`, which the budget must hold)
+/// `next_admission_chunk` (at most `most_admitted_bytes`, which the budget must hold)
 /// (LIMIT-INFLIGHT-1): `admit(frame size, chunk)` is asked before each chunk is allocated or
 /// read, and what it returns (a permit) comes back with the body, for the caller to hold while
 /// the request is handled. So a frame holds room for what it really sent, not for what it
