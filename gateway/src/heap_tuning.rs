@@ -1,13 +1,13 @@
 //! The process's malloc settings for the gateway's buffer sizes (LIMIT-HEAP-1). A Fetch builds
 //! its record batch in a buffer of up to `max.partition.fetch.bytes` (1 MiB by default), the SDK
 //! reads each Iggy poll answer into one of about that size, and a Produce request arrives in
-//! chunks of 64 KiB to 1 MiB (LIMIT-INFLIGHT-1); all are freed within the request. glibc's defaults give such a buffer a fresh
-//! mapping when it is over the mmap threshold, and trim the heap's top back to the system once
-//! more than the trim threshold is free there, so the next request's buffer faults its pages in
-//! and has them zeroed again. Measured on a fetch of 1 KiB records through the gateway on Iggy,
-//! that was about a third of the gateway's CPU at the median, up to half (docs/performance-history.md,
-//! "A standalone gateway's CPU"). [`gateway_sets_thresholds`] is the pure decision;
-//! [`tune_heap`] the call into glibc.
+//! chunks of 64 KiB to 1 MiB (LIMIT-INFLIGHT-1); all are freed within the request. glibc's
+//! defaults give such a buffer a fresh mapping when it is over the mmap threshold, and trim the
+//! heap's top back to the system once more than the trim threshold is free there, so the next
+//! request's buffer faults its pages in and has them zeroed again. Measured on a fetch of 1 KiB
+//! records through the gateway on Iggy, that was about a third of the gateway's CPU at the
+//! median, up to half (docs/performance-history.md, "A standalone gateway's CPU").
+//! [`gateway_sets_thresholds`] is the pure decision; [`tune_heap`] the call into glibc.
 
 /// Allocations at least this large get a mapping of their own and give it back when freed:
 /// above any buffer a default-sized request needs, below what would pin much memory in the heap.

@@ -78,9 +78,10 @@ pub const READ_BUFFER_BYTES: usize = 4 * 1024;
 /// (LIMIT-INFLIGHT-1): `admit(frame size, chunk)` is asked before each chunk is allocated or
 /// read, and what it returns (a permit) comes back with the body, for the caller to hold while
 /// the request is handled. So a frame holds room for what it really sent, not for what it
-/// declared. `read_timeout` bounds the rest of the prefix,
-/// and then the time spent reading the body; time spent waiting for admission is not counted,
-/// since it is bounded by the frames that hold the room.
+/// declared. `read_timeout` bounds the rest of the prefix, and then the time spent reading the
+/// body; time spent waiting for admission is not counted. A frame keeps the room it holds while
+/// it waits for more, so frames that together need more than the budget can all wait until
+/// their idle timeout: a known gap, not yet mended.
 pub async fn read_admitted_frame<R, P, F, Fut>(
     reader: &mut R,
     cap: FrameCap,
