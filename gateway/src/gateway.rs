@@ -14,6 +14,7 @@ use crate::groups::GroupCoordinator;
 use crate::offset_store::OffsetMembers;
 use crate::producer_id::ProducerIdAllocator;
 use crate::protocol::entries::Entries;
+use crate::protocol::frame::Admitted;
 use crate::protocol::request::{decode_body, Request, RequestError};
 use crate::read_ahead::ReadAhead;
 use kafka_protocol::protocol::Decodable;
@@ -43,6 +44,9 @@ pub struct Gateway<B> {
     pub decode_pool: DecodePool,
     /// Bytes of request frames admitted and not yet answered (LIMIT-INFLIGHT-1).
     inflight_bytes: Arc<Semaphore>,
+    /// The one frame at a time that may read the rest of its body beyond the budget
+    /// (LIMIT-INFLIGHT-1): one permit.
+    inflight_overdraw: Arc<Semaphore>,
     /// Where requests run when SASL is off: the configured account.
     pub default_session: Arc<Session<B>>,
     /// Backend sessions of authenticated principals (AUTHZ-SESSION-1).
@@ -106,6 +110,7 @@ impl<B: Backend> Gateway<B> {
             offsets_client,
             decode_pool,
             inflight_bytes,
+            inflight_overdraw: Arc::new(Semaphore::new(1)),
             default_session,
             sessions,
             login_throttle: Mutex::new(LoginThrottle::default()),
@@ -134,27 +139,47 @@ impl<B: Backend> Gateway<B> {
         self.clock.now_us() / 1_000
     }
 
-    /// Waits until `chunk` more bytes of a frame of `frame_size` bytes fit the in-flight budget
-    /// (LIMIT-INFLIGHT-1). A frame of at most [`SMALL_FRAME_BYTES`] needs no room: ApiVersions,
-    /// Heartbeats, commits and Fetches stay answered whoever holds the budget, and they are
-    /// bounded by the connection limit instead.
-    pub async fn admit_request_bytes(&self, frame_size: usize, chunk: usize) -> Option<OwnedSemaphorePermit> {
+    /// Waits until `chunk` more bytes of a frame of `frame_size` bytes, `received` of them read,
+    /// fit the in-flight budget (LIMIT-INFLIGHT-1). A frame of at most [`SMALL_FRAME_BYTES`]
+    /// needs no room: ApiVersions, Heartbeats, commits and Fetches stay answered whoever holds the
+    /// budget, and they are bounded by the connection limit instead.
+    ///
+    /// A frame that already holds room and finds none left may instead take the overdraw, and
+    /// with it the rest of its body. Without it, frames that each hold part of the budget and
+    /// wait for more (or one frame larger than the budget) would wait on each other until their
+    /// idle timeout closed them. One overdraw at a time keeps the bound at the budget plus one
+    /// frame. A frame holding nothing just waits: it is in no such cycle.
+    pub async fn admit_request_bytes(
+        &self,
+        frame_size: usize,
+        received: usize,
+        chunk: usize,
+    ) -> Admitted<Option<OwnedSemaphorePermit>> {
         if frame_size <= SMALL_FRAME_BYTES {
-            return None;
+            return Admitted::Chunk(None);
         }
         let permits = u32::try_from(chunk).expect("a chunk is at most MAX_ADMISSION_CHUNK bytes");
         // Counted when the budget makes a frame wait, not for every chunk admitted.
         if let Ok(permit) = self.inflight_bytes.clone().try_acquire_many_owned(permits) {
-            return Some(permit);
+            return Admitted::Chunk(Some(permit));
         }
         crate::metrics::metrics().limit_hit("LIMIT-INFLIGHT-1");
-        let permit = self
-            .inflight_bytes
-            .clone()
-            .acquire_many_owned(permits)
-            .await
-            .expect("the in-flight semaphore is never closed");
-        Some(permit)
+        let room = self.inflight_bytes.clone().acquire_many_owned(permits);
+        if received == 0 {
+            return Admitted::Chunk(Some(room.await.expect("the in-flight semaphore is never closed")));
+        }
+        tokio::select! {
+            // Room in the budget first when both are there, so the overdraw is left for a frame
+            // that has no other way on.
+            biased;
+            permit = room => Admitted::Chunk(Some(permit.expect("the in-flight semaphore is never closed"))),
+            overdraw = self.inflight_overdraw.clone().acquire_owned() => {
+                tracing::debug!(
+                    "a frame of {frame_size} bytes holding {received} reads its rest beyond the in-flight budget (LIMIT-INFLIGHT-1)"
+                );
+                Admitted::Rest(Some(overdraw.expect("the overdraw semaphore is never closed")))
+            }
+        }
     }
 
     /// Decodes a request body and holds it to the entry limit (LIMIT-ENTRIES-1).

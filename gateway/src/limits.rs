@@ -56,7 +56,8 @@ pub struct LimitSettings {
     #[arg(long, env = "IGGY_KAFKA_MAX_CONNECTIONS")]
     pub max_connections: Option<usize>,
     /// Bytes of request frames above 64 KiB being read or handled at once, over every
-    /// connection (LIMIT-INFLIGHT-1); at least 64 KiB.
+    /// connection (LIMIT-INFLIGHT-1), beside one frame at a time that reads its rest beyond it;
+    /// at least 64 KiB.
     #[arg(long, env = "IGGY_KAFKA_MAX_INFLIGHT_REQUEST_BYTES")]
     pub max_inflight_request_bytes: Option<usize>,
     /// Entries (topics, partitions, groups, members, protocols, configs) in one request

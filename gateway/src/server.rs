@@ -563,7 +563,8 @@ async fn connection<B: Backend, S: AsyncRead + AsyncWrite + Unpin>(
         };
         // LIMIT-INFLIGHT-1: a frame's bytes are admitted against the gateway-wide budget as they
         // arrive, before they are allocated; the permits are held until the response is written.
-        let admit = |frame_size: usize, chunk: usize| gateway.admit_request_bytes(frame_size, chunk);
+        let admit =
+            |frame_size: usize, received: usize, chunk: usize| gateway.admit_request_bytes(frame_size, received, chunk);
         let most_admitted_bytes = MAX_ADMISSION_CHUNK.min(config.limits.max_inflight_request_bytes);
         let (frame, _permit) = tokio::select! {
             // Branches in written order, not tokio's own random order: a simulation seed must

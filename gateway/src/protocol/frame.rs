@@ -47,7 +47,8 @@ pub async fn read_frame<R: AsyncRead + Unpin>(
     read_timeout: Duration,
 ) -> Result<Option<Bytes>, FrameError> {
     let cap = FrameCap::max_frame_size(max_frame_size);
-    let frame = read_admitted_frame(reader, cap, read_timeout, MAX_ADMISSION_CHUNK, |_, _| async {}).await?;
+    let admit = |_, _, _| async { Admitted::Chunk(()) };
+    let frame = read_admitted_frame(reader, cap, read_timeout, MAX_ADMISSION_CHUNK, admit).await?;
     Ok(frame.map(|(body, _)| body))
 }
 
@@ -73,15 +74,25 @@ fn next_admission_chunk(size: usize, received: usize, most_bytes: usize) -> usiz
 /// prefix's first byte, the rest of it, the body). Reads this large or larger bypass it.
 pub const READ_BUFFER_BYTES: usize = 4 * 1024;
 
+/// What admission granted a frame (LIMIT-INFLIGHT-1), with the permit to hold while its request
+/// is handled.
+#[derive(Debug)]
+pub enum Admitted<P> {
+    /// Room for the chunk asked for.
+    Chunk(P),
+    /// Room for the rest of the frame, whatever its size: the budget's one overdraw, granted to a
+    /// frame that already holds room and would otherwise wait for more while holding it.
+    Rest(P),
+}
+
 /// Reads the next frame as [`read_frame`] does, but admits its body as it arrives, in chunks of
 /// `next_admission_chunk` (at most `most_admitted_bytes`, which the budget must hold)
-/// (LIMIT-INFLIGHT-1): `admit(frame size, chunk)` is asked before each chunk is allocated or
-/// read, and what it returns (a permit) comes back with the body, for the caller to hold while
-/// the request is handled. So a frame holds room for what it really sent, not for what it
-/// declared. `read_timeout` bounds the rest of the prefix, and then the time spent reading the
-/// body; time spent waiting for admission is not counted. A frame keeps the room it holds while
-/// it waits for more, so frames that together need more than the budget can all wait until
-/// their idle timeout: a known gap, not yet mended.
+/// (LIMIT-INFLIGHT-1): `admit(frame size, bytes received, chunk)` is asked before each chunk is
+/// allocated or read, until it grants the rest of the frame, and what it returns (a permit) comes
+/// back with the body, for the caller to hold while the request is handled. So a frame holds
+/// room for what it really sent, not for what it declared. `read_timeout` bounds the rest of the
+/// prefix, and then the time spent reading the body; time spent waiting for admission is not
+/// counted.
 pub async fn read_admitted_frame<R, P, F, Fut>(
     reader: &mut R,
     cap: FrameCap,
@@ -91,8 +102,8 @@ pub async fn read_admitted_frame<R, P, F, Fut>(
 ) -> Result<Option<(Bytes, Vec<P>)>, FrameError>
 where
     R: AsyncRead + Unpin,
-    F: FnMut(usize, usize) -> Fut,
-    Fut: Future<Output = P>,
+    F: FnMut(usize, usize, usize) -> Fut,
+    Fut: Future<Output = Admitted<P>>,
 {
     let mut size = [0u8; 4];
     if reader.read(&mut size[..1]).await? == 0 {
@@ -122,10 +133,19 @@ where
     let mut body = BytesMut::with_capacity(size.min(ADMISSION_CHUNK));
     let mut permits = Vec::new();
     let mut reading_left = read_timeout;
+    let mut rest_admitted = false;
     while body.len() < size {
         let start = body.len();
         let chunk = next_admission_chunk(size, start, most_admitted_bytes);
-        permits.push(admit(size, chunk).await);
+        if !rest_admitted {
+            match admit(size, start, chunk).await {
+                Admitted::Chunk(permit) => permits.push(permit),
+                Admitted::Rest(permit) => {
+                    permits.push(permit);
+                    rest_admitted = true;
+                }
+            }
+        }
         body.reserve(chunk);
         let began = tokio::time::Instant::now();
         tokio::time::timeout(reading_left, read_into_spare(reader, &mut body, start + chunk))
@@ -230,9 +250,9 @@ mod tests {
             FrameCap::max_frame_size(1 << 20),
             Duration::from_secs(5),
             MAX_ADMISSION_CHUNK,
-            |size, chunk| {
+            |size, _, chunk| {
                 admitted.push((size, chunk));
-                async {}
+                async { Admitted::Chunk(()) }
             },
         )
         .await
@@ -255,6 +275,38 @@ mod tests {
             matches!(&cut, FrameError::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof),
             "{cut}"
         );
+    }
+
+    /// LIMIT-INFLIGHT-1: once admission grants the rest of a frame (the overdraw), nothing more
+    /// is asked of it, and the body is still read whole and exactly; the permits of every grant
+    /// come back with it.
+    #[tokio::test]
+    async fn limit_inflight_1_a_frame_granted_its_rest_is_not_asked_again() {
+        let body: Vec<u8> = (0..5 * ADMISSION_CHUNK + 3).map(|i| (i % 241) as u8).collect();
+        let mut wire = (body.len() as i32).to_be_bytes().to_vec();
+        wire.extend_from_slice(&body);
+        let mut asked = Vec::new();
+        let (frame, permits) = read_admitted_frame(
+            &mut &wire[..],
+            FrameCap::max_frame_size(1 << 20),
+            Duration::from_secs(5),
+            MAX_ADMISSION_CHUNK,
+            |_, received, chunk| {
+                asked.push((received, chunk));
+                let grant = if asked.len() == 2 {
+                    Admitted::Rest(asked.len())
+                } else {
+                    Admitted::Chunk(asked.len())
+                };
+                async move { grant }
+            },
+        )
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(&frame[..], &body[..]);
+        assert_eq!(asked, vec![(0, ADMISSION_CHUNK), (ADMISSION_CHUNK, ADMISSION_CHUNK)]);
+        assert_eq!(permits, vec![1, 2]);
     }
 
     /// LIMIT-INFLIGHT-1: each chunk is what the frame has already delivered, between one

@@ -392,6 +392,93 @@ async fn limit_inflight_1_a_frame_waits_for_room_in_the_budget() {
     task.await.unwrap();
 }
 
+/// `future` polled once.
+fn poll_once<F: std::future::Future + Unpin>(future: &mut F) -> std::task::Poll<F::Output> {
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    std::pin::Pin::new(future).poll(&mut context)
+}
+
+/// LIMIT-INFLIGHT-1, the regression: two frames that each held half the budget and asked for
+/// more waited on each other until their idle timeout. A frame that holds room now takes the one
+/// overdraw and reads its rest; a second waits for it to be answered, and a frame holding nothing
+/// waits for the budget as before.
+#[tokio::test(start_paused = true)]
+async fn limit_inflight_1_frames_holding_room_and_waiting_for_more_do_not_wait_on_each_other() {
+    use crate::protocol::frame::{Admitted, ADMISSION_CHUNK};
+    let chunk = ADMISSION_CHUNK;
+    let config = Config::resolve(
+        Args::default(),
+        with_limits(crate::limits::LimitSettings {
+            max_inflight_request_bytes: Some(2 * chunk),
+            ..Default::default()
+        }),
+    )
+    .expect("valid config");
+    let gateway = crate::embedded_gateway(config, Arc::new(TokioClock::new(0)), 1);
+    let frame = 3 * chunk;
+    let a_first = gateway.admit_request_bytes(frame, 0, chunk).await;
+    let b_first = gateway.admit_request_bytes(frame, 0, chunk).await;
+    assert!(matches!(
+        (&a_first, &b_first),
+        (Admitted::Chunk(Some(_)), Admitted::Chunk(Some(_)))
+    ));
+    let std::task::Poll::Ready(a_rest) = poll_once(&mut Box::pin(gateway.admit_request_bytes(frame, chunk, chunk)))
+    else {
+        panic!("A, holding room, waited for more");
+    };
+    assert!(matches!(a_rest, Admitted::Rest(Some(_))), "{a_rest:?}");
+    let mut b_more = Box::pin(gateway.admit_request_bytes(frame, chunk, chunk));
+    assert!(poll_once(&mut b_more).is_pending(), "B overdrew beside A");
+    // A's request answered: its room and the overdraw come back, and B takes room first.
+    drop((a_first, a_rest));
+    let b_more = b_more.await;
+    assert!(matches!(b_more, Admitted::Chunk(Some(_))), "{b_more:?}");
+    // The budget is B's now, the overdraw free: a frame holding nothing still waits.
+    let mut c_first = Box::pin(gateway.admit_request_bytes(frame, 0, chunk));
+    assert!(poll_once(&mut c_first).is_pending(), "a frame holding nothing overdrew");
+    drop((b_first, b_more));
+    assert!(matches!(c_first.await, Admitted::Chunk(Some(_))));
+}
+
+/// LIMIT-INFLIGHT-1, the regression: frames each larger than the whole budget (set below
+/// `max_frame_size`) used to take all of it and wait for more until their idle timeout closed
+/// them. Both are answered now, one after the other.
+#[tokio::test(start_paused = true)]
+async fn limit_inflight_1_frames_larger_than_the_budget_are_answered() {
+    let chunk = crate::protocol::frame::ADMISSION_CHUNK;
+    let (tx, shutdown, task) = start_with(FileConfig {
+        max_frame_size: Some(8 * chunk),
+        ..with_limits(crate::limits::LimitSettings {
+            max_inflight_request_bytes: Some(2 * chunk),
+            ..Default::default()
+        })
+    });
+    // An ApiVersions request with five chunks of trailing bytes, which the gateway ignores
+    // (LIMIT-TRAILING-BYTES-1).
+    let mut padded = api_versions_v0_frame();
+    padded.resize(padded.len() + 5 * chunk, 0);
+    let size = padded.len() as i32 - 4;
+    padded[..4].copy_from_slice(&size.to_be_bytes());
+    let mut answered = Vec::new();
+    for _ in 0..2 {
+        let mut client = connect(&tx).await;
+        let frame = padded.clone();
+        answered.push(tokio::spawn(async move {
+            client.write_all(&frame).await?;
+            let mut size = [0u8; 4];
+            client.read_exact(&mut size).await?;
+            let mut body = vec![0u8; i32::from_be_bytes(size) as usize];
+            client.read_exact(&mut body).await?;
+            Ok::<_, std::io::Error>(body[..4] == 7i32.to_be_bytes())
+        }));
+    }
+    for client in answered {
+        assert!(client.await.unwrap().expect("answered, not closed"));
+    }
+    shutdown.trigger();
+    task.await.unwrap();
+}
+
 #[tokio::test(start_paused = true)]
 async fn proto_shutdown_2_shutdown_stops_busy_connections_at_the_timeout() {
     use kafka_protocol::messages::create_topics_request::CreatableTopic;
