@@ -151,7 +151,7 @@ async fn fill_topic(backend: &IggyBackend, topic: &str, mapped: bool, batch: usi
                     value: Some(value.clone()),
                     headers: Vec::new(),
                 };
-                record_to_message(&record)?.0
+                record_to_message(record)?.0
             } else {
                 IggyMessage::builder().payload(value.clone()).build()?
             };

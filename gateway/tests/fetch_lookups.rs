@@ -59,7 +59,7 @@ fn keyed_message(i: u32) -> IggyMessage {
         value: Some(vec![b'v'; 1_000].into()),
         headers: Vec::new(),
     };
-    record_to_message(&record).expect("a mappable record").0
+    record_to_message(record).expect("a mappable record").0
 }
 
 #[tokio::test]

@@ -70,7 +70,7 @@ pub(super) fn native_message(mapped: bool, i: usize, value: &Bytes) -> anyhow::R
         value: Some(value.clone()),
         headers: Vec::new(),
     };
-    let (message, _) = kig_core::mapping::record_to_message(&record)?;
+    let (message, _) = kig_core::mapping::record_to_message(record)?;
     Ok(message)
 }
 

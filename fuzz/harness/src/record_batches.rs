@@ -90,7 +90,7 @@ fn map_records(batch: &RecordBatch) {
     let mut messages = Vec::new();
     for (i, record) in batch.records.iter().enumerate() {
         let kafka = KafkaRecord::from_batch(batch, record);
-        let Ok((mut message, form)) = record_to_message(&kafka) else {
+        let Ok((mut message, form)) = record_to_message(kafka.clone()) else {
             continue;
         };
         message.header.timestamp = SERVER_US;

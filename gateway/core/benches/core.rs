@@ -99,7 +99,7 @@ fn main() {
             // As the Produce handler maps them: records moved out of their batch.
             for b in decode_batches(&bytes, &mut budget).unwrap() {
                 for r in KafkaRecord::all_from_batch(b) {
-                    black_box(record_to_message(&r).unwrap());
+                    black_box(record_to_message(r).unwrap());
                 }
             }
         });
@@ -115,7 +115,7 @@ fn main() {
     let mut messages: Vec<_> = decoded
         .records
         .iter()
-        .map(|r| record_to_message(&KafkaRecord::from_batch(&decoded, r)).unwrap().0)
+        .map(|r| record_to_message(KafkaRecord::from_batch(&decoded, r)).unwrap().0)
         .collect();
     for (i, m) in messages.iter_mut().enumerate() {
         m.header.offset = i as u64;

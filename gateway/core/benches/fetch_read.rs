@@ -50,9 +50,7 @@ fn stored(value_bytes: usize) -> Vec<IggyMessage> {
         .iter()
         .enumerate()
         .map(|(i, r)| {
-            let mut m = record_to_message(&KafkaRecord::from_batch(&decoded, r))
-                .expect("maps")
-                .0;
+            let mut m = record_to_message(KafkaRecord::from_batch(&decoded, r)).expect("maps").0;
             m.header.offset = i as u64;
             m
         })

@@ -197,10 +197,12 @@ fn has_repeated_name(headers: &[RecordHeader]) -> bool {
     names.windows(2).any(|w| w[0] == w[1])
 }
 
-/// Maps one Kafka record to the Iggy message that stores it, and says which form it took.
-pub fn record_to_message(record: &KafkaRecord) -> Result<(IggyMessage, StoredForm), MapError> {
+/// Maps one Kafka record to the Iggy message that stores it, and says which form it took. The
+/// record is taken, not borrowed: its value becomes the payload as it is, where a copy of it cost
+/// a reference count up and one down for every record Produce maps.
+pub fn record_to_message(record: KafkaRecord) -> Result<(IggyMessage, StoredForm), MapError> {
     let origin_timestamp = origin_timestamp_us(record.timestamp_ms)?;
-    let form = classify(record);
+    let form = classify(&record);
     let (payload, user_headers) = match form {
         StoredForm::Envelope(_) => {
             let len = envelope_len(record.key.as_deref(), record.value.as_deref(), &record.headers);
@@ -234,13 +236,13 @@ pub fn record_to_message(record: &KafkaRecord) -> Result<(IggyMessage, StoredFor
                     value: header.value.as_deref().expect("classified as non-null"),
                 });
             }
-            let payload = match &record.value {
+            let payload = match record.value {
                 // MAP-VALUE-2: the value is the payload, byte for byte.
                 Some(v) if !v.is_empty() => {
                     if v.len() > MAX_PAYLOAD_SIZE as usize {
                         return Err(MapError::PayloadTooLarge { len: v.len() });
                     }
-                    v.clone()
+                    v
                 }
                 // MAP-VALUE-1
                 value => {

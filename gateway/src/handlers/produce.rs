@@ -74,7 +74,7 @@ fn map_records(records: Option<&Bytes>, budget: &mut DecompressionBudget) -> Map
         messages.reserve(batch.records.len());
         for (i, kafka) in KafkaRecord::all_from_batch(batch).enumerate() {
             let (mut message, _form) =
-                record_to_message(&kafka).map_err(|e| (error_map::map_error(&e), e.to_string()))?;
+                record_to_message(kafka).map_err(|e| (error_map::map_error(&e), e.to_string()))?;
             if let Some(identity) = &idempotent {
                 // PRODUCER-TAG-1: who wrote the record, in the id the mapping leaves at 0. The
                 // record's sequence is the batch's base plus its place in the batch.

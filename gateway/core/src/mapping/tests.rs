@@ -61,7 +61,7 @@ fn envelope_of(m: &IggyMessage) -> EnvelopeRecord {
 #[test]
 fn map_value_2_map_key_1_map_header_1_plain_record() {
     let r = record(Some(b"k1"), Some(b"value"), vec![header(b"trace", Some(b"abc"))]);
-    let (m, form) = record_to_message(&r).unwrap();
+    let (m, form) = record_to_message(r).unwrap();
     assert_eq!(form, StoredForm::Plain);
     assert_eq!(&m.payload[..], b"value");
     let h = stored_headers(&m);
@@ -72,7 +72,7 @@ fn map_value_2_map_key_1_map_header_1_plain_record() {
 
 #[test]
 fn map_key_1_null_key_writes_no_key_header() {
-    let (m, _) = record_to_message(&record(None, Some(b"v"), vec![])).unwrap();
+    let (m, _) = record_to_message(record(None, Some(b"v"), vec![])).unwrap();
     assert!(m.user_headers.is_none());
     let (back, form) = message_to_record(&stored(m, 5));
     assert_eq!(form, ReadForm::Native, "no kafka.* header at all reads as native");
@@ -81,7 +81,7 @@ fn map_key_1_null_key_writes_no_key_header() {
 
 #[test]
 fn map_ts_1_milliseconds_become_microseconds_and_back() {
-    let (m, _) = record_to_message(&record(None, Some(b"v"), vec![])).unwrap();
+    let (m, _) = record_to_message(record(None, Some(b"v"), vec![])).unwrap();
     assert_eq!(m.header.origin_timestamp, 1_700_000_000_123_000);
     assert_eq!(record_timestamp_ms(&m), 1_700_000_000_123);
 }
@@ -97,7 +97,7 @@ fn map_ts_1_microseconds_truncate_toward_zero() {
 fn map_ts_2_minus_one_is_stored_as_zero_and_read_as_server_time() {
     let mut r = record(Some(b"k"), Some(b"v"), vec![]);
     r.timestamp_ms = -1;
-    let (m, _) = record_to_message(&r).unwrap();
+    let (m, _) = record_to_message(r).unwrap();
     assert_eq!(m.header.origin_timestamp, 0);
     let (back, _) = message_to_record(&stored(m, 42_000_999));
     assert_eq!(back.timestamp_ms, 42_000);
@@ -107,7 +107,7 @@ fn map_ts_2_minus_one_is_stored_as_zero_and_read_as_server_time() {
 fn map_ts_3_epoch_zero_survives_the_round_trip() {
     let mut r = record(Some(b"k"), Some(b"v"), vec![]);
     r.timestamp_ms = 0;
-    let (m, _) = record_to_message(&r).unwrap();
+    let (m, _) = record_to_message(r).unwrap();
     assert_eq!(m.header.origin_timestamp, 1);
     let (back, _) = message_to_record(&stored(m, 99_000_000));
     assert_eq!(back.timestamp_ms, 0);
@@ -118,17 +118,17 @@ fn map_ts_4_other_negative_timestamps_are_refused() {
     for ts in [-2, i64::MIN] {
         let mut r = record(None, Some(b"v"), vec![]);
         r.timestamp_ms = ts;
-        assert_eq!(record_to_message(&r).unwrap_err(), MapError::InvalidTimestamp(ts));
+        assert_eq!(record_to_message(r).unwrap_err(), MapError::InvalidTimestamp(ts));
     }
     let mut r = record(None, Some(b"v"), vec![]);
     r.timestamp_ms = i64::MAX;
-    assert!(matches!(record_to_message(&r), Err(MapError::InvalidTimestamp(_))));
+    assert!(matches!(record_to_message(r), Err(MapError::InvalidTimestamp(_))));
 }
 
 #[test]
 fn map_value_1_tombstone_is_placeholder_with_null_marker() {
     let r = record(Some(b"k"), None, vec![header(b"h", Some(b"1"))]);
-    let (m, form) = record_to_message(&r).unwrap();
+    let (m, form) = record_to_message(r.clone()).unwrap();
     assert_eq!(form, StoredForm::Placeholder);
     assert_eq!(&m.payload[..], PLACEHOLDER_PAYLOAD);
     assert_eq!(stored_headers(&m)["kafka.value"].1, b"null".to_vec());
@@ -140,7 +140,7 @@ fn map_value_1_tombstone_is_placeholder_with_null_marker() {
 #[test]
 fn map_value_1_empty_value_is_placeholder_with_empty_marker() {
     let r = record(Some(b"k"), Some(b""), vec![]);
-    let (m, form) = record_to_message(&r).unwrap();
+    let (m, form) = record_to_message(r.clone()).unwrap();
     assert_eq!(form, StoredForm::Placeholder);
     assert_eq!(&m.payload[..], PLACEHOLDER_PAYLOAD);
     assert_eq!(stored_headers(&m)["kafka.value"].1, b"empty".to_vec());
@@ -152,7 +152,7 @@ fn map_value_1_empty_value_is_placeholder_with_empty_marker() {
 #[test]
 fn map_value_1_null_key_tombstone_still_round_trips() {
     let r = record(None, None, vec![]);
-    let (m, form) = record_to_message(&r).unwrap();
+    let (m, form) = record_to_message(r.clone()).unwrap();
     assert_eq!(form, StoredForm::Placeholder);
     let (back, form) = message_to_record(&stored(m, 1));
     assert_eq!(form, ReadForm::Placeholder);
@@ -162,7 +162,7 @@ fn map_value_1_null_key_tombstone_still_round_trips() {
 #[test]
 fn map_value_2_a_single_zero_byte_value_is_not_a_placeholder() {
     let r = record(None, Some(&[0]), vec![]);
-    let (m, form) = record_to_message(&r).unwrap();
+    let (m, form) = record_to_message(r).unwrap();
     assert_eq!(form, StoredForm::Plain);
     let (back, _) = message_to_record(&stored(m, 1));
     assert_eq!(back.value.as_deref(), Some(&[0u8][..]));
@@ -170,7 +170,7 @@ fn map_value_2_a_single_zero_byte_value_is_not_a_placeholder() {
 
 fn assert_envelope(r: KafkaRecord, trigger: EnvelopeTrigger) {
     assert_eq!(classify(&r), StoredForm::Envelope(trigger));
-    let (m, form) = record_to_message(&r).unwrap();
+    let (m, form) = record_to_message(r.clone()).unwrap();
     assert_eq!(form, StoredForm::Envelope(trigger));
     let h = stored_headers(&m);
     assert_eq!(h.len(), 1, "an envelope message carries only the marker");
@@ -278,7 +278,7 @@ fn env_trigger_budget_1_headers_over_100_kb_of_iggy_wire_form() {
             .collect()
     };
     assert_eq!(classify(&record(None, Some(b"v"), headers(361))), StoredForm::Plain);
-    let (m, _) = record_to_message(&record(None, Some(b"v"), headers(361))).unwrap();
+    let (m, _) = record_to_message(record(None, Some(b"v"), headers(361))).unwrap();
     assert_eq!(m.header.user_headers_length, 99_997, "our count is Iggy's wire count");
     assert_envelope(record(None, Some(b"v"), headers(362)), EnvelopeTrigger::HeaderBudget);
 }
@@ -303,9 +303,9 @@ fn env_trigger_budget_1_key_and_marker_count_toward_the_budget() {
 #[test]
 fn limit_payload_1_value_over_64_mb_is_refused() {
     let big = vec![0u8; MAX_PAYLOAD_SIZE as usize + 1];
-    let err = record_to_message(&record(None, Some(&big), vec![])).unwrap_err();
+    let err = record_to_message(record(None, Some(&big), vec![])).unwrap_err();
     assert_eq!(err, MapError::PayloadTooLarge { len: big.len() });
-    let err = record_to_message(&record(Some(b""), Some(&big), vec![])).unwrap_err();
+    let err = record_to_message(record(Some(b""), Some(&big), vec![])).unwrap_err();
     assert!(matches!(err, MapError::PayloadTooLarge { .. }));
 }
 
@@ -405,7 +405,7 @@ fn map_header_1_plain_headers_come_back_sorted_by_name() {
         Some(b"v"),
         vec![header(b"zeta", Some(b"1")), header(b"alpha", Some(b"2"))],
     );
-    let (m, _) = record_to_message(&r).unwrap();
+    let (m, _) = record_to_message(r).unwrap();
     let (back, _) = message_to_record(&stored(m, 1));
     assert_eq!(
         back.headers,
@@ -454,7 +454,7 @@ proptest! {
     /// sorted by name unless enveloped, and -1 reads as the server timestamp.
     #[test]
     fn map_round_trip_record_message_record(r in arb_kafka_record(), server_ms in 1i64..4_000_000_000_000) {
-        let (m, form) = record_to_message(&r).unwrap();
+        let (m, form) = record_to_message(r.clone()).unwrap();
         let (back, read) = message_to_record(&stored(m, server_ms as u64 * 1000 + 7));
         prop_assert_eq!(&back.key, &r.key);
         prop_assert_eq!(&back.value, &r.value);
@@ -497,7 +497,7 @@ proptest! {
 
 #[test]
 fn env_mark_1_env_version_1_the_marker_is_the_only_header_and_holds_version_1() {
-    let (m, form) = record_to_message(&record(Some(b""), Some(b"v"), vec![header(b"h", None)])).unwrap();
+    let (m, form) = record_to_message(record(Some(b""), Some(b"v"), vec![header(b"h", None)])).unwrap();
     assert!(matches!(form, StoredForm::Envelope(_)));
     let h = stored_headers(&m);
     assert_eq!(h.keys().collect::<Vec<_>>(), vec!["kafka.envelope"]);
@@ -572,7 +572,7 @@ fn env_trigger_order_the_first_trigger_in_spec_order_is_reported() {
     ];
     for (what, r, trigger) in cases {
         assert_eq!(classify(&r), StoredForm::Envelope(trigger), "{what}");
-        let (_, form) = record_to_message(&r).unwrap();
+        let (_, form) = record_to_message(r).unwrap();
         assert_eq!(form, StoredForm::Envelope(trigger), "{what}");
     }
 }
@@ -755,7 +755,7 @@ proptest! {
     /// order, whatever the record's key, value and headers.
     #[test]
     fn map_header_1_headers_are_written_as_the_sdk_builder_writes_them(r in arb_kafka_record()) {
-        let (mapped, form) = record_to_message(&r).unwrap();
+        let (mapped, form) = record_to_message(r.clone()).unwrap();
         prop_assert_eq!(message_parts(&mapped), message_parts(&built_by_the_sdk(&r, &mapped, form)));
     }
 }
@@ -791,7 +791,7 @@ fn map_value_1_map_key_1_written_header_order_edge_cases() {
         ("enveloped", record(Some(b""), Some(b"v"), vec![])),
     ];
     for (what, r) in cases {
-        let (mapped, form) = record_to_message(&r).unwrap();
+        let (mapped, form) = record_to_message(r.clone()).unwrap();
         assert_eq!(
             message_parts(&mapped),
             message_parts(&built_by_the_sdk(&r, &mapped, form)),
@@ -808,7 +808,7 @@ fn map_value_1_map_key_1_written_header_order_edge_cases() {
 fn arb_stored_message() -> impl Strategy<Value = IggyMessage> {
     let mapped = (arb_kafka_record(), 1u64..4_000_000_000_000_000)
         .prop_filter_map("refused by the mapping", |(r, server_us)| {
-            record_to_message(&r).ok().map(|(m, _)| stored(m, server_us))
+            record_to_message(r).ok().map(|(m, _)| stored(m, server_us))
         });
     let written = (
         proptest::collection::vec(any::<u8>(), 1..64),
