@@ -219,7 +219,11 @@ pub fn record_to_message(record: KafkaRecord) -> Result<(IggyMessage, StoredForm
             (payload, Some(marker))
         }
         StoredForm::Plain | StoredForm::Placeholder => {
-            let mut headers = Vec::with_capacity(record.headers.len() + 2);
+            // Sized exactly, so a record without key, headers or placeholder (the common
+            // unkeyed record) allocates no list at all.
+            let entries =
+                usize::from(record.key.is_some()) + record.headers.len() + usize::from(form == StoredForm::Placeholder);
+            let mut headers = Vec::with_capacity(entries);
             if let Some(k) = &record.key {
                 // MAP-KEY-1
                 headers.push(OutgoingHeader {
