@@ -185,7 +185,9 @@ compat-quick: setup
 # gateway binary's whole-process CPU per record and per request beside the Iggy server's, on real
 # Iggy and embedded, driven by librdkafka and by the Java client (java/prepare.sh prepares it; without
 # a JDK those rows say SKIPPED); $(TARGET_DIR)/bench/cpu.json; CPU_BENCH_ARGS go to it, e.g. --runs 5), the same
-# with every client through a relay that only copies, for the floor ($(TARGET_DIR)/bench/cpu-relay.json), then the one table (native
+# with every client through a relay that only copies, for the floor ($(TARGET_DIR)/bench/cpu-relay.json), and
+# through one that also does the formats' checksums and Iggy's encoding, whose 1 KiB produce is the floor
+# of any gateway's ($(TARGET_DIR)/bench/cpu-relay-checks.json), then the one table (native
 # Iggy SDK, the native SDK through a byte-copying relay, gateway on real Iggy (in process, and the
 # release binary in its own process, built first, as the scale and hostile runs use it), gateway embedded,
 # tansu, the fetch bound for any gateway, and the gateway's stored messages read back bare for
@@ -209,6 +211,8 @@ bench: setup
 	cargo bench -p kafka-iggy-conformance --bench cpu -- --java-work $(JAVA_WORK) $(IGGY_SERVER_ENV_ARGS) $(CPU_BENCH_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench cpu -- --relay --clients librdkafka \
 	  --json $(TARGET_DIR)/bench/cpu-relay.json $(IGGY_SERVER_ENV_ARGS) $(CPU_BENCH_ARGS)
+	cargo bench -p kafka-iggy-conformance --bench cpu -- --relay --relay-checks --clients librdkafka --sizes 1024 \
+	  --json $(TARGET_DIR)/bench/cpu-relay-checks.json $(IGGY_SERVER_ENV_ARGS) $(CPU_BENCH_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench table -- $(IGGY_SERVER_ENV_ARGS) $(BENCH_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench iggy_read -- $(IGGY_SERVER_ENV_ARGS)
 	cargo bench -p kafka-iggy-conformance --bench cluster -- $(IGGY_SERVER_ENV_ARGS)

@@ -28,7 +28,7 @@ use kafka_iggy_conformance::cpu::Snapshot;
 use kafka_iggy_conformance::peers::process::{free_port, PeerProcess};
 use kafka_iggy_conformance::peers::Launch;
 use kafka_iggy_conformance::real_iggy::{discover_with_env, parse_env_pair, Discovery, IggyServer};
-use kafka_iggy_conformance::relay::Relay;
+use kafka_iggy_conformance::relay::{Relay, RelayWork};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{ApiKey, FetchRequest, FetchResponse, ProduceRequest, ProduceResponse, TopicName};
@@ -132,6 +132,13 @@ struct Args {
     /// each side, as a small Produce on Iggy is for the gateway (the client's side and Iggy's).
     #[arg(long)]
     relay: bool,
+    /// With `--relay`: the relay also does what the wire formats demand of any process turning a
+    /// Kafka Produce into an Iggy send, on every byte a client sends (Kafka's CRC32C, the pinned
+    /// SDK's encoding of each 1 KiB as an Iggy message with its xxHash3 and its copy into the
+    /// frame; conformance/src/relay.rs, `RelayWork::FormatChecks`): its 1 KiB produce figure is
+    /// the floor of a gateway's.
+    #[arg(long, requires = "relay")]
+    relay_checks: bool,
     /// Where the JSON goes; `bench/cpu.json` in the target directory when unset.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -287,6 +294,8 @@ struct Report {
     gateway_env: Vec<(String, String)>,
     /// Whether the clients went through the relay (`--relay`).
     relay: bool,
+    /// Whether the relay did the formats' work too (`--relay-checks`).
+    relay_checks: bool,
     /// The gateway binaries measured, in `Measured::binary` order.
     binaries: Vec<PathBuf>,
     rows: Vec<Measured>,
@@ -715,15 +724,15 @@ async fn small_requests(
 
 /// Starts gateway `binary` on `backend` as a process of its own, listening (and advertising) on
 /// a free loopback port, its output appended to `log`; stopped on drop.
-/// With `relay`, clients are given a relay in front of it instead: its address is the one
-/// returned and the one the gateway advertises.
+/// With `relay`, clients are given a relay doing that work in front of it instead: its address
+/// is the one returned and the one the gateway advertises.
 fn start_gateway(
     binary: &std::path::Path,
     backend: BackendRow,
     server: Option<&IggyServer>,
     gateway_env: &[(String, String)],
     log: &std::path::Path,
-    relay: bool,
+    relay: Option<RelayWork>,
 ) -> anyhow::Result<(PeerProcess, String, Option<Relay>)> {
     ensure!(
         binary.is_file(),
@@ -734,12 +743,13 @@ fn start_gateway(
     let listen = format!("127.0.0.1:{port}");
     let mut env = gateway_env.to_vec();
     let mut args = vec!["--listen".to_owned(), listen.clone()];
-    let relay = if relay {
-        let relay = Relay::start(listen.parse()?)?;
-        args.extend(["--advertised".to_owned(), relay.address.to_string()]);
-        Some(relay)
-    } else {
-        None
+    let relay = match relay {
+        Some(work) => {
+            let relay = Relay::start(listen.parse()?, work)?;
+            args.extend(["--advertised".to_owned(), relay.address.to_string()]);
+            Some(relay)
+        }
+        None => None,
     };
     match backend {
         BackendRow::Embedded => args.extend(["--backend".to_owned(), "embedded".to_owned()]),
@@ -759,6 +769,15 @@ fn start_gateway(
     let gateway = PeerProcess::start(&launch, port, log).map_err(|why| anyhow::anyhow!("the gateway binary: {why}"))?;
     let bootstrap = relay.as_ref().map_or(listen, |r| r.address.to_string());
     Ok((gateway, bootstrap, relay))
+}
+
+/// The relay `--relay` and `--relay-checks` ask for, if any.
+fn relay_work(args: &Args) -> Option<RelayWork> {
+    match (args.relay, args.relay_checks) {
+        (false, _) => None,
+        (true, false) => Some(RelayWork::CopyOnly),
+        (true, true) => Some(RelayWork::FormatChecks),
+    }
 }
 
 fn records_for(args: &Args, size: usize) -> usize {
@@ -888,6 +907,13 @@ async fn main() -> anyhow::Result<()> {
         "bench cpu: the release gateway binary's CPU, whole process (/proc/PID/stat utime+stime), beside the Iggy server's; clients {:?} at their defaults (acks=all), unkeyed records to one partition; sizes {:?}; small requests: {} connections x {} Produce of 1–10 records of {} B over {} partitions, then one Fetch per batch; {cores} cores",
         args.clients, args.sizes, args.small_connections, args.small_requests, args.small_record_bytes, args.small_partitions
     );
+    match relay_work(&args) {
+        Some(RelayWork::CopyOnly) => println!("relay: every client through a relay that only copies"),
+        Some(RelayWork::FormatChecks) => println!(
+            "relay: every client through a relay that also checks and encodes every byte a client sends as a translator must (CRC32C, Iggy messages of 1 KiB with their xxHash3): its 1 KiB produce is the floor of a gateway's"
+        ),
+        None => {}
+    }
     let mut report = Report {
         sizes: args.sizes.clone(),
         runs: args.runs.into(),
@@ -895,6 +921,7 @@ async fn main() -> anyhow::Result<()> {
         iggy_server_env: args.iggy_server_env.clone(),
         gateway_env: args.gateway_env.clone(),
         relay: args.relay,
+        relay_checks: args.relay_checks,
         binaries: Vec::new(),
         rows: Vec::new(),
         skipped: Vec::new(),
@@ -959,15 +986,21 @@ async fn main() -> anyhow::Result<()> {
                     continue;
                 }
                 let log = std::env::temp_dir().join(format!("kig-cpu-gateway-{run_id}-{run}-{b}-{backend:?}.log"));
-                let (gateway, bootstrap, relay) =
-                    match start_gateway(binary, backend, server.as_ref(), &args.gateway_env, &log, args.relay) {
-                        Ok(started) => started,
-                        Err(e) => {
-                            println!("backend {backend:?}: SKIPPED: {e:#}");
-                            report.skipped.push(format!("{backend:?}: {e:#}"));
-                            break;
-                        }
-                    };
+                let (gateway, bootstrap, relay) = match start_gateway(
+                    binary,
+                    backend,
+                    server.as_ref(),
+                    &args.gateway_env,
+                    &log,
+                    relay_work(&args),
+                ) {
+                    Ok(started) => started,
+                    Err(e) => {
+                        println!("backend {backend:?}: SKIPPED: {e:#}");
+                        report.skipped.push(format!("{backend:?}: {e:#}"));
+                        break;
+                    }
+                };
                 let gateway_pid = gateway.pid();
                 let server_pid = match backend {
                     BackendRow::Iggy => server.as_ref().and_then(IggyServer::pid),

@@ -17,7 +17,7 @@ use kafka_iggy_conformance::delay_proxy::DelayProxy;
 use kafka_iggy_conformance::endpoint::{LocalGateway, LocalOptions};
 use kafka_iggy_conformance::latency::TAIL_WINDOW_MS;
 use kafka_iggy_conformance::real_iggy::{discover_with_env, parse_env_pair, Discovery, IggyServer};
-use kafka_iggy_conformance::relay::Relay;
+use kafka_iggy_conformance::relay::{Relay, RelayWork};
 use kafka_iggy_gateway::backend::embedded::{EmbeddedBackend, EmbeddedConfig};
 use kafka_iggy_gateway::backend::iggy::IggyBackend;
 use kafka_iggy_gateway::backend::metered::Metered;

@@ -90,7 +90,7 @@ pub(super) async fn native_relayed(
     args: &Args,
     topic: &str,
 ) -> anyhow::Result<Figures> {
-    let relay = Relay::start(socket_address(address).await?)?;
+    let relay = Relay::start(socket_address(address).await?, RelayWork::CopyOnly)?;
     let figures = native(server, &relay.address.to_string(), args, topic).await;
     drop(relay);
     figures
